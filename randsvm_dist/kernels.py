@@ -1,0 +1,162 @@
+"""Kernels with LIBSVM's parameter meanings, evaluated in chunked float32 BLAS.
+
+- linear:  u'v
+- poly:    (gamma u'v + coef0) ** degree
+- rbf:     exp(-gamma |u - v|^2)
+- sigmoid: tanh(gamma u'v + coef0)
+
+``gamma`` may be a number, ``'scale'`` (1 / (n_features * X.var())) or ``'auto'``
+(1 / n_features), as in scikit-learn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import ParameterError
+
+KERNELS = ("linear", "poly", "rbf", "sigmoid")
+LIBSVM_KERNEL_TYPE = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3}
+CHUNK_ROWS = 16384
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel with resolved numeric parameters (as LIBSVM takes them)."""
+
+    name: str = "rbf"
+    gamma: float = 1.0
+    degree: int = 3
+    coef0: float = 0.0
+
+    def __post_init__(self):
+        if self.name not in KERNELS:
+            raise ParameterError(f"kernel must be one of {KERNELS}; got {self.name!r}")
+        if self.name != "linear" and not (np.isfinite(self.gamma) and self.gamma > 0):
+            raise ParameterError(f"gamma must be > 0; got {self.gamma!r}")
+        if self.name == "poly" and (int(self.degree) != self.degree or self.degree < 1):
+            raise ParameterError(f"degree must be a positive integer; got {self.degree!r}")
+
+    def __call__(self, X, Y) -> np.ndarray:
+        """Kernel matrix K[i, j] = k(X[i], Y[j]) as float32 (X, Y dense or CSR)."""
+        return kernel_matrix(X, Y, self)
+
+
+def resolve_gamma(gamma, X=None, n_features: int | None = None,
+                  x_var: float | None = None) -> float:
+    """Turn ``gamma`` ('scale', 'auto' or a number) into a float.
+
+    Args:
+        gamma: number, 'scale' or 'auto'.
+        X: sample of the data (used for 'scale' when x_var is not given).
+        n_features: feature count (taken from X if None).
+        x_var: variance of all feature values (for 'scale' without X).
+
+    Raises:
+        ParameterError: unknown string, non-positive number, or 'scale' without data.
+    """
+    if n_features is None and X is not None:
+        n_features = X.shape[1]
+    if isinstance(gamma, str):
+        if gamma == "auto":
+            return 1.0 / n_features
+        if gamma == "scale":
+            if x_var is None:
+                if X is None:
+                    raise ParameterError("gamma='scale' needs the data's variance")
+                if sp.issparse(X):
+                    m = X.mean()
+                    x_var = X.multiply(X).mean() - m * m
+                else:
+                    x_var = float(np.var(X, dtype=np.float64))
+            return 1.0 / (n_features * x_var) if x_var > 0 else 1.0
+        raise ParameterError(f"gamma must be a number, 'scale' or 'auto'; got {gamma!r}")
+    try:
+        g = float(gamma)
+    except (TypeError, ValueError):
+        raise ParameterError(f"gamma must be a number, 'scale' or 'auto'; got {gamma!r}") from None
+    if not (np.isfinite(g) and g > 0):
+        raise ParameterError(f"gamma must be > 0; got {gamma!r}")
+    return g
+
+
+def row_sq_norms(X) -> np.ndarray:
+    """Squared Euclidean norm of each row, float32 (dense or CSR)."""
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float32).ravel()
+    return np.einsum("ij,ij->i", X, X, dtype=np.float32)
+
+
+def _dot(X, Y) -> np.ndarray:
+    out = X @ Y.T
+    if sp.issparse(out):
+        out = out.toarray()
+    return np.asarray(out, dtype=np.float32)
+
+
+def kernel_matrix(X, Y, kernel: Kernel, y_sq_norms: np.ndarray | None = None) -> np.ndarray:
+    """Kernel matrix between the rows of X and Y in float32.
+
+    Args:
+        X, Y: float32 ndarray or CSR, same feature count.
+        kernel: a resolved Kernel.
+        y_sq_norms: precomputed row_sq_norms(Y) (rbf only).
+
+    Returns:
+        ndarray (len(X), len(Y)) float32.
+    """
+    K = _dot(X, Y)
+    if kernel.name == "linear":
+        return K
+    g = np.float32(kernel.gamma)
+    if kernel.name == "rbf":
+        yn = row_sq_norms(Y) if y_sq_norms is None else y_sq_norms
+        xn = row_sq_norms(X)
+        K *= np.float32(2.0)
+        K -= xn[:, None]
+        K -= yn[None, :]
+        np.minimum(K, 0, out=K)
+        K *= g
+        np.exp(K, out=K)
+        return K
+    K *= g
+    K += np.float32(kernel.coef0)
+    if kernel.name == "poly":
+        return K ** int(kernel.degree)
+    np.tanh(K, out=K)
+    return K
+
+
+def decision_values(X, support_vectors, coef: np.ndarray, intercept: float | np.ndarray,
+                    kernel: Kernel, chunk_rows: int = CHUNK_ROWS) -> np.ndarray:
+    """f(x) = sum_j coef[j] k(sv_j, x) + intercept, chunked over the rows of X.
+
+    Args:
+        X: rows to score (float32 dense or CSR).
+        support_vectors: (n_sv, n_features) float32 dense or CSR.
+        coef: (n_sv,) or (n_sv, n_models) dual coefficients (y_j alpha_j).
+        intercept: scalar or (n_models,) (LIBSVM's -rho).
+        kernel: resolved Kernel.
+
+    Returns:
+        float64 array (n_rows,) or (n_rows, n_models).
+    """
+    coef = np.asarray(coef, dtype=np.float32)
+    squeeze = coef.ndim == 1
+    coef2 = coef[:, None] if squeeze else coef
+    n = X.shape[0]
+    out = np.empty((n, coef2.shape[1]), dtype=np.float64)
+    if kernel.name == "linear":
+        w = np.asarray(support_vectors.T @ coef2, dtype=np.float32)
+        for s in range(0, n, chunk_rows):
+            out[s:s + chunk_rows] = np.asarray(X[s:s + chunk_rows] @ w)
+    else:
+        yn = row_sq_norms(support_vectors) if kernel.name == "rbf" else None
+        for s in range(0, n, chunk_rows):
+            K = kernel_matrix(X[s:s + chunk_rows], support_vectors, kernel, yn)
+            out[s:s + chunk_rows] = K @ coef2
+    out += np.asarray(intercept, dtype=np.float64)
+    return out[:, 0] if squeeze else out

@@ -1,0 +1,149 @@
+"""The shared streaming-learner protocol: labels, validation, one-vs-rest, merging.
+
+A streaming classifier is a scikit-learn estimator whose learning is done by one *binary
+learner* per class pair (binary problems) or per class (one-vs-rest). Subclasses implement
+``_new_binary(n_features, seed)`` returning an object with:
+
+- ``partial_fit(X, y)``: X float32 ndarray or CSR (already validated), y float64 in {-1, +1};
+- ``decision_function(X) -> ndarray (n_rows,)``;
+- ``merge(other) -> binary learner`` (a new object; inputs unchanged);
+- ``n_core`` (int): points/support vectors kept.
+
+This base class does everything else: ``partial_fit(X, y, classes=)``, ``fit``,
+``predict``, ``decision_function``, ``score``, ``merge`` and per-class seeding from one
+``random_state`` (so results do not depend on which worker ran what).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from ..exceptions import NotFittedError, SchemaError
+from ..validation import check_classes, check_features, check_labels
+
+
+def seed_for(random_state, *keys: int) -> int:
+    """A 32-bit seed derived from random_state and integer keys (SeedSequence)."""
+    base = 0 if random_state is None else int(random_state)
+    return int(np.random.SeedSequence([base, *keys]).generate_state(1)[0])
+
+
+class StreamingClassifier(ClassifierMixin, BaseEstimator):
+    """Base class of the one-pass learners (see the module docstring)."""
+
+    def _new_binary(self, n_features: int, seed: int):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- fitting ---------------------------------------------------------------------------
+    def partial_fit(self, X, y, classes=None):
+        """Learn from one batch of rows.
+
+        Args:
+            X: (n_rows, n_features) dense or scipy sparse.
+            y: (n_rows,) labels.
+            classes: all labels of the stream; required on the first call.
+
+        Returns:
+            self
+
+        Raises:
+            SchemaError: bad X/y, unknown label, one class, wrong feature count.
+        """
+        first = not hasattr(self, "learners_")
+        if first:
+            if classes is None:
+                raise SchemaError("classes= is required on the first call to partial_fit")
+            self.classes_ = check_classes(classes, where="classes=")
+        X = check_features(X, None if first else self.n_features_in_)
+        y = check_labels(y, X.shape[0])
+        if first:
+            self.n_features_in_ = X.shape[1]
+            n_learners = 1 if len(self.classes_) == 2 else len(self.classes_)
+            rs = getattr(self, "random_state", None)
+            self.learners_ = [self._new_binary(X.shape[1], seed_for(rs, k))
+                              for k in range(n_learners)]
+            self.n_seen_ = 0
+        idx = np.searchsorted(self.classes_, y)
+        idx = np.clip(idx, 0, len(self.classes_) - 1)
+        bad = self.classes_[idx] != y
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise SchemaError(
+                f"y holds label {y[row]!r} at row {row}, not among classes "
+                f"{self.classes_.tolist()}"
+            )
+        if X.shape[0]:
+            for k, learner in enumerate(self.learners_):
+                pos = self.classes_[1] if len(self.learners_) == 1 else self.classes_[k]
+                learner.partial_fit(X, np.where(y == pos, 1.0, -1.0))
+            self.n_seen_ += X.shape[0]
+        return self
+
+    def fit(self, X, y):
+        """Forget what was learnt and make one pass over (X, y) in row order.
+
+        Raises:
+            SchemaError: bad X/y or fewer than two classes in y.
+        """
+        for attr in ("learners_", "classes_", "n_features_in_", "n_seen_"):
+            self.__dict__.pop(attr, None)
+        y_arr = np.asarray(y)
+        return self.partial_fit(X, y_arr, classes=check_classes(np.unique(y_arr), where="y"))
+
+    # -- prediction ------------------------------------------------------------------------
+    def _check_fitted(self):
+        if not hasattr(self, "learners_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet")
+
+    def decision_function(self, X) -> np.ndarray:
+        """Signed scores: (n_rows,) for two classes (positive means classes_[1]),
+        (n_rows, n_classes) one-vs-rest otherwise."""
+        self._check_fitted()
+        X = check_features(X, self.n_features_in_)
+        scores = [learner.decision_function(X) for learner in self.learners_]
+        return scores[0] if len(scores) == 1 else np.column_stack(scores)
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted labels for the rows of X."""
+        s = self.decision_function(X)
+        if s.ndim == 1:
+            return self.classes_[(s > 0).astype(int)]
+        return self.classes_[np.argmax(s, axis=1)]
+
+    @property
+    def n_core_(self) -> int:
+        """Points (or support vectors) kept, summed over the binary learners."""
+        self._check_fitted()
+        return int(sum(learner.n_core for learner in self.learners_))
+
+    # -- combination -----------------------------------------------------------------------
+    def merge(self, other: StreamingClassifier) -> StreamingClassifier:
+        """Combine two learners fitted on disjoint parts of one data set.
+
+        Returns:
+            a new learner (the inputs are unchanged).
+
+        Raises:
+            SchemaError: different types, classes or feature counts.
+        """
+        self._check_fitted()
+        other._check_fitted()
+        if type(other) is not type(self):
+            raise SchemaError(f"cannot merge {type(self).__name__} with {type(other).__name__}")
+        if not np.array_equal(self.classes_, other.classes_):
+            raise SchemaError(
+                f"cannot merge learners with classes {self.classes_.tolist()} and "
+                f"{other.classes_.tolist()}"
+            )
+        if self.n_features_in_ != other.n_features_in_:
+            raise SchemaError(
+                f"cannot merge learners with {self.n_features_in_} and "
+                f"{other.n_features_in_} features"
+            )
+        out = copy.copy(self)
+        out.learners_ = [a.merge(b) for a, b in zip(self.learners_, other.learners_)]
+        out.n_seen_ = self.n_seen_ + other.n_seen_
+        return out

@@ -1,0 +1,99 @@
+"""Input checks shared by every estimator: features, labels and parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import ParameterError, SchemaError
+
+Matrix = "np.ndarray | sp.csr_matrix"
+
+
+def check_features(X, n_features: int | None = None, *, name: str = "X"):
+    """Return X as float32 C-contiguous ndarray or float32 CSR matrix, checked.
+
+    Args:
+        X: array-like of shape (n_rows, n_features), dense or scipy sparse.
+        n_features: expected feature count; None accepts any.
+        name: what to call X in error messages.
+
+    Returns:
+        np.ndarray (float32, C order) or scipy.sparse.csr_matrix (float32, sorted indices).
+
+    Raises:
+        SchemaError: X is not 2-D, has the wrong feature count, or holds NaN/inf.
+    """
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float32)
+        X.sort_indices()
+        values = X.data
+    else:
+        X = np.asarray(X)
+        if X.ndim == 1:
+            raise SchemaError(f"{name} must be 2-D (n_rows, n_features); got a 1-D array")
+        if X.ndim != 2:
+            raise SchemaError(f"{name} must be 2-D (n_rows, n_features); got shape {X.shape}")
+        if not np.issubdtype(X.dtype, np.number) and X.dtype != bool:
+            raise SchemaError(f"{name} must be numeric; got dtype {X.dtype}")
+        X = np.ascontiguousarray(X, dtype=np.float32)
+        values = X
+    if values.size and not np.isfinite(values).all():
+        bad = np.argwhere(~np.isfinite(X.toarray() if sp.issparse(X) else X))[0]
+        raise SchemaError(
+            f"{name} holds a NaN or infinite value at row {bad[0]}, feature {bad[1]}; "
+            "expected finite numbers"
+        )
+    if n_features is not None and X.shape[1] != n_features:
+        raise SchemaError(
+            f"{name} has {X.shape[1]} features; the model expects {n_features}"
+        )
+    return X
+
+
+def check_labels(y, n_rows: int, *, name: str = "y") -> np.ndarray:
+    """Return y as a 1-D array of length n_rows.
+
+    Raises:
+        SchemaError: wrong shape/length or NaN labels.
+    """
+    y = np.asarray(y)
+    if y.ndim != 1:
+        y = y.reshape(-1) if y.ndim == 2 and 1 in y.shape else y
+    if y.ndim != 1:
+        raise SchemaError(f"{name} must be 1-D; got shape {y.shape}")
+    if len(y) != n_rows:
+        raise SchemaError(f"{name} has {len(y)} labels for {n_rows} rows of X")
+    if np.issubdtype(y.dtype, np.floating) and not np.isfinite(y).all():
+        row = int(np.argwhere(~np.isfinite(y))[0, 0])
+        raise SchemaError(f"{name} holds a NaN or infinite label at row {row}")
+    return y
+
+
+def check_classes(classes: Iterable, *, where: str = "the labels") -> np.ndarray:
+    """Return the sorted distinct classes, requiring at least two.
+
+    Raises:
+        SchemaError: fewer than two classes.
+    """
+    classes = np.unique(np.asarray(list(classes) if not isinstance(classes, np.ndarray)
+                                   else classes))
+    if len(classes) < 2:
+        raise SchemaError(
+            f"{where} hold one class only ({classes.tolist()}); an SVM needs at least two"
+        )
+    return classes
+
+
+def check_positive(value: float, name: str, *, allow_zero: bool = False) -> float:
+    """Return value as float if it is > 0 (or >= 0); else raise ParameterError."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number; got {value!r}") from None
+    if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ParameterError(f"{name} must be {bound}; got {value!r}")
+    return v

@@ -1,0 +1,1 @@
+"""The RandSVM sampling driver: sample, solve with LIBSVM, scan for violators, repeat."""

@@ -1,0 +1,12 @@
+"""Solvers: the LIBSVM adapter (train on a sample, model arrays, LIBSVM model files)."""
+
+from .libsvm_adapter import BinarySolution, SolverParams, solve_binary
+from .model_file import read_libsvm_model, write_libsvm_model
+
+__all__ = [
+    "BinarySolution",
+    "SolverParams",
+    "read_libsvm_model",
+    "solve_binary",
+    "write_libsvm_model",
+]

@@ -1,0 +1,21 @@
+"""The Parquet data layer: Dataset handle, writers, converters and synthetic generators.
+
+Public API::
+
+    from randsvm_dist.data import Dataset, write_arrays, make_arrays, make, convert
+"""
+
+from __future__ import annotations
+
+from .dataset import Dataset
+from .generators import GENERATORS, make, make_arrays
+from .writer import write_arrays
+
+__all__ = ["Dataset", "GENERATORS", "convert", "make", "make_arrays", "write_arrays"]
+
+
+def convert(*args, **kwargs):
+    """Convert svmlight/CSV text or arrays to partitioned Parquet (see ``data.convert``)."""
+    from .convert import convert as _convert
+
+    return _convert(*args, **kwargs)

@@ -1,0 +1,435 @@
+"""The Dataset handle: a directory (local or any filesystem URL) of Parquet partitions.
+
+A Dataset holds only paths, the filesystem and schema facts read from the Parquet footers,
+never data: it pickles small, so Dask can ship it to workers that call
+:meth:`Dataset.read_partition` there. Files are sorted by name; that order is the partition
+order.
+
+Two layouts are read:
+
+* dense: feature columns (``f0`` .. by default: every column but the label, in schema
+  order; or the user's own ``feature_columns=``) plus a label column;
+* sparse: ``indices`` list<int32> (0-based) + ``values`` list<float32> + label.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import scipy.sparse as sp
+
+from ..exceptions import DataFormatError, ParameterError, SchemaError
+from ..validation import check_classes
+from ._fs import file_exists, file_size, list_files, resolve
+from .writer import LABEL, META_KEY
+
+DEFAULT_MAX_BYTES = 2 << 30
+
+
+class Dataset:
+    """A partitioned Parquet data set; open it with :meth:`Dataset.open`."""
+
+    def __init__(self, url: str, filesystem, paths: list[str], *, label_column: str,
+                 feature_columns: list[str] | None, is_sparse: bool, n_features: int,
+                 partition_rows: list[int], meta: dict | None,
+                 classes: np.ndarray | None, class_counts: np.ndarray | None,
+                 nnz: int | None):
+        self.url = url
+        self.filesystem = filesystem
+        self.paths = list(paths)
+        self.label_column = label_column
+        self.feature_columns = feature_columns
+        self.is_sparse = is_sparse
+        self.n_features = int(n_features)
+        self.partition_rows = [int(r) for r in partition_rows]
+        self.meta = meta or {}
+        self._classes = classes
+        self._class_counts = class_counts
+        self._nnz = nnz
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(cls, path_or_url: str | os.PathLike, label_column: str = LABEL,
+             feature_columns: list[str] | None = None,
+             n_features: int | None = None) -> Dataset:
+        """Open a directory (or a single file) of Parquet partitions.
+
+        Reads only the Parquet footers: row counts, schema, and the package's metadata.
+
+        Args:
+            path_or_url: local directory, single ``.parquet`` file, or filesystem URL
+                (``s3://bucket/data``, ``memory://x``, ...). Files ``*.parquet`` directly
+                under it, sorted by name, are the partitions.
+            label_column: the label column's name.
+            feature_columns: dense layout only: the feature columns, in order (default:
+                every other column, in schema order).
+            n_features: sparse layout only: the feature count, when the files do not record
+                it (a user's own sparse table); else the highest index + 1 is read.
+
+        Returns:
+            Dataset.
+
+        Raises:
+            DataFormatError: missing path, no Parquet files, unreadable file.
+            SchemaError: missing label/feature columns, non-numeric features, partitions
+                whose schemas differ.
+        """
+        url = str(path_or_url)
+        fs, root = resolve(url)
+        paths = list_files(fs, root)
+        if paths is None:
+            if file_exists(fs, root):
+                paths = [root]
+            else:
+                raise DataFormatError(f"data set {url} not found (no such file or directory)")
+        if not paths:
+            raise DataFormatError(f"data set {url} holds no *.parquet files")
+
+        rows, metas, schema0 = [], [], None
+        for p in paths:
+            try:
+                md = pq.read_metadata(p, filesystem=fs)
+                schema = pq.read_schema(p, filesystem=fs)
+            except Exception as e:  # noqa: BLE001 - pyarrow raises several types here
+                raise DataFormatError(f"{p}: not a readable Parquet file ({e})") from None
+            if schema0 is None:
+                schema0 = schema
+            elif not schema.remove_metadata().equals(schema0.remove_metadata()):
+                raise SchemaError(
+                    f"{p}: its columns differ from {paths[0]}'s "
+                    f"({_schema_str(schema)} vs {_schema_str(schema0)})"
+                )
+            rows.append(md.num_rows)
+            raw = (schema.metadata or {}).get(META_KEY)
+            metas.append(json.loads(raw) if raw else None)
+
+        names = schema0.names
+        if label_column not in names:
+            raise SchemaError(
+                f"{url}: no label column {label_column!r}; columns are {names}"
+            )
+        ours = all(m is not None for m in metas)
+        is_sparse = "indices" in names and "values" in names and \
+            pa.types.is_list(schema0.field("indices").type)
+        classes = counts = None
+        nnz = None
+        if ours:
+            ds_meta = dict(metas[0])
+            if any(m.get("label_column", LABEL) != label_column for m in metas):
+                # The caller chose another column as label: the stored stats do not apply.
+                ours = False
+        else:
+            ds_meta = {}
+        if is_sparse:
+            if feature_columns is not None:
+                raise SchemaError(f"{url} is sparse (indices/values); feature_columns "
+                                  "applies to the dense layout only")
+            for col in ("indices", "values"):
+                t = schema0.field(col).type
+                if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+                    raise SchemaError(f"{url}: column {col!r} must be a list; got {t}")
+            if n_features is None and metas[0] is not None:
+                widths = {int(m["n_features"]) for m in metas}
+                n_features = max(widths)
+            if any(m is not None and "nnz" in m for m in metas) and \
+                    all(m is not None and "nnz" in m for m in metas):
+                nnz = sum(int(m["nnz"]) for m in metas)
+        else:
+            if feature_columns is None:
+                feature_columns = [n for n in names if n != label_column]
+            else:
+                feature_columns = list(feature_columns)
+                missing = [c for c in feature_columns if c not in names]
+                if missing:
+                    raise SchemaError(f"{url}: no feature column(s) {missing}; "
+                                      f"columns are {names}")
+                if label_column in feature_columns:
+                    raise SchemaError(f"label column {label_column!r} is also listed as a "
+                                      "feature column")
+            if not feature_columns:
+                raise SchemaError(f"{url}: no feature columns besides {label_column!r}")
+            for c in feature_columns:
+                t = schema0.field(c).type
+                if not (pa.types.is_integer(t) or pa.types.is_floating(t)
+                        or pa.types.is_boolean(t) or pa.types.is_decimal(t)):
+                    raise SchemaError(
+                        f"{url}: feature column {c!r} has type {t}; expected numbers"
+                    )
+            n_features = len(feature_columns)
+        if ours:
+            classes, counts = _merge_class_stats(metas, schema0.field(label_column).type)
+
+        ds = cls(url, fs, paths, label_column=label_column,
+                 feature_columns=None if is_sparse else feature_columns,
+                 is_sparse=is_sparse, n_features=-1 if n_features is None else n_features,
+                 partition_rows=rows, meta=ds_meta, classes=classes,
+                 class_counts=counts, nnz=nnz)
+        if is_sparse and n_features is None:
+            ds.n_features = ds._scan_max_index() + 1
+        return ds
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def n_rows(self) -> int:
+        """Total rows, from the Parquet metadata."""
+        return int(sum(self.partition_rows))
+
+    @property
+    def n_partitions(self) -> int:
+        """Number of partitions (files)."""
+        return len(self.paths)
+
+    @property
+    def classes(self) -> np.ndarray:
+        """Sorted distinct label values (from metadata when we wrote the files)."""
+        if self._classes is None:
+            self._compute_class_stats()
+        return self._classes
+
+    @property
+    def class_counts(self) -> np.ndarray:
+        """Rows per class, aligned with :attr:`classes`."""
+        if self._class_counts is None:
+            self._compute_class_stats()
+        return self._class_counts
+
+    @cached_property
+    def nbytes_on_disk(self) -> int:
+        """Total size of the partition files in bytes."""
+        return sum(file_size(self.filesystem, p) for p in self.paths)
+
+    def estimated_nbytes(self) -> int:
+        """Bytes :meth:`to_arrays` would need for X and y (sparse: from the stored nnz)."""
+        n, d = self.n_rows, self.n_features
+        if not self.is_sparse:
+            return n * d * 4 + n * 8
+        nnz = self._nnz
+        if nnz is None:
+            nnz = 0
+            for p in self.paths:
+                md = pq.read_metadata(p, filesystem=self.filesystem)
+                for rg in range(md.num_row_groups):
+                    for c in range(md.num_columns):
+                        col = md.row_group(rg).column(c)
+                        if col.path_in_schema.startswith("values"):
+                            nnz += col.num_values
+        return nnz * 8 + (n + 1) * 4 + n * 8
+
+    def __repr__(self) -> str:
+        kind = "sparse" if self.is_sparse else "dense"
+        return (f"Dataset({self.url!r}, n_rows={self.n_rows}, n_features={self.n_features}, "
+                f"n_partitions={self.n_partitions}, {kind})")
+
+    # ------------------------------------------------------------------ reading
+    def read_partition(self, i: int):
+        """Read partition ``i``.
+
+        Returns:
+            ``(X, y)``: X float32 C-contiguous ndarray (dense) or float32 CSR matrix with
+            shape (rows, n_features) (sparse); y the raw label values, 1-D ndarray.
+
+        Raises:
+            IndexError: no partition i.
+            SchemaError: missing values, or an index outside [0, n_features).
+        """
+        if not -self.n_partitions <= i < self.n_partitions:
+            raise IndexError(f"partition {i} out of range (0..{self.n_partitions - 1})")
+        path = self.paths[i]
+        if self.is_sparse:
+            cols = ["indices", "values", self.label_column]
+        else:
+            cols = list(self.feature_columns) + [self.label_column]
+        table = pq.read_table(path, columns=cols, filesystem=self.filesystem,
+                              use_threads=False)
+        y = _label_numpy(table.column(self.label_column), path, self.label_column)
+        if self.is_sparse:
+            X = self._sparse_from(table, path)
+        else:
+            X = _dense_from(table, self.feature_columns, path)
+        return X, y
+
+    def iter_partitions(self):
+        """Yield ``(X, y)`` for each partition in order."""
+        for i in range(self.n_partitions):
+            yield self.read_partition(i)
+
+    def to_arrays(self, max_bytes: int = DEFAULT_MAX_BYTES):
+        """The whole data set in memory as ``(X, y)`` (for small data).
+
+        Args:
+            max_bytes: refuse when X and y would need more than this many bytes.
+
+        Raises:
+            ParameterError: the data set is larger than ``max_bytes``.
+        """
+        need = self.estimated_nbytes()
+        if need > max_bytes:
+            raise ParameterError(
+                f"{self.url}: {self.n_rows} rows x {self.n_features} features need about "
+                f"{need / 2**20:.0f} MiB in memory, above max_bytes={max_bytes} "
+                f"({max_bytes / 2**20:.0f} MiB); raise max_bytes or read partition by "
+                "partition (read_partition)"
+            )
+        parts = [self.read_partition(i) for i in range(self.n_partitions)]
+        ys = np.concatenate([y for _, y in parts]) if parts else np.empty(0)
+        if self.is_sparse:
+            X = sp.vstack([x for x, _ in parts], format="csr", dtype=np.float32)
+        else:
+            X = np.ascontiguousarray(np.concatenate([x for x, _ in parts], axis=0))
+        return X, ys
+
+    def encode_labels(self, y, binary: bool = True) -> np.ndarray:
+        """Map raw labels to model labels using this data set's classes.
+
+        Args:
+            y: raw label values (e.g. from :meth:`read_partition`).
+            binary: True: ``classes[0] -> -1.0``, ``classes[1] -> +1.0`` (float64);
+                False: ``classes[k] -> k`` (int64).
+
+        Raises:
+            SchemaError: a label not among the classes; fewer than two classes; more than
+                two classes when binary.
+        """
+        classes = check_classes(self.classes, where=f"the labels of {self.url}")
+        if binary and len(classes) != 2:
+            raise SchemaError(
+                f"{self.url}: binary classification needs exactly two label values; "
+                f"the label column {self.label_column!r} holds {len(classes)}: "
+                f"{_short_list(classes)}"
+            )
+        y = np.asarray(y)
+        pos = np.searchsorted(classes, y)
+        pos_c = np.clip(pos, 0, len(classes) - 1)
+        bad = classes[pos_c] != y
+        if np.any(bad):
+            k = int(np.argmax(bad))
+            raise SchemaError(
+                f"label {y[k]!r} at position {k} is not one of the classes of {self.url} "
+                f"({_short_list(classes)})"
+            )
+        if binary:
+            return np.where(pos_c == 1, 1.0, -1.0)
+        return pos_c.astype(np.int64)
+
+    # ------------------------------------------------------------------ internals
+    def _sparse_from(self, table: pa.Table, path: str) -> sp.csr_matrix:
+        idx = table.column("indices").combine_chunks()
+        val = table.column("values").combine_chunks()
+        n = len(idx)
+        if idx.null_count or val.null_count:
+            row = _first_null(idx if idx.null_count else val)
+            raise SchemaError(f"{path}: row {row} has a null indices/values list")
+        off_i = _offsets(idx)
+        off_v = _offsets(val)
+        if not np.array_equal(off_i, off_v):
+            row = int(np.argmax(off_i != off_v)) - 1
+            raise SchemaError(f"{path}: row {max(row, 0)} has different numbers of indices "
+                              "and values")
+        indices = idx.flatten().to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+        values = val.flatten()
+        if values.null_count:
+            raise SchemaError(f"{path}: a null inside a values list")
+        data = values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+        if not np.isfinite(data).all():
+            bad = int(np.argmax(~np.isfinite(data)))
+            row = int(np.searchsorted(off_i, bad, side="right")) - 1
+            raise SchemaError(f"{path}: row {row} holds a NaN or infinite value; expected "
+                              "finite numbers")
+        if indices.size:
+            lo, hi = int(indices.min()), int(indices.max())
+            if lo < 0 or hi >= self.n_features:
+                bad = int(np.argmax((indices < 0) | (indices >= self.n_features)))
+                row = int(np.searchsorted(off_i, bad, side="right")) - 1
+                raise SchemaError(
+                    f"{path}: row {row} has feature index {int(indices[bad])}; expected "
+                    f"0 <= index < n_features={self.n_features}"
+                )
+        return sp.csr_matrix((data, indices, off_i.astype(np.int64)),
+                             shape=(n, self.n_features))
+
+    def _compute_class_stats(self) -> None:
+        values, counts = None, None
+        agg: dict = {}
+        for p in self.paths:
+            col = pq.read_table(p, columns=[self.label_column], filesystem=self.filesystem,
+                                use_threads=False).column(self.label_column)
+            y = _label_numpy(col, p, self.label_column)
+            v, c = np.unique(y, return_counts=True)
+            for a, b in zip(v.tolist(), c.tolist(), strict=True):
+                agg[a] = agg.get(a, 0) + b
+        keys = sorted(agg)
+        values = np.array(keys)
+        counts = np.array([agg[k] for k in keys], dtype=np.int64)
+        self._classes, self._class_counts = values, counts
+
+    def _scan_max_index(self) -> int:
+        hi = -1
+        for p in self.paths:
+            col = pq.read_table(p, columns=["indices"], filesystem=self.filesystem,
+                                use_threads=False).column("indices")
+            flat = col.combine_chunks().flatten().to_numpy(zero_copy_only=False)
+            if flat.size:
+                hi = max(hi, int(flat.max()))
+        return hi
+
+
+# ---------------------------------------------------------------------- helpers
+def _merge_class_stats(metas: list[dict], label_type: pa.DataType):
+    agg: dict = {}
+    for m in metas:
+        for v, c in zip(m.get("classes", []), m.get("class_counts", []), strict=True):
+            agg[v] = agg.get(v, 0) + int(c)
+    keys = sorted(agg)
+    try:
+        dtype = label_type.to_pandas_dtype()
+        classes = np.array(keys, dtype=dtype)
+    except (NotImplementedError, TypeError, ValueError):
+        classes = np.array(keys)
+    return classes, np.array([agg[k] for k in keys], dtype=np.int64)
+
+
+def _offsets(arr: pa.Array) -> np.ndarray:
+    off = arr.offsets.to_numpy()
+    return off - off[0]
+
+
+def _first_null(arr: pa.Array) -> int:
+    return int(np.argmax(arr.is_null().to_numpy(zero_copy_only=False)))
+
+
+def _label_numpy(col: pa.ChunkedArray, path: str, name: str) -> np.ndarray:
+    if col.null_count:
+        row = _first_null(col.combine_chunks())
+        raise SchemaError(f"{path}: row {row} has no value in label column {name!r}")
+    return col.to_numpy()
+
+
+def _dense_from(table: pa.Table, feature_columns: list[str], path: str) -> np.ndarray:
+    n = table.num_rows
+    X = np.empty((len(feature_columns), n), dtype=np.float32)
+    for j, c in enumerate(feature_columns):
+        col = table.column(c)
+        if col.null_count:
+            row = _first_null(col.combine_chunks())
+            raise SchemaError(f"{path}: row {row} has no value in feature column {c!r}")
+        X[j] = col.to_numpy()
+    if not np.isfinite(X).all():
+        j, row = (int(v[0]) for v in np.nonzero(~np.isfinite(X)))
+        raise SchemaError(f"{path}: row {row}, feature column {feature_columns[j]!r} holds "
+                          "a NaN or infinite value; expected finite numbers")
+    # Filling feature-major then transposing keeps every column write contiguous.
+    return np.ascontiguousarray(X.T)
+
+
+def _schema_str(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)
+
+
+def _short_list(a, k: int = 10) -> str:
+    a = list(np.asarray(a).tolist())
+    return str(a if len(a) <= k else a[:k] + ["..."])

@@ -1,0 +1,417 @@
+"""Budgeted stochastic gradient descent (kernel Pegasos on a budget) with multi-merge.
+
+Qaadan & Glasmachers, "Multi-Merge Budget Maintenance for Stochastic Gradient Descent SVM
+Training"; BSGD itself is Wang, Crammer & Vucetic (JMLR 2012).
+
+Training minimizes ``lambda/2 |w|^2 + 1/n sum_i hinge(y_i, <w, phi(x_i)> + b)`` with the
+Gaussian kernel by SGD, learning rate ``eta_t = 1 / (lambda t)``: each step scales w by
+``1 - 1/t`` and, when ``y_t f(x_t) < 1``, adds ``eta_t y_t phi(x_t)``. Whenever this makes the
+model hold ``budget + 1`` support vectors, budget maintenance merges ``merge_size`` (M) of
+them into one new point: the SV with the smallest ``|alpha|`` and its M-1 best partners by
+pairwise weight degradation, either by a chain of binary golden-section merges (MM-BSGD,
+``merge='golden'``) or by gradient ascent over the merged point (MM-GD,
+``merge='gradient'``). M=2 is plain BSGD-merge. The merge maths, including where the paper's
+printed algorithm is garbled, is derived in :mod:`._bsgd_kernels`.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..exceptions import ParameterError, SchemaError
+from ..kernels import Kernel, decision_values, resolve_gamma
+from ..validation import check_positive
+from . import _bsgd_kernels as _k
+from .base import StreamingClassifier
+
+MERGE_METHODS = {"golden": _k.MERGE_GOLDEN, "gradient": _k.MERGE_GRADIENT}
+
+
+def _check_int(value, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ParameterError(f"{name} must be an integer >= {low}; got {value!r}")
+    return int(value)
+
+
+def merge_points(points: np.ndarray, alphas: np.ndarray, gamma: float,
+                 method: str = "golden") -> tuple[np.ndarray, float]:
+    """Merge weighted points ``sum_i alpha_i phi(x_i)`` into one ``alpha_z phi(z)``.
+
+    The points are merged in the order given (``golden``: ``x_0`` with ``x_1``, the result
+    with ``x_2``, ...; this is Algorithm 1 of the paper once the partners are sorted), or at
+    once (``gradient``, Algorithm 2). Exposed for testing and for inspection.
+
+    Args:
+        points: (M, d) array, M >= 2.
+        alphas: (M,) coefficients.
+        gamma: Gaussian kernel width (> 0).
+        method: 'golden' or 'gradient'.
+
+    Returns:
+        (z, alpha_z): the merged point (d,) and its coefficient.
+
+    Raises:
+        ParameterError: fewer than two points, shape mismatch, bad gamma or method.
+    """
+    P = np.ascontiguousarray(points, dtype=np.float64)
+    a = np.ascontiguousarray(alphas, dtype=np.float64)
+    if P.ndim != 2 or P.shape[0] < 2 or a.shape != (P.shape[0],):
+        raise ParameterError("merge_points needs (M, d) points and (M,) alphas with M >= 2")
+    gamma = check_positive(gamma, "gamma")
+    if method not in MERGE_METHODS:
+        raise ParameterError(f"method must be 'golden' or 'gradient'; got {method!r}")
+    if method == "gradient":
+        z, az, _ = _k.gradient_merge(P, a, gamma, _k.GD_MAX_ITERS, _k.GD_TOL)
+        return z, float(az)
+    z, az = P[0].copy(), a[0]
+    for p in range(1, len(P)):
+        L = gamma * float(np.sum((z - P[p]) ** 2))
+        h, az, _ = _k.golden_pair(az, a[p], L, _k.GOLDEN_ITERS_MERGE)
+        z = h * z + (1.0 - h) * P[p]
+    return z, float(az)
+
+
+def weight_degradation(points: np.ndarray, alphas: np.ndarray, z: np.ndarray,
+                       alpha_z: float, gamma: float) -> float:
+    """``|sum_i alpha_i phi(x_i) - alpha_z phi(z)|^2`` for the Gaussian kernel (numpy).
+
+    Args:
+        points: (M, d); alphas: (M,); z: (d,); alpha_z: coefficient of z; gamma: width.
+
+    Returns:
+        the squared RKHS norm of the difference (>= 0 up to rounding).
+    """
+    Q = np.vstack([np.asarray(points, dtype=np.float64), np.asarray(z, dtype=np.float64)])
+    c = np.append(np.asarray(alphas, dtype=np.float64), -float(alpha_z))
+    d2 = np.sum((Q[:, None, :] - Q[None, :, :]) ** 2, axis=2)
+    return float(c @ np.exp(-gamma * d2) @ c)
+
+
+class _BinaryBSGD:
+    """One budgeted Pegasos learner for labels in {-1, +1} (see :class:`BudgetedSGD`).
+
+    State: ``beta`` (unscaled coefficients: alpha = beta / (lambda t)), ``sv`` (dense float64
+    support vectors, capacity budget + 1), ``bias`` (unscaled intercept), ``t`` (SGD steps).
+    """
+
+    def __init__(self, n_features: int, *, C, lambda_, gamma, budget: int, merge_size: int,
+                 method: int, epochs: int, fit_intercept: bool, n_rows, seed: int):
+        self.n_features = n_features
+        self.C, self.lambda_param, self.gamma_param = C, lambda_, gamma
+        self.budget, self.merge_size, self.method = budget, merge_size, method
+        self.epochs, self.fit_intercept, self.n_rows_param = epochs, fit_intercept, n_rows
+        self.rng = np.random.default_rng(seed)
+        self.gamma: float | None = None
+        self.lam: float | None = None
+        self.lam_from_rows = False  # lambda = 1/(n C) with n this learner's own row count
+        self.sv = np.zeros((budget + 1, n_features))
+        self.sqn = np.zeros(budget + 1)
+        self.beta = np.zeros(budget + 1)
+        self.n_sv = 0
+        self.t = 0
+        self.bias = 0.0
+        self.n_rows_seen = 0
+        self.counters = np.zeros(_k.N_COUNTERS, dtype=np.int64)
+
+    # -- learning --------------------------------------------------------------------------
+    def _resolve(self, X) -> None:
+        self.gamma = resolve_gamma(self.gamma_param, X)
+        if self.lambda_param is not None:
+            self.lam = float(self.lambda_param)
+        else:
+            self.lam_from_rows = self.n_rows_param is None
+            n = X.shape[0] if self.lam_from_rows else self.n_rows_param
+            self.lam = 1.0 / (n * self.C)
+
+    def partial_fit(self, X, y: np.ndarray) -> _BinaryBSGD:
+        """``epochs`` SGD passes over the rows (row order when epochs == 1, else a fresh
+        permutation from the learner's random stream each pass)."""
+        if self.gamma is None:
+            self._resolve(X)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        n = X.shape[0]
+        for _ in range(self.epochs):
+            order = (np.arange(n, dtype=np.int64) if self.epochs == 1
+                     else self.rng.permutation(n).astype(np.int64))
+            args = (order, self.sv, self.sqn, self.beta, self.n_sv, self.t, self.lam,
+                    self.bias, self.fit_intercept, self.gamma, self.budget, self.merge_size,
+                    self.method, self.counters)
+            if sp.issparse(X):
+                out = _k.train_sparse(X.indptr.astype(np.int64), X.indices.astype(np.int64),
+                                      X.data, y, *args)
+            else:
+                out = _k.train_dense(X, y, *args)
+            self.n_sv, self.t, self.bias = int(out[0]), int(out[1]), float(out[2])
+        self.n_rows_seen += n
+        return self
+
+    # -- the model -------------------------------------------------------------------------
+    @property
+    def coef(self) -> np.ndarray:
+        """alpha_j = beta_j / (lambda t) of the support vectors."""
+        return self.beta[:self.n_sv] / (self.lam * max(self.t, 1))
+
+    @property
+    def intercept(self) -> float:
+        return self.bias / (self.lam * max(self.t, 1)) if self.lam else 0.0
+
+    @property
+    def support_vectors(self) -> np.ndarray:
+        return self.sv[:self.n_sv]
+
+    @property
+    def n_core(self) -> int:
+        return int(self.n_sv)
+
+    def decision_function(self, X) -> np.ndarray:
+        """f(x) = sum_j alpha_j k(sv_j, x) + b (float32 BLAS, see kernels.decision_values)."""
+        if self.n_sv == 0:
+            return np.full(X.shape[0], self.intercept)
+        return decision_values(X, self.support_vectors.astype(np.float32), self.coef,
+                               self.intercept, Kernel("rbf", gamma=self.gamma))
+
+    # -- combination -----------------------------------------------------------------------
+    def merge(self, other: _BinaryBSGD) -> _BinaryBSGD:
+        """Weight both models by their share of rows, unite them, multi-merge back to the
+        budget. Returns a new learner; inputs are unchanged.
+
+        Raises:
+            ParameterError: different gamma or lambda (e.g. gamma='scale' resolved on two
+                different partitions: give a number to merge).
+        """
+        if self.gamma is None or other.gamma is None:
+            src = self if other.gamma is None else other
+            return src._copy_state()
+        if not np.isclose(self.gamma, other.gamma, rtol=1e-9, atol=0.0):
+            raise ParameterError(
+                f"cannot merge BSGD models with gamma {self.gamma!r} and {other.gamma!r}; "
+                "pass a numeric gamma when the learners are fitted on different parts")
+        if self.lam_from_rows and other.lam_from_rows:
+            lam = 1.0 / (1.0 / self.lam + 1.0 / other.lam)  # 1/((n1 + n2) C)
+        elif np.isclose(self.lam, other.lam, rtol=1e-9, atol=0.0):
+            lam = self.lam
+        else:
+            raise ParameterError(f"cannot merge BSGD models with lambda {self.lam!r} and "
+                                 f"{other.lam!r}")
+        n1, n2 = self.n_rows_seen, other.n_rows_seen
+        s1, s2 = n1 / (n1 + n2), n2 / (n1 + n2)
+        out = self._copy_state()
+        out.lam = lam
+        out.t = self.t + other.t
+        scale = lam * out.t
+        alphas = np.concatenate([s1 * self.coef, s2 * other.coef])
+        n_all = len(alphas)
+        cap = max(self.budget + 1, n_all)
+        out.sv = np.zeros((cap, self.n_features))
+        out.sv[:n_all] = np.vstack([self.support_vectors, other.support_vectors])
+        out.sqn = np.zeros(cap)
+        out.sqn[:n_all] = np.einsum("ij,ij->i", out.sv[:n_all], out.sv[:n_all])
+        out.beta = np.zeros(cap)
+        out.beta[:n_all] = alphas * scale
+        out.bias = (s1 * self.intercept + s2 * other.intercept) * scale
+        out.counters = self.counters + other.counters
+        out.n_rows_seen = n1 + n2
+        out.n_sv = int(_k.shrink_to_budget(out.sv, out.sqn, out.beta, n_all, self.budget,
+                                           self.gamma, self.merge_size, self.method,
+                                           out.counters))
+        # back to the standard capacity for further training
+        out.sv = np.ascontiguousarray(out.sv[:self.budget + 1])
+        out.sqn = out.sqn[:self.budget + 1].copy()
+        out.beta = out.beta[:self.budget + 1].copy()
+        return out
+
+    def _copy_state(self) -> _BinaryBSGD:
+        out = object.__new__(_BinaryBSGD)
+        out.__dict__.update(self.__dict__)
+        for name in ("sv", "sqn", "beta", "counters"):
+            setattr(out, name, getattr(self, name).copy())
+        out.rng = np.random.default_rng(self.rng.bit_generator.random_raw())
+        return out
+
+
+class _BoundMerge(str):
+    """The value of the ``merge`` parameter ('golden'/'gradient'), also callable as the
+    learner protocol's ``merge(other)`` of the estimator it was read from."""
+
+    def __new__(cls, value, owner):
+        self = super().__new__(cls, value)
+        self._owner = owner
+        return self
+
+    def __call__(self, other: StreamingClassifier) -> StreamingClassifier:
+        return StreamingClassifier.merge(self._owner, other)
+
+
+class _MergeParam:
+    """``BudgetedSGD.merge`` is both a constructor parameter (the merge method) and the
+    protocol's ``merge(other)``: reading it on an instance gives the parameter's string,
+    which can be called to combine two learners. On the class it is the plain method."""
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return StreamingClassifier.merge
+        return _BoundMerge(str(obj.__dict__.get("_merge_param", "golden")), obj)
+
+    def __set__(self, obj, value) -> None:
+        obj.__dict__["_merge_param"] = value
+
+
+class BudgetedSGD(StreamingClassifier):
+    """Kernel SVM by budgeted SGD (BSGD) with multi-merge budget maintenance.
+
+    Args:
+        C: SVM cost; converted to ``lambda = 1 / (n C)`` as BudgetedSVM does, with ``n`` =
+            ``n_rows`` if given, else the rows of the first batch each binary learner sees
+            (for ``fit`` that is all of X; for ``partial_fit`` the first batch, so pass
+            ``n_rows`` when streaming). Default 1.0 when neither C nor lambda_ is given.
+        lambda_: regularization of the primal problem directly (exclusive with C).
+        gamma: Gaussian kernel width ``exp(-gamma |x - x'|^2)``: number, 'scale' or 'auto'
+            (resolved on the first batch).
+        budget: B, most support vectors kept (per binary learner).
+        merge_size: M >= 2, points merged into one at each budget maintenance (M <= B + 1).
+        merge: 'golden' (MM-BSGD: chain of binary golden-section merges) or 'gradient'
+            (MM-GD: gradient ascent over the merged point). On a fitted estimator
+            ``est.merge`` still reads as this string, and ``est.merge(other)`` combines two
+            learners (the StreamingClassifier protocol): see :class:`_MergeParam`.
+        epochs: SGD passes over each batch; with more than one, every pass uses a fresh
+            permutation drawn from ``random_state``.
+        fit_intercept: learn a bias, regularized as if a constant 1 were added to the kernel
+            (it is the sum of the coefficients ever added; merges do not change it).
+        n_rows: total rows of the stream, for C -> lambda (see C).
+        random_state: seed of every random choice (epoch permutations).
+
+    Fitted attributes: ``classes_``, ``n_features_in_``, ``learners_``, ``gamma_``,
+    ``lambda_used_`` (per learner), ``n_support_``, ``support_vectors_``/``dual_coef_``/
+    ``intercept_`` (binary problems), and the counters ``n_kernel_evals_``,
+    ``n_maintenance_`` (budget maintenance events), ``n_merges_`` (points merged away =
+    binary merges), ``n_violations_`` (margin violations = SVs added).
+
+    Sparse X is used as CSR without densifying: dot products with the (dense) budget run over
+    each row's non-zeros; merged support vectors are dense.
+    """
+
+    def __init__(self, C=None, lambda_=None, gamma="scale", budget=500, merge_size=2,
+                 merge="golden", epochs=1, fit_intercept=False, n_rows=None,
+                 random_state=None):
+        self.C = C
+        self.lambda_ = lambda_
+        self.gamma = gamma
+        self.budget = budget
+        self.merge_size = merge_size
+        self.merge = merge
+        self.epochs = epochs
+        self.fit_intercept = fit_intercept
+        self.n_rows = n_rows
+        self.random_state = random_state
+
+    merge = _MergeParam()
+
+    def get_params(self, deep: bool = True) -> dict:
+        """Constructor parameters (scikit-learn); ``merge`` is returned exactly as given."""
+        params = super().get_params(deep=deep)
+        params["merge"] = self.__dict__.get("_merge_param", "golden")
+        return params
+
+    def _validate(self) -> dict:
+        if self.C is not None and self.lambda_ is not None:
+            raise ParameterError("give C or lambda_, not both")
+        C = lam = None
+        if self.lambda_ is not None:
+            lam = check_positive(self.lambda_, "lambda_")
+        else:
+            C = 1.0 if self.C is None else check_positive(self.C, "C")
+        budget = _check_int(self.budget, "budget", 1)
+        merge_size = _check_int(self.merge_size, "merge_size", 2)
+        if merge_size > budget + 1:
+            raise ParameterError(
+                f"merge_size must be <= budget + 1 = {budget + 1}; got {merge_size}")
+        method = self.get_params(deep=False)["merge"]
+        if not isinstance(method, str) or method not in MERGE_METHODS:
+            raise ParameterError(f"merge must be 'golden' or 'gradient'; got {method!r}")
+        epochs = _check_int(self.epochs, "epochs", 1)
+        n_rows = None if self.n_rows is None else _check_int(self.n_rows, "n_rows", 1)
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise ParameterError(f"fit_intercept must be True or False; got "
+                                 f"{self.fit_intercept!r}")
+        if not isinstance(self.gamma, str):
+            resolve_gamma(self.gamma)
+        elif self.gamma not in ("scale", "auto"):
+            raise ParameterError(f"gamma must be a number, 'scale' or 'auto'; got {self.gamma!r}")
+        return dict(C=C, lambda_=lam, gamma=self.gamma, budget=budget, merge_size=merge_size,
+                    method=MERGE_METHODS[method], epochs=epochs,
+                    fit_intercept=bool(self.fit_intercept), n_rows=n_rows)
+
+    def _new_binary(self, n_features: int, seed: int) -> _BinaryBSGD:
+        return _BinaryBSGD(n_features, seed=seed, **self._validate())
+
+    # -- fitted attributes -----------------------------------------------------------------
+    def _sum_counter(self, c: int) -> int:
+        self._check_fitted()
+        return int(sum(int(lr.counters[c]) for lr in self.learners_))
+
+    @property
+    def n_kernel_evals_(self) -> int:
+        """Kernel evaluations in training (margins, partner search, merges), all learners."""
+        return self._sum_counter(_k.C_KERNEL_EVALS)
+
+    @property
+    def n_maintenance_(self) -> int:
+        """Budget maintenance events (each merges up to merge_size points into one)."""
+        return self._sum_counter(_k.C_MAINTENANCE)
+
+    @property
+    def n_merges_(self) -> int:
+        """Points merged away (= binary merges; M-1 per maintenance event)."""
+        return self._sum_counter(_k.C_BINARY_MERGES)
+
+    @property
+    def n_violations_(self) -> int:
+        """Margin violations, i.e. support vectors added by SGD steps."""
+        return self._sum_counter(_k.C_VIOLATIONS)
+
+    @property
+    def n_support_(self) -> np.ndarray:
+        """Binary: SVs with negative and positive coefficient (classes_[0], classes_[1]), as
+        scikit-learn orders them; multi-class: SVs of each one-vs-rest learner."""
+        self._check_fitted()
+        if len(self.learners_) == 1:
+            c = self.learners_[0].coef
+            return np.array([np.sum(c < 0), np.sum(c >= 0)], dtype=np.int32)
+        return np.array([lr.n_sv for lr in self.learners_], dtype=np.int32)
+
+    @property
+    def gamma_(self) -> float:
+        """The resolved kernel width."""
+        self._check_fitted()
+        return float(self.learners_[0].gamma)
+
+    @property
+    def lambda_used_(self) -> np.ndarray:
+        """lambda of each binary learner (1 / (n C) when C was given)."""
+        self._check_fitted()
+        return np.array([lr.lam for lr in self.learners_], dtype=np.float64)
+
+    def _binary(self) -> _BinaryBSGD:
+        self._check_fitted()
+        if len(self.learners_) != 1:
+            raise SchemaError("support_vectors_/dual_coef_/intercept_ exist for binary "
+                              "problems; use learners_[k] for one-vs-rest")
+        return self.learners_[0]
+
+    @property
+    def support_vectors_(self) -> np.ndarray:
+        """(n_SV, n_features) support vectors (binary problems)."""
+        return self._binary().support_vectors.copy()
+
+    @property
+    def dual_coef_(self) -> np.ndarray:
+        """(1, n_SV) coefficients alpha_j (positive side = classes_[1])."""
+        return self._binary().coef[None, :].copy()
+
+    @property
+    def intercept_(self) -> np.ndarray:
+        """(1,) bias b of f(x) = sum_j alpha_j k(sv_j, x) + b."""
+        return np.array([self._binary().intercept])

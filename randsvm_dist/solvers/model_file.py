@@ -92,8 +92,8 @@ def read_libsvm_model(path: str | os.PathLike, n_features: int | None = None) ->
     coefs: list[float] = []
     indptr, indices, values = [0], [], []
     with open(path) as f:
-        lineno = 0
-        for lineno, line in enumerate(f, 1):  # noqa: B007 - lineno used after the loop
+        n_header = 0
+        for n_header, line in enumerate(f, 1):  # noqa: B007 - n_header used after the loop
             parts = line.split()
             if not parts:
                 continue
@@ -102,7 +102,7 @@ def read_libsvm_model(path: str | os.PathLike, n_features: int | None = None) ->
             header[parts[0]] = parts[1:]
         else:
             raise DataFormatError(f"{path}: no 'SV' line; not a LIBSVM model file")
-        for lineno, line in enumerate(f, lineno + 1):
+        for lineno, line in enumerate(f, n_header + 1):
             parts = line.split()
             if not parts:
                 continue

@@ -1,0 +1,378 @@
+"""scikit-learn compatible classifiers: ``RandSVMClassifier`` (RandSVM-1 on Dask)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from .cluster import dask_client
+from .exceptions import NotFittedError, ParameterError
+from .kernels import KERNELS, Kernel, decision_values, resolve_gamma
+from .randsvm.bounds import support_bound
+from .randsvm.driver import Problem, RunConfig, run_randsvm
+from .solvers.libsvm_adapter import SolverParams
+from .solvers.model_file import BinaryModel, read_libsvm_model, write_libsvm_model
+from .validation import check_features, check_positive
+
+log = logging.getLogger("randsvm_dist")
+
+META_SUFFIX = ".meta.json"
+
+
+def _log_iteration(record: dict) -> None:
+    log.info(
+        "iter %2d problem %d: sample %6d  SV %6d  violators %8d (%.4f)  dual %.6g  "
+        "primal %.6g  %.1fs%s",
+        record["iteration"], record["problem"], record["sample_size"], record["n_support"],
+        record["n_violators"], record["violator_fraction"], record["dual_objective"],
+        record["primal_objective"], record["seconds"],
+        f"  stop: {record['stop_reason']}" if record["stop_reason"] else "",
+    )
+
+
+class RandSVMClassifier(ClassifierMixin, BaseEstimator):
+    """Exact kernel C-SVM for data sets of millions of rows: RandSVM-1 on Dask, LIBSVM solves.
+
+    Args:
+        kernel: 'linear', 'poly', 'rbf' or 'sigmoid' (LIBSVM's meanings).
+        C: box constraint (> 0).
+        gamma: kernel coefficient: a number, 'scale' (1 / (n_features * X.var())) or 'auto'
+            (1 / n_features).
+        degree, coef0: poly/sigmoid parameters.
+        class_weight: None, 'balanced' or {label: weight}; C of a class is C * weight.
+        k: the support-set bound: stop when a solve has k or more support vectors. 'auto'
+            is the paper's estimate from epsilon and delta (see ``randsvm.bounds``).
+        sample_size: r, rows per LIBSVM solve. 'auto' is 2 k.
+        epsilon, delta, separable: parameters of the k estimate.
+        max_iter: most solve/scan iterations per binary problem.
+        tol: LIBSVM's tolerance; also the margin slack of a violator (y f(x) < 1 - tol).
+        violator_tol: stop when at most this fraction of rows are violators (0: exact).
+        cache_size: LIBSVM's kernel cache in MB per solve.
+        random_state: seed of every random choice (same value, same model, whatever the
+            partitioning or the number of workers).
+        client: None (the default Dask client, else an embedded LocalCluster), a scheduler
+            address, or a ``distributed.Client``. Never saved or pickled with the model.
+        n_partitions: chunks for array input (default 2 per worker).
+
+    Fitted attributes: ``classes_``, ``n_features_in_``, ``support_`` (global row
+    indices), ``support_vectors_``, ``dual_coef_`` (n_problems, n_SV), ``intercept_``,
+    ``n_support_`` (per class), ``history_``, ``n_iter_``, ``stop_reasons_``, ``optimal_``
+    (|V| = 0 reached for every problem: the model is optimal for the whole data set),
+    ``gamma_``, ``k_``, ``sample_size_``, ``fit_time_``.
+    """
+
+    def __init__(self, kernel: str = "rbf", C: float = 1.0, gamma="scale", degree: int = 3,
+                 coef0: float = 0.0, class_weight=None, k="auto", sample_size="auto",
+                 epsilon: float = 0.2, delta: float = 0.9, separable: bool = False,
+                 max_iter: int = 50, tol: float = 1e-3, violator_tol: float = 0.0,
+                 cache_size: float = 200.0, random_state: int | None = None, client=None,
+                 n_partitions: int | None = None):
+        self.kernel = kernel
+        self.C = C
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.class_weight = class_weight
+        self.k = k
+        self.sample_size = sample_size
+        self.epsilon = epsilon
+        self.delta = delta
+        self.separable = separable
+        self.max_iter = max_iter
+        self.tol = tol
+        self.violator_tol = violator_tol
+        self.cache_size = cache_size
+        self.random_state = random_state
+        self.client = client
+        self.n_partitions = n_partitions
+
+    # -- pickling: the client never travels with the model -----------------------------
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        if state.get("client") is not None and not isinstance(state["client"], str):
+            state["client"] = None
+        return state
+
+    # -- validation ------------------------------------------------------------------------
+    def _check_params(self) -> None:
+        if self.kernel not in KERNELS:
+            raise ParameterError(f"kernel must be one of {KERNELS}; got {self.kernel!r}")
+        check_positive(self.C, "C")
+        check_positive(self.tol, "tol")
+        check_positive(self.cache_size, "cache_size")
+        if not (0.0 <= float(self.violator_tol) < 1.0):
+            raise ParameterError(f"violator_tol must be in [0, 1); got {self.violator_tol!r}")
+        if int(self.max_iter) < 1:
+            raise ParameterError(f"max_iter must be >= 1; got {self.max_iter!r}")
+        for name in ("k", "sample_size"):
+            v = getattr(self, name)
+            if v != "auto" and (not isinstance(v, (int, np.integer)) or v < 1):
+                raise ParameterError(f"{name} must be 'auto' or a positive integer; got {v!r}")
+        if isinstance(self.gamma, str) and self.gamma not in ("scale", "auto"):
+            raise ParameterError(f"gamma must be a number, 'scale' or 'auto'; got "
+                                 f"{self.gamma!r}")
+
+    def _class_weights(self, classes: np.ndarray, counts: np.ndarray | None) -> np.ndarray:
+        cw = self.class_weight
+        if cw is None:
+            return np.ones(len(classes))
+        if cw == "balanced":
+            if counts is None:
+                raise ParameterError("class_weight='balanced' needs the class counts")
+            return counts.sum() / (len(classes) * np.maximum(counts, 1))
+        if not isinstance(cw, dict):
+            raise ParameterError(f"class_weight must be None, 'balanced' or a dict; got {cw!r}")
+        w = np.ones(len(classes))
+        for label, weight in cw.items():
+            hit = np.flatnonzero(classes == label)
+            if not len(hit):
+                raise ParameterError(f"class_weight names label {label!r}, not among the "
+                                     f"classes {classes.tolist()}")
+            w[hit[0]] = check_positive(weight, f"class_weight[{label!r}]")
+        return w
+
+    # -- fitting ---------------------------------------------------------------------------
+    def fit(self, data, y=None, *, dataset_kwargs: dict | None = None):
+        """Train on a Dataset, a Parquet path/URL, or arrays (X, y).
+
+        Returns:
+            self
+
+        Raises:
+            ParameterError: an invalid parameter.
+            SchemaError: one class, bad X/y, y with a Dataset.
+            ClusterError: the cluster cannot be reached.
+        """
+        from .inputs import feature_variance, load_partitions, open_dataset
+
+        self._check_params()
+        t0 = time.perf_counter()
+        with dask_client(self.client) as client:
+            if dataset_kwargs and open_dataset(data) is None and isinstance(data, str):
+                data = open_dataset(data, **dataset_kwargs)
+            parts, classes = load_partitions(client, data, y, self.n_partitions)
+            ds = open_dataset(data) if y is None else None
+            counts = (np.asarray(ds.class_counts) if ds is not None
+                      else np.array([(np.asarray(y) == c).sum() for c in classes]))
+            x_var = (feature_variance(client, parts)
+                     if self.gamma == "scale" and self.kernel != "linear" else None)
+            gamma = (resolve_gamma(self.gamma, n_features=parts.n_features, x_var=x_var)
+                     if self.kernel != "linear" else 1.0)
+            kernel = Kernel(self.kernel, gamma, int(self.degree), float(self.coef0))
+            weights = self._class_weights(classes, counts)
+            n = parts.n_rows
+            k = support_bound(n, self.epsilon, self.delta, self.separable) \
+                if self.k == "auto" else int(self.k)
+            r = 2 * k if self.sample_size == "auto" else int(self.sample_size)
+            positives = [1] if len(classes) == 2 else list(range(len(classes)))
+            problems = []
+            for pos in positives:
+                w_neg = weights[0] if len(classes) == 2 else 1.0
+                solver = SolverParams(float(self.C), kernel, float(weights[pos]), float(w_neg),
+                                      float(self.tol), float(self.cache_size))
+                problems.append(Problem(pos, solver))
+            cfg = RunConfig(k, r, int(self.max_iter), float(self.violator_tol),
+                            float(self.tol), self.random_state)
+            log.info("RandSVM: %d rows, %d features, %d partitions, %d problem(s), k=%d, "
+                     "r=%d", n, parts.n_features, len(parts.futures), len(problems), k, r)
+            history = run_randsvm(client, parts, problems, cfg, progress=_log_iteration)
+        self._set_fitted(problems, classes, kernel, parts.n_features, parts.is_sparse)
+        self.history_ = history
+        self.n_iter_ = max(h["iteration"] for h in history)
+        self.stop_reasons_ = [p.stop_reason for p in problems]
+        self.optimal_ = all(p.stop_reason == "optimal" for p in problems)
+        self.k_, self.sample_size_, self.gamma_ = k, min(r, n), gamma
+        self.fit_time_ = time.perf_counter() - t0
+        return self
+
+    def _set_fitted(self, problems: list[Problem], classes: np.ndarray, kernel: Kernel,
+                    n_features: int, sparse: bool) -> None:
+        rows = np.concatenate([p.sv_rows for p in problems])
+        union, first = np.unique(rows, return_index=True)
+        blocks = [p.sv_X for p in problems if p.sv_X is not None and p.sv_X.shape[0]]
+        if blocks:
+            stacked = sp.vstack(blocks, format="csr") if sparse else np.vstack(blocks)
+            sv = stacked[first]
+        else:
+            sv = (sp.csr_matrix((0, n_features), dtype=np.float32) if sparse
+                  else np.zeros((0, n_features), np.float32))
+        coef = np.zeros((len(problems), len(union)))
+        for j, p in enumerate(problems):
+            coef[j, np.searchsorted(union, p.sv_rows)] = p.dual_coef
+        self.classes_ = classes
+        self.n_features_in_ = n_features
+        self.kernel_ = kernel
+        self.support_ = union
+        self.support_vectors_ = sv
+        self.dual_coef_ = coef
+        self.intercept_ = np.array([p.intercept for p in problems])
+        if len(problems) == 1:
+            pos = (coef[0] > 0).sum()
+            self.n_support_ = np.array([len(union) - pos, pos], dtype=np.int32)
+        else:
+            # a row's class is the problem in which it has a positive coefficient, if any
+            owner = np.where((coef > 0).any(axis=0), np.argmax(coef > 0, axis=0), -1)
+            self.n_support_ = np.array([(owner == c).sum() for c in range(len(classes))],
+                                       dtype=np.int32)
+
+    # -- prediction ------------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "dual_coef_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet")
+
+    def decision_function(self, X) -> np.ndarray:
+        """f(x) per row: (n,) for two classes (positive means classes_[1]), else (n, K).
+
+        Raises:
+            NotFittedError, SchemaError (wrong feature count, NaN).
+        """
+        self._check_fitted()
+        X = check_features(X, self.n_features_in_)
+        f = decision_values(X, self.support_vectors_, self.dual_coef_.T, self.intercept_,
+                            self.kernel_)
+        return f[:, 0] if f.shape[1] == 1 else f
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted labels of the rows of X."""
+        f = self.decision_function(X)
+        if f.ndim == 1:
+            return self.classes_[(f > 0).astype(int)]
+        return self.classes_[np.argmax(f, axis=1)]
+
+    def predict_dataset(self, data, out_dir, client=None) -> dict:
+        """Predict a Parquet data set on the workers; see ``predict.predict_dataset``."""
+        from .predict import predict_dataset
+
+        self._check_fitted()
+        return predict_dataset(self, data, out_dir, client if client is not None
+                               else self.client)
+
+    def evaluate(self, data, client=None) -> dict:
+        """Accuracy and confusion matrix on a Parquet data set, computed on the workers."""
+        from .predict import evaluate_dataset
+
+        self._check_fitted()
+        out = evaluate_dataset(self, data, client if client is not None else self.client)
+        out["n_support"] = int(len(self.support_))
+        return out
+
+    # -- model files -----------------------------------------------------------------------
+    def binary_models(self) -> list[BinaryModel]:
+        """One BinaryModel per binary problem (class k against the rest for K > 2)."""
+        self._check_fitted()
+        out = []
+        integral = all(float(c) == int(c) for c in self.classes_) \
+            if np.issubdtype(self.classes_.dtype, np.number) else False
+        for j in range(len(self.intercept_)):
+            keep = self.dual_coef_[j] != 0
+            if len(self.intercept_) == 1:
+                labels = ((int(self.classes_[0]), int(self.classes_[1])) if integral
+                          else (-1, 1))
+            else:
+                labels = (-1, 1)
+            out.append(BinaryModel(self.kernel_, self.support_vectors_[keep],
+                                   self.dual_coef_[j, keep], float(self.intercept_[j]),
+                                   labels))
+        return out
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Save in LIBSVM's model format (plus ``<path>.meta.json`` for this package).
+
+        Two classes: ``path`` is one LIBSVM model file (stock LIBSVM loads it and predicts
+        the same labels; non-integer labels are written as -1/+1 and mapped back by the
+        meta file). K > 2 classes (one-vs-rest): ``path.class<k>`` holds class k against
+        the rest, each a LIBSVM model file; ``path`` itself is then the meta file.
+        """
+        path = os.fspath(path)
+        models = self.binary_models()
+        files = [path] if len(models) == 1 else [f"{path}.class{j}" for j in
+                                                   range(len(models))]
+        for f, m in zip(files, models):
+            write_libsvm_model(f, m)
+        meta = {
+            "format": "randsvm-dist/1",
+            "classes": self.classes_.tolist(),
+            "n_features": int(self.n_features_in_),
+            "model_files": [os.path.basename(f) for f in files],
+            "support": self.support_.tolist(),
+            "params": {k: v for k, v in self.get_params().items() if k != "client"},
+            "history": self.history_,
+        }
+        meta_path = path if len(models) > 1 else path + META_SUFFIX
+        tmp = f"{meta_path}.tmp{os.getpid()}"
+        with open(tmp, "w") as fh:
+            json.dump(meta, fh, default=_json_default)
+        os.replace(tmp, meta_path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> RandSVMClassifier:
+        """Load a model written by ``save`` (or a stock LIBSVM binary model file).
+
+        Raises:
+            FileNotFoundError, DataFormatError.
+        """
+        path = os.fspath(path)
+        meta = None
+        if os.path.exists(path + META_SUFFIX):
+            with open(path + META_SUFFIX) as fh:
+                meta = json.load(fh)
+            files = [path]
+        else:
+            with open(path) as fh:
+                head = fh.read(1)
+            if head == "{":
+                with open(path) as fh:
+                    meta = json.load(fh)
+                base = os.path.dirname(path)
+                files = [os.path.join(base, f) for f in meta["model_files"]]
+            else:
+                files = [path]
+        n_features = meta["n_features"] if meta else None
+        models = [read_libsvm_model(f, n_features) for f in files]
+        if n_features is None:
+            n_features = max(m.support_vectors.shape[1] for m in models)
+            models = [read_libsvm_model(f, n_features) for f in files]
+        params = {k: v for k, v in (meta or {}).get("params", {}).items()
+                  if k in cls().get_params()}
+        est = cls(**params)
+        if meta:
+            classes = np.asarray(meta["classes"])
+        else:
+            classes = np.asarray(models[0].labels)
+        problems, offset = [], 0
+        for j, m in enumerate(models):
+            p = Problem(j if len(models) > 1 else 1, SolverParams(kernel=m.kernel))
+            # each file lists its own SVs; a row shared by two problems appears twice
+            n_sv = m.support_vectors.shape[0]
+            p.sv_rows = np.arange(offset, offset + n_sv, dtype=np.int64)
+            offset += n_sv
+            p.sv_X = m.support_vectors
+            p.dual_coef = m.dual_coef
+            p.intercept = m.intercept
+            problems.append(p)
+        est._set_fitted(problems, classes, models[0].kernel, n_features, True)
+        est.support_vectors_ = _maybe_dense(est.support_vectors_)
+        est.history_ = (meta or {}).get("history", [])
+        return est
+
+
+def _maybe_dense(X):
+    if sp.issparse(X) and X.shape[1] <= 4096 and X.nnz > 0.25 * X.shape[0] * X.shape[1]:
+        return np.ascontiguousarray(X.toarray(), dtype=np.float32)
+    return X
+
+
+def _json_default(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"cannot serialize {type(o).__name__}")

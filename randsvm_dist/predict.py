@@ -1,0 +1,110 @@
+"""Distributed prediction and evaluation of any fitted classifier over a Parquet data set.
+
+The fitted estimator travels to the workers once (it is small: support vectors or a
+summary); each partition is read, scored and, for ``predict_dataset``, written as one
+Parquet file (temporary name, renamed when complete).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .cluster import dask_client
+from .exceptions import SchemaError
+
+
+def _check_features(estimator, ds) -> None:
+    if ds.n_features != estimator.n_features_in_:
+        raise SchemaError(f"{ds} has {ds.n_features} features; the model expects "
+                          f"{estimator.n_features_in_}")
+
+
+def _predict_partition(estimator, ds, i: int, out_dir: str) -> int:
+    X, y = ds.read_partition(i)
+    pred = estimator.predict(X)
+    cols = {"prediction": pred}
+    scores = estimator.decision_function(X)
+    if scores.ndim == 1:
+        cols["decision"] = scores
+    cols["label"] = np.asarray(y)
+    path = os.path.join(out_dir, f"part-{i:05d}.parquet")
+    tmp = f"{path}.tmp{os.getpid()}"
+    pq.write_table(pa.table(cols), tmp, use_dictionary=False)
+    os.replace(tmp, path)
+    return len(pred)
+
+
+def predict_dataset(estimator, data, out_dir: str | os.PathLike, client=None) -> dict:
+    """Write predictions (and binary decision values, and the true label) per partition.
+
+    Args:
+        estimator: fitted classifier with predict/decision_function/n_features_in_.
+        data: Dataset or path/URL.
+        out_dir: directory to write part-NNNNN.parquet files into (created).
+        client: see ``dask_client``.
+
+    Returns:
+        {"rows": n, "partitions": p, "seconds": t, "out": out_dir}.
+
+    Raises:
+        SchemaError: feature count differs from the model's.
+    """
+    from .inputs import open_dataset
+
+    ds = open_dataset(data)
+    _check_features(estimator, ds)
+    out_dir = os.fspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    t0 = time.perf_counter()
+    with dask_client(client) as c:
+        est = c.scatter(estimator, broadcast=True, hash=False)
+        rows = c.gather([c.submit(_predict_partition, est, ds, i, out_dir, pure=False,
+                                  retries=2) for i in range(ds.n_partitions)])
+    return {"rows": int(sum(rows)), "partitions": ds.n_partitions,
+            "seconds": time.perf_counter() - t0, "out": out_dir}
+
+
+def _confusion_partition(estimator, ds, i: int) -> np.ndarray:
+    X, y = ds.read_partition(i)
+    classes = estimator.classes_
+    pred = estimator.predict(X)
+    t = np.searchsorted(classes, y)
+    known = (t < len(classes)) & (classes[np.minimum(t, len(classes) - 1)] == y)
+    if not known.all():
+        row = int(np.flatnonzero(~known)[0])
+        raise SchemaError(f"{ds}, partition {i}, row {row}: label {y[row]!r} is not among "
+                          f"the model's classes {classes.tolist()}")
+    p = np.searchsorted(classes, pred)
+    cm = np.zeros((len(classes), len(classes)), dtype=np.int64)
+    np.add.at(cm, (t, p), 1)
+    return cm
+
+
+def evaluate_dataset(estimator, data, client=None) -> dict:
+    """Accuracy and confusion matrix of a fitted classifier on a Parquet data set.
+
+    Returns:
+        {"accuracy", "confusion_matrix" (rows: true, cols: predicted, in classes_ order),
+         "classes", "rows", "seconds"}.
+
+    Raises:
+        SchemaError: feature count differs, or a label the model does not know.
+    """
+    from .inputs import open_dataset
+
+    ds = open_dataset(data)
+    _check_features(estimator, ds)
+    t0 = time.perf_counter()
+    with dask_client(client) as c:
+        est = c.scatter(estimator, broadcast=True, hash=False)
+        cms = c.gather([c.submit(_confusion_partition, est, ds, i, pure=False, retries=2)
+                        for i in range(ds.n_partitions)])
+    cm = np.sum(cms, axis=0)
+    return {"accuracy": float(np.trace(cm) / max(cm.sum(), 1)),
+            "confusion_matrix": cm.tolist(), "classes": estimator.classes_.tolist(),
+            "rows": int(cm.sum()), "seconds": time.perf_counter() - t0}

@@ -1,0 +1,568 @@
+"""Compiled geometry shared by StreamSVM and Blurred Ball SVM (minimum enclosing balls).
+
+Every point of the stream is the augmented vector ``p_n = [y_n phi(x_n); beta y_n;
+C^-1/2 e_n]`` (``beta`` = 1 with an intercept, 0 without). A ball's centre is a convex
+combination ``c = sum_n a_n p_n`` and is stored as:
+
+- ``w`` (primal, ``(D,)``) or a coefficient row over a store of kept points (dual/kernel),
+  holding ``sum_n a_n y_n phi(x_n)``;
+- ``b = beta sum_n a_n y_n`` (the bias coordinate; the decision is ``w.x + beta b``);
+- ``Q = |w|^2 + b^2`` (feature part of ``|c|^2``);
+- ``e = sum_n a_n^2 / C`` (the ``e_n`` part of ``|c|^2``; it never needs the e_n's);
+- ``r`` the radius.
+
+The squared distance of a *new* point (its ``e_n`` is orthogonal to every centre) is
+``Q - 2 y f(x) + k(x,x) + beta^2 + e + 1/C`` with ``f(x) = w.x + beta b``.
+
+The small problem solved when a lookahead buffer fills is the minimum enclosing ball of
+one ball ``B(c_0, r_0)`` and points ``p_1..p_m``, given their Gram matrix. The optimal
+centre is a convex combination of the centres (KKT). For a trial radius ``r`` put
+``a_j(r) = 2 r r_j - r_j^2``; then ``v(r) = min_x max_j |x - c_j|^2 + a_j(r)`` is a point
+MEB with additive offsets, solved in its dual ``max_{mu in simplex} sum_j mu_j (G_jj +
+a_j) - mu'G mu`` by pairwise Frank-Wolfe. The MEB radius is the unique root of
+``h(r) = sqrt(v(r)) - r`` on ``[max r_j, upper bound]`` (``h`` is strictly decreasing
+there: ``v`` is convex with slope <= 2 max r_j), found by Illinois regula falsi. The
+returned radius is recomputed from the Gram matrix for the returned centre, so the ball
+encloses its inputs whatever the solver's tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+LINEAR, POLY, RBF, SIGMOID = 0, 1, 2, 3
+KERNEL_IDS = {"linear": LINEAR, "poly": POLY, "rbf": RBF, "sigmoid": SIGMOID}
+
+# st (float64 state vector) slots
+ST_NB = 0        # number of live balls
+ST_NBUF = 1      # points in the lookahead buffer
+ST_NCORE = 2     # points that entered a centre with non-zero weight
+ST_NSTORE = 3    # dual only: points in the store
+ST_STARTED = 4   # 1 once the first point initialised the first ball
+ST_SIZE = 5
+
+
+# --------------------------------------------------------------------------------------
+# small MEB solver
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def _pairwise_fw(G, bvec, mu, Gmu, tol, max_iter):
+    """Maximise sum mu_j bvec_j - mu'G mu over the simplex (in place); return primal value."""
+    m = G.shape[0]
+    for _ in range(max_iter):
+        best = -np.inf
+        worst = np.inf
+        s = 0
+        v = -1
+        for j in range(m):
+            g = bvec[j] - 2.0 * Gmu[j]
+            if g > best:
+                best = g
+                s = j
+            if mu[j] > 0.0 and g < worst:
+                worst = g
+                v = j
+        if v < 0 or best - worst <= tol:
+            break
+        denom = G[s, s] - 2.0 * G[s, v] + G[v, v]
+        t = mu[v]
+        if denom > 0.0:
+            t = min(t, (best - worst) / (2.0 * denom))
+        if t <= 0.0:
+            break
+        mu[s] += t
+        mu[v] -= t
+        for j in range(m):
+            Gmu[j] += t * (G[j, s] - G[j, v])
+    mgm = 0.0
+    best = -np.inf
+    for j in range(m):
+        mgm += mu[j] * Gmu[j]
+        g = bvec[j] - 2.0 * Gmu[j]
+        if g > best:
+            best = g
+    return mgm + best  # max_j |x - c_j|^2 + a_j  at x = sum mu_j c_j
+
+
+@njit(cache=True)
+def _radius_for(G, radii, mu):
+    """max_j |x - c_j| + r_j for x = sum mu_j c_j."""
+    m = G.shape[0]
+    Gmu = G @ mu
+    mgm = 0.0
+    for j in range(m):
+        mgm += mu[j] * Gmu[j]
+    R = 0.0
+    for j in range(m):
+        d2 = mgm - 2.0 * Gmu[j] + G[j, j]
+        d = math.sqrt(d2) if d2 > 0.0 else 0.0
+        if d + radii[j] > R:
+            R = d + radii[j]
+    return R
+
+
+@njit(cache=True)
+def meb_of_balls(G, radii, tol=1e-13):
+    """Minimum enclosing ball of balls B(c_j, radii[j]) given the Gram matrix of the c_j.
+
+    Args:
+        G: (m, m) float64 Gram matrix of the centres.
+        radii: (m,) float64 radii (points have 0).
+        tol: relative tolerance of the Frank-Wolfe gap and of the radius.
+
+    Returns:
+        (mu, R): convex weights of the new centre over the c_j, and its radius
+        (recomputed exactly, so every input ball is enclosed).
+    """
+    m = G.shape[0]
+    mu = np.zeros(m)
+    if m == 1:
+        mu[0] = 1.0
+        return mu, radii[0]
+    scale = 0.0
+    for j in range(m):
+        scale = max(scale, abs(G[j, j]))
+    scale = max(scale, 1e-300)
+    if m == 2:  # closed form: the enclosing ball of two balls
+        d2 = G[0, 0] - 2.0 * G[0, 1] + G[1, 1]
+        d = math.sqrt(d2) if d2 > 0.0 else 0.0
+        if d + radii[1] <= radii[0]:
+            mu[0] = 1.0
+            return mu, radii[0]
+        if d + radii[0] <= radii[1]:
+            mu[1] = 1.0
+            return mu, radii[1]
+        R = 0.5 * (d + radii[0] + radii[1])
+        t = (R - radii[0]) / d
+        mu[0] = 1.0 - t
+        mu[1] = t
+        return mu, _radius_for(G, radii, mu)
+    # start at the largest ball's centre
+    j0 = 0
+    for j in range(m):
+        if radii[j] > radii[j0]:
+            j0 = j
+    mu[j0] = 1.0
+    Gmu = G[:, j0].copy()
+    bvec = np.empty(m)
+    rmax = 0.0
+    for j in range(m):
+        rmax = max(rmax, radii[j])
+    fw_tol = tol * scale
+    max_iter = 200000
+    if rmax <= 0.0:
+        for j in range(m):
+            bvec[j] = G[j, j]
+        _pairwise_fw(G, bvec, mu, Gmu, fw_tol, max_iter)
+        return mu, _radius_for(G, radii, mu)
+    lo = rmax
+    hi = _radius_for(G, radii, mu)  # any centre gives an upper bound on the radius
+    best_mu = mu.copy()
+    best_R = hi
+    for j in range(m):
+        bvec[j] = G[j, j] + 2.0 * hi * radii[j] - radii[j] * radii[j]
+    v = _pairwise_fw(G, bvec, mu, Gmu, fw_tol, max_iter)
+    fhi = math.sqrt(max(v, 0.0)) - hi
+    R = _radius_for(G, radii, mu)
+    if R < best_R:
+        best_R = R
+        best_mu[:] = mu
+    if fhi >= -tol * hi:
+        return best_mu, best_R
+    for j in range(m):
+        bvec[j] = G[j, j] + 2.0 * lo * radii[j] - radii[j] * radii[j]
+    v = _pairwise_fw(G, bvec, mu, Gmu, fw_tol, max_iter)
+    flo = math.sqrt(max(v, 0.0)) - lo
+    R = _radius_for(G, radii, mu)
+    if R < best_R:
+        best_R = R
+        best_mu[:] = mu
+    if flo <= tol * lo:
+        return best_mu, best_R
+    side = 0
+    for _ in range(200):
+        r = hi - fhi * (hi - lo) / (fhi - flo)
+        if not (r > lo and r < hi):
+            r = 0.5 * (lo + hi)
+        for j in range(m):
+            bvec[j] = G[j, j] + 2.0 * r * radii[j] - radii[j] * radii[j]
+        v = _pairwise_fw(G, bvec, mu, Gmu, fw_tol, max_iter)
+        R = _radius_for(G, radii, mu)
+        if R < best_R:
+            best_R = R
+            best_mu[:] = mu
+        fr = math.sqrt(max(v, 0.0)) - r
+        if abs(fr) <= tol * r or hi - lo <= tol * hi:
+            break
+        if fr > 0.0:
+            lo = r
+            flo = fr
+            if side == 1:
+                fhi *= 0.5
+            side = 1
+        else:
+            hi = r
+            fhi = fr
+            if side == -1:
+                flo *= 0.5
+            side = -1
+    return best_mu, best_R
+
+
+# --------------------------------------------------------------------------------------
+# kernels inside the compiled loops (LIBSVM parameter meanings)
+# --------------------------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def _kval(kid, dot, nu, nv, gamma, degree, coef0):
+    if kid == LINEAR:
+        return dot
+    if kid == RBF:
+        d2 = nu + nv - 2.0 * dot
+        if d2 < 0.0:
+            d2 = 0.0
+        return math.exp(-gamma * d2)
+    if kid == POLY:
+        return (gamma * dot + coef0) ** degree
+    return math.tanh(gamma * dot + coef0)
+
+
+# --------------------------------------------------------------------------------------
+# ball bookkeeping shared by the primal and dual loops
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def _slot_for_new_ball(nb, kmax):
+    """Index the new ball goes to; shifts are done by the caller via _drop_front."""
+    if kmax == 1:
+        return 0
+    return nb
+
+
+@njit(cache=True)
+def _drop_front(rows, bb, Q, ee, rr, nb, k):
+    """Remove the first k balls (the oldest, hence smallest) by shifting."""
+    for i in range(nb - k):
+        rows[i, :] = rows[i + k, :]
+        bb[i] = bb[i + k]
+        Q[i] = Q[i + k]
+        ee[i] = ee[i + k]
+        rr[i] = rr[i + k]
+    return nb - k
+
+
+@njit(cache=True)
+def _discard_small(rows, bb, Q, ee, rr, nb, eps):
+    """Blurred ball cover rule: drop balls with radius < eps/4 of the newest one."""
+    if nb <= 1 or eps <= 0.0:
+        return nb
+    lim = 0.25 * eps * rr[nb - 1]
+    k = 0
+    while k < nb - 1 and rr[k] < lim:
+        k += 1
+    if k > 0:
+        nb = _drop_front(rows, bb, Q, ee, rr, nb, k)
+    return nb
+
+
+# --------------------------------------------------------------------------------------
+# primal (linear kernel, explicit w)
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def _primal_init(W, bb, Q, ee, rr, st, x, y, beta, invC):
+    D = W.shape[1]
+    q = 0.0
+    for k in range(D):
+        W[0, k] = y * x[k]
+        q += x[k] * x[k]
+    bb[0] = beta * y
+    Q[0] = q + beta * beta
+    ee[0] = invC
+    rr[0] = 0.0
+    st[ST_NB] = 1
+    st[ST_NCORE] = 1
+    st[ST_STARTED] = 1
+
+
+@njit(cache=True)
+def primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, kmax, eps, beta, invC):
+    """Replace/extend the cover with the MEB of the newest ball and the buffered points."""
+    nbuf = int(st[ST_NBUF])
+    if nbuf == 0:
+        return
+    nb = int(st[ST_NB])
+    j = nb - 1
+    D = W.shape[1]
+    m = nbuf + 1
+    G = np.empty((m, m))
+    radii = np.zeros(m)
+    G[0, 0] = Q[j] + ee[j]
+    radii[0] = rr[j]
+    for i in range(nbuf):
+        G[0, i + 1] = By[i] * Bf[i]
+        G[i + 1, 0] = G[0, i + 1]
+        for k in range(i, nbuf):
+            s = 0.0
+            for t in range(D):
+                s += BX[i, t] * BX[k, t]
+            g = By[i] * By[k] * (s + beta * beta)
+            if i == k:
+                g += invC
+            G[i + 1, k + 1] = g
+            G[k + 1, i + 1] = g
+    mu, R = meb_of_balls(G, radii)
+    slot = _slot_for_new_ball(nb, kmax)
+    if slot == kmax:  # cover full: drop the oldest ball
+        nb = _drop_front(W, bb, Q, ee, rr, nb, 1)
+        j -= 1
+        slot = nb
+    mu0 = mu[0]
+    w_new = mu0 * W[j, :]
+    b_new = mu0 * bb[j]
+    e_new = mu0 * mu0 * ee[j]
+    added = 0
+    for i in range(nbuf):
+        a = mu[i + 1]
+        if a > 0.0:
+            added += 1
+            c = a * By[i]
+            for t in range(D):
+                w_new[t] += c * BX[i, t]
+            b_new += c * beta
+            e_new += a * a * invC
+    q = 0.0
+    for t in range(D):
+        W[slot, t] = w_new[t]
+        q += w_new[t] * w_new[t]
+    bb[slot] = b_new
+    Q[slot] = q + b_new * b_new
+    ee[slot] = e_new
+    rr[slot] = R
+    if slot == nb:
+        nb += 1
+    nb = _discard_small(W, bb, Q, ee, rr, nb, eps)
+    st[ST_NB] = nb
+    st[ST_NBUF] = 0
+    st[ST_NCORE] += added
+
+
+@njit(cache=True, inline="always")
+def _outside_all(fs, Q, ee, rr, nb, y, xx, beta, invC, eps, fnew):
+    """True if the point lies outside every (1+eps)-expanded ball; fnew = f of newest."""
+    for i in range(nb):
+        d2 = Q[i] - 2.0 * y * fs[i] + xx + beta * beta + ee[i] + invC
+        lim = (1.0 + eps) * rr[i]
+        if d2 <= lim * lim:
+            return False
+    return True
+
+
+@njit(cache=True)
+def primal_pass_dense(X, y, W, bb, Q, ee, rr, st, BX, By, Bf, kmax, L, eps, beta, invC):
+    """One pass of the (blurred) ball cover over dense rows, primal form.
+
+    L == 1 with kmax == 1 and eps == 0 is StreamSVM Algorithm 1; L > 1 Algorithm 2.
+    """
+    n, D = X.shape
+    fs = np.empty(W.shape[0])
+    for r in range(n):
+        yr = y[r]
+        if st[ST_STARTED] == 0:
+            _primal_init(W, bb, Q, ee, rr, st, X[r].astype(np.float64), yr, beta, invC)
+            continue
+        nb = int(st[ST_NB])
+        xx = 0.0
+        for t in range(D):
+            xx += np.float64(X[r, t]) * X[r, t]
+        for i in range(nb):
+            s = 0.0
+            for t in range(D):
+                s += W[i, t] * X[r, t]
+            fs[i] = s + beta * bb[i]
+        if _outside_all(fs, Q, ee, rr, nb, yr, xx, beta, invC, eps, fs[nb - 1]):
+            k = int(st[ST_NBUF])
+            for t in range(D):
+                BX[k, t] = X[r, t]
+            By[k] = yr
+            Bf[k] = fs[nb - 1]
+            st[ST_NBUF] = k + 1
+            if k + 1 >= L:
+                primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, kmax, eps, beta, invC)
+
+
+@njit(cache=True)
+def primal_pass_csr(indptr, indices, data, y, W, bb, Q, ee, rr, st, BX, By, Bf,
+                    kmax, L, eps, beta, invC):
+    """primal_pass_dense for CSR rows (buffer rows are scattered to dense)."""
+    n = indptr.shape[0] - 1
+    D = W.shape[1]
+    fs = np.empty(W.shape[0])
+    xrow = np.zeros(D)
+    for r in range(n):
+        yr = y[r]
+        a, z = indptr[r], indptr[r + 1]
+        if st[ST_STARTED] == 0:
+            xrow[:] = 0.0
+            for p in range(a, z):
+                xrow[indices[p]] = data[p]
+            _primal_init(W, bb, Q, ee, rr, st, xrow, yr, beta, invC)
+            continue
+        nb = int(st[ST_NB])
+        xx = 0.0
+        for p in range(a, z):
+            xx += np.float64(data[p]) * data[p]
+        for i in range(nb):
+            s = 0.0
+            for p in range(a, z):
+                s += W[i, indices[p]] * data[p]
+            fs[i] = s + beta * bb[i]
+        if _outside_all(fs, Q, ee, rr, nb, yr, xx, beta, invC, eps, fs[nb - 1]):
+            k = int(st[ST_NBUF])
+            BX[k, :] = 0.0
+            for p in range(a, z):
+                BX[k, indices[p]] = data[p]
+            By[k] = yr
+            Bf[k] = fs[nb - 1]
+            st[ST_NBUF] = k + 1
+            if k + 1 >= L:
+                primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, kmax, eps, beta, invC)
+
+
+# --------------------------------------------------------------------------------------
+# dual (any kernel): centres are coefficient rows A over a store S of kept points
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def _kdiag(kid, xx, gamma, degree, coef0):
+    return _kval(kid, xx, xx, xx, gamma, degree, coef0)
+
+
+@njit(cache=True)
+def dual_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, eps, beta, invC,
+               kid, gamma, degree, coef0):
+    """dual counterpart of primal_flush; the store must have room for the buffer."""
+    nbuf = int(st[ST_NBUF])
+    if nbuf == 0:
+        return
+    nb = int(st[ST_NB])
+    M = int(st[ST_NSTORE])
+    j = nb - 1
+    D = S.shape[1]
+    m = nbuf + 1
+    G = np.empty((m, m))
+    radii = np.zeros(m)
+    G[0, 0] = Q[j] + ee[j]
+    radii[0] = rr[j]
+    for i in range(nbuf):
+        G[0, i + 1] = By[i] * Bf[i]
+        G[i + 1, 0] = G[0, i + 1]
+        for k in range(i, nbuf):
+            s = 0.0
+            for t in range(D):
+                s += BX[i, t] * BX[k, t]
+            kv = _kval(kid, s, Bn[i], Bn[k], gamma, degree, coef0)
+            g = By[i] * By[k] * (kv + beta * beta)
+            if i == k:
+                g += invC
+            G[i + 1, k + 1] = g
+            G[k + 1, i + 1] = g
+    mu, R = meb_of_balls(G, radii)
+    slot = _slot_for_new_ball(nb, kmax)
+    if slot == kmax:
+        nb = _drop_front(A, bb, Q, ee, rr, nb, 1)
+        j -= 1
+        slot = nb
+    mu0 = mu[0]
+    a_new = mu0 * A[j, :]
+    b_new = mu0 * bb[j]
+    e_new = mu0 * mu0 * ee[j]
+    added = 0
+    for i in range(nbuf):
+        a = mu[i + 1]
+        if a > 0.0:
+            S[M, :] = BX[i, :]
+            Sn[M] = Bn[i]
+            a_new[M] = a * By[i]
+            b_new += a * By[i] * beta
+            e_new += a * a * invC
+            M += 1
+            added += 1
+    # |c_feat|^2 = mu'G mu minus the e parts
+    mgm = 0.0
+    for i in range(m):
+        for k in range(m):
+            mgm += mu[i] * mu[k] * G[i, k]
+    A[slot, :] = a_new
+    bb[slot] = b_new
+    Q[slot] = max(mgm - e_new, 0.0)
+    ee[slot] = e_new
+    rr[slot] = R
+    if slot == nb:
+        nb += 1
+    nb = _discard_small(A, bb, Q, ee, rr, nb, eps)
+    st[ST_NB] = nb
+    st[ST_NBUF] = 0
+    st[ST_NSTORE] = M
+    st[ST_NCORE] += added
+
+
+@njit(cache=True)
+def dual_pass(X, y, start, A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, L, eps,
+              beta, invC, kid, gamma, degree, coef0):
+    """One pass of the ball cover over dense rows X[start:], kernel (dual) form.
+
+    Returns the index of the first unprocessed row: it stops early when the store
+    might not hold the next flush (the caller grows the store and calls again).
+    """
+    n, D = X.shape
+    cap = S.shape[0]
+    kv = np.empty(cap)
+    fs = np.empty(A.shape[0])
+    for r in range(start, n):
+        yr = y[r]
+        xx = 0.0
+        for t in range(D):
+            xx += np.float64(X[r, t]) * X[r, t]
+        M = int(st[ST_NSTORE])
+        if st[ST_STARTED] == 0:
+            if M + 1 > cap:
+                return r
+            S[M, :] = X[r, :]
+            Sn[M] = xx
+            A[0, :] = 0.0
+            A[0, M] = yr
+            bb[0] = beta * yr
+            Q[0] = _kdiag(kid, xx, gamma, degree, coef0) + beta * beta
+            ee[0] = invC
+            rr[0] = 0.0
+            st[ST_NB] = 1
+            st[ST_NCORE] = 1
+            st[ST_NSTORE] = M + 1
+            st[ST_STARTED] = 1
+            continue
+        if M + L > cap:
+            return r
+        nb = int(st[ST_NB])
+        for s_ in range(M):
+            d = 0.0
+            for t in range(D):
+                d += S[s_, t] * X[r, t]
+            kv[s_] = _kval(kid, d, Sn[s_], xx, gamma, degree, coef0)
+        for i in range(nb):
+            f = 0.0
+            for s_ in range(M):
+                f += A[i, s_] * kv[s_]
+            fs[i] = f + beta * bb[i]
+        kxx = _kdiag(kid, xx, gamma, degree, coef0)
+        if _outside_all(fs, Q, ee, rr, nb, yr, kxx, beta, invC, eps, fs[nb - 1]):
+            k = int(st[ST_NBUF])
+            for t in range(D):
+                BX[k, t] = X[r, t]
+            By[k] = yr
+            Bf[k] = fs[nb - 1]
+            Bn[k] = xx
+            st[ST_NBUF] = k + 1
+            if k + 1 >= L:
+                dual_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, eps, beta,
+                           invC, kid, gamma, degree, coef0)
+    return n

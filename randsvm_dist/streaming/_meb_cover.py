@@ -1,0 +1,295 @@
+"""The binary learner behind StreamSVM and Blurred Ball SVM: a cover of enclosing balls.
+
+One object holds up to ``max_balls`` balls in the augmented space (see ``_meb``), a
+lookahead buffer of ``lookahead`` points and, for kernels, a store of the kept points.
+StreamSVM is the case ``max_balls=1, epsilon=0``; Blurred Ball SVM keeps several balls and
+ignores points inside the union of the (1+epsilon)-expanded balls.
+
+The buffer survives across ``partial_fit`` calls (results do not depend on how the stream
+is cut into batches); prediction and merging use a *flushed copy* (the final
+"enclose the remaining buffer" step of Algorithm 2), leaving the learner's state as is.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..kernels import Kernel, kernel_matrix, resolve_gamma, row_sq_norms
+from . import _meb as M
+
+DENSE_CHUNK_VALUES = 1 << 22  # values per densified chunk of sparse rows (kernel form)
+
+
+class BallCover:
+    """Binary one-pass learner: a sequence of enclosing balls (newest = largest).
+
+    Args:
+        n_features: feature count.
+        C: l2-SVM cost (the augmented points carry C^-1/2 e_n).
+        lookahead: buffer size L (1 = closed-form update).
+        epsilon: points within (1+epsilon) x radius of some ball are skipped.
+        max_balls: balls kept (1 = StreamSVM).
+        kernel: 'linear', 'rbf', 'poly' or 'sigmoid'.
+        gamma, degree, coef0: kernel parameters (LIBSVM meanings; gamma may be 'scale').
+        fit_intercept: add the bias coordinate beta*y (beta = 1).
+        dual: force the kernel (coefficient) form even for the linear kernel.
+    """
+
+    def __init__(self, n_features: int, *, C: float, lookahead: int, epsilon: float,
+                 max_balls: int, kernel: str, gamma, degree: int, coef0: float,
+                 fit_intercept: bool, dual: bool | None = None):
+        self.n_features = int(n_features)
+        self.C = float(C)
+        self.L = int(lookahead)
+        self.eps = float(epsilon)
+        self.kmax = int(max_balls)
+        self.kernel_name = kernel
+        self.gamma_spec = gamma
+        self.degree = int(degree)
+        self.coef0 = float(coef0)
+        self.beta = 1.0 if fit_intercept else 0.0
+        self.dual = (kernel != "linear") if dual is None else bool(dual)
+        self.kernel: Kernel | None = None
+        D, k = self.n_features, self.kmax
+        self.st = np.zeros(M.ST_SIZE)
+        self.bb = np.zeros(k)
+        self.Q = np.zeros(k)
+        self.ee = np.zeros(k)
+        self.rr = np.zeros(k)
+        self.BX = np.zeros((self.L, D))
+        self.By = np.zeros(self.L)
+        self.Bf = np.zeros(self.L)
+        self.Bn = np.zeros(self.L)
+        if self.dual:
+            cap = max(64, 4 * self.L)
+            self.S = np.zeros((cap, D))
+            self.Sn = np.zeros(cap)
+            self.A = np.zeros((k, cap))
+        else:
+            self.W = np.zeros((k, D))
+
+    # -- state helpers -----------------------------------------------------------------
+    @property
+    def invC(self) -> float:
+        return 1.0 / self.C
+
+    @property
+    def n_balls(self) -> int:
+        """Live balls in the cover."""
+        return int(self.st[M.ST_NB])
+
+    @property
+    def n_core(self) -> int:
+        """Points that entered a centre with non-zero weight (store size in kernel form)."""
+        return int(self.st[M.ST_NSTORE] if self.dual else self.st[M.ST_NCORE])
+
+    def _resolve_kernel(self, X) -> None:
+        if self.kernel is not None:
+            return
+        if self.kernel_name == "linear":
+            self.kernel = Kernel("linear")
+        else:
+            g = resolve_gamma(self.gamma_spec, X)
+            self.kernel = Kernel(self.kernel_name, g, self.degree, self.coef0)
+
+    def _kargs(self):
+        k = self.kernel
+        return (M.KERNEL_IDS[k.name], float(k.gamma), float(k.degree), float(k.coef0))
+
+    def _grow_store(self) -> None:
+        cap = self.S.shape[0]
+        new = 2 * cap
+        S = np.zeros((new, self.n_features))
+        S[:cap] = self.S
+        Sn = np.zeros(new)
+        Sn[:cap] = self.Sn
+        A = np.zeros((self.kmax, new))
+        A[:, :cap] = self.A
+        self.S, self.Sn, self.A = S, Sn, A
+
+    # -- learning --------------------------------------------------------------------------
+    def partial_fit(self, X, y) -> BallCover:
+        """Fold rows into the cover (X validated float32 dense/CSR, y in {-1, +1})."""
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        self._resolve_kernel(X)
+        if not self.dual:
+            args = (self.W, self.bb, self.Q, self.ee, self.rr, self.st, self.BX, self.By,
+                    self.Bf, self.kmax, self.L, self.eps, self.beta, self.invC)
+            if sp.issparse(X):
+                M.primal_pass_csr(X.indptr, X.indices, X.data, y, *args)
+            else:
+                M.primal_pass_dense(X, y, *args)
+            return self
+        step = max(1, DENSE_CHUNK_VALUES // max(1, self.n_features))
+        for s in range(0, X.shape[0], step):
+            Xc = X[s:s + step]
+            Xc = np.ascontiguousarray(Xc.toarray() if sp.issparse(Xc) else Xc,
+                                      dtype=np.float32)
+            yc = y[s:s + step]
+            r = 0
+            while r < Xc.shape[0]:
+                r = M.dual_pass(Xc, yc, r, self.A, self.bb, self.Q, self.ee, self.rr,
+                                self.st, self.S, self.Sn, self.BX, self.By, self.Bf,
+                                self.Bn, self.kmax, self.L, self.eps, self.beta, self.invC,
+                                *self._kargs())
+                if r < Xc.shape[0]:
+                    self._grow_store()
+        return self
+
+    def flushed(self) -> BallCover:
+        """A copy with the lookahead buffer enclosed (Algorithm 2's final step)."""
+        out = copy.deepcopy(self)
+        if out.st[M.ST_NBUF] == 0:
+            return out
+        if not out.dual:
+            M.primal_flush(out.W, out.bb, out.Q, out.ee, out.rr, out.st, out.BX, out.By,
+                           out.Bf, out.kmax, out.eps, out.beta, out.invC)
+        else:
+            while out.st[M.ST_NSTORE] + out.L > out.S.shape[0]:
+                out._grow_store()
+            M.dual_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
+                         out.BX, out.By, out.Bf, out.Bn, out.kmax, out.eps, out.beta,
+                         out.invC, *out._kargs())
+        return out
+
+    # -- geometry / prediction ---------------------------------------------------------
+    def ball_scores(self, X) -> np.ndarray:
+        """f_i(x) = w_i.x + beta b_i for every live ball: (n_rows, n_balls) float64."""
+        nb = self.n_balls
+        if not self.dual:
+            out = np.asarray(X @ self.W[:nb].T, dtype=np.float64)
+        else:
+            m = int(self.st[M.ST_NSTORE])
+            out = np.empty((X.shape[0], nb))
+            S = self.S[:m].astype(np.float32)
+            for s in range(0, X.shape[0], 4096):
+                K = kernel_matrix(X[s:s + 4096], S, self.kernel).astype(np.float64)
+                out[s:s + 4096] = K @ self.A[:nb, :m].T
+        return out + self.beta * self.bb[:nb]
+
+    def kernel_diag(self, X) -> np.ndarray:
+        """k(x, x) for each row (float64)."""
+        xx = row_sq_norms(X).astype(np.float64)
+        k = self.kernel
+        if k is None or k.name == "linear":
+            return xx
+        if k.name == "rbf":
+            return np.ones_like(xx)
+        if k.name == "poly":
+            return (k.gamma * xx + k.coef0) ** k.degree
+        return np.tanh(k.gamma * xx + k.coef0)
+
+    def sq_distances(self, X, y) -> np.ndarray:
+        """Squared augmented distances of NEW points (X, y) to every live ball's centre.
+
+        y: (n_rows,) labels, or (n_rows, n_balls) one label per ball.
+        """
+        f = self.ball_scores(X)
+        nb = self.n_balls
+        y = np.asarray(y, dtype=np.float64)
+        if y.ndim == 1:
+            y = y[:, None]
+        kxx = self.kernel_diag(X)[:, None]
+        return (self.Q[:nb] - 2.0 * y * f + kxx + self.beta ** 2 + self.ee[:nb]
+                + self.invC)
+
+    def center_dot(self, other: BallCover, i: int, j: int) -> float:
+        """Feature part of c_i(self) . c_j(other) (e parts of disjoint streams are 0)."""
+        if not self.dual:
+            fe = float(self.W[i] @ other.W[j])
+        else:
+            ma, mb = int(self.st[M.ST_NSTORE]), int(other.st[M.ST_NSTORE])
+            K = kernel_matrix(self.S[:ma].astype(np.float32), other.S[:mb].astype(np.float32),
+                              self.kernel).astype(np.float64)
+            fe = float(self.A[i, :ma] @ K @ other.A[j, :mb])
+        return fe + self.bb[i] * other.bb[j]
+
+    # -- combination -------------------------------------------------------------------
+    def merge(self, other: BallCover) -> BallCover:
+        """Cover of the union of two disjoint streams (inputs unchanged).
+
+        The newest balls of the two are enclosed by their closed-form enclosing ball,
+        which becomes the newest ball; the other balls of both covers are kept (by
+        radius) up to max_balls.
+        """
+        a, b = self.flushed(), other.flushed()
+        if a.n_balls == 0:
+            return b
+        if b.n_balls == 0:
+            return a
+        if a.dual != b.dual:
+            raise ValueError("cannot merge a primal and a dual ball cover")
+        ia, ib = a.n_balls - 1, b.n_balls - 1
+        cross = a.center_dot(b, ia, ib)
+        na2 = a.Q[ia] + a.ee[ia]
+        nb2 = b.Q[ib] + b.ee[ib]
+        G = np.array([[na2, cross], [cross, nb2]])
+        radii = np.array([a.rr[ia], b.rr[ib]])
+        mu, R = M.meb_of_balls(G, radii)
+        t = float(mu[1])
+        out = copy.deepcopy(a)
+        # balls: a's and b's older balls, then the enclosing ball, sorted by radius
+        entries = [("a", i) for i in range(a.n_balls)] + [("b", i) for i in range(b.n_balls)]
+        entries.sort(key=lambda e: (a if e[0] == "a" else b).rr[e[1]])
+        entries.append(("new", -1))
+        entries = entries[-self.kmax:]
+        k = self.kmax
+        out.bb, out.Q, out.ee, out.rr = np.zeros(k), np.zeros(k), np.zeros(k), np.zeros(k)
+        ma = int(a.st[M.ST_NSTORE]) if a.dual else 0
+        mb = int(b.st[M.ST_NSTORE]) if b.dual else 0
+        if a.dual:
+            cap = max(64, ma + mb + 4 * self.L)
+            out.S = np.zeros((cap, self.n_features))
+            out.S[:ma], out.S[ma:ma + mb] = a.S[:ma], b.S[:mb]
+            out.Sn = np.zeros(cap)
+            out.Sn[:ma], out.Sn[ma:ma + mb] = a.Sn[:ma], b.Sn[:mb]
+            out.A = np.zeros((k, cap))
+        else:
+            out.W = np.zeros((k, self.n_features))
+        for slot, (src, i) in enumerate(entries):
+            if src == "new":
+                rows = ((1 - t, a, ia), (t, b, ib))
+                out.rr[slot] = R
+                out.ee[slot] = (1 - t) ** 2 * a.ee[ia] + t ** 2 * b.ee[ib]
+                out.Q[slot] = ((1 - t) ** 2 * a.Q[ia] + 2 * t * (1 - t) * cross
+                               + t ** 2 * b.Q[ib])
+            else:
+                rows = ((1.0, a if src == "a" else b, i),)
+                cov = a if src == "a" else b
+                out.rr[slot], out.ee[slot], out.Q[slot] = cov.rr[i], cov.ee[i], cov.Q[i]
+            for coef, cov, i2 in rows:
+                out.bb[slot] += coef * cov.bb[i2]
+                if cov.dual:
+                    off = 0 if cov is a else ma
+                    m = ma if cov is a else mb
+                    out.A[slot, off:off + m] += coef * cov.A[i2, :m]
+                else:
+                    out.W[slot] += coef * cov.W[i2]
+            if src == "new" and not a.dual:
+                out.Q[slot] = float(out.W[slot] @ out.W[slot]) + out.bb[slot] ** 2
+        nb = len(entries)
+        out.st[M.ST_NB] = nb
+        out.st[M.ST_NBUF] = 0
+        out.st[M.ST_NCORE] = a.st[M.ST_NCORE] + b.st[M.ST_NCORE]
+        out.st[M.ST_NSTORE] = ma + mb
+        out.st[M.ST_STARTED] = 1
+        if self.eps > 0 and nb > 1:
+            lim = 0.25 * self.eps * out.rr[nb - 1]
+            keep = [s for s in range(nb) if s == nb - 1 or out.rr[s] >= lim]
+            for name in ("bb", "Q", "ee", "rr"):
+                arr = getattr(out, name)
+                arr[:len(keep)] = arr[keep]
+            rows_arr = out.A if out.dual else out.W
+            rows_arr[:len(keep)] = rows_arr[keep]
+            out.st[M.ST_NB] = len(keep)
+        return out
+
+    # -- introspection -----------------------------------------------------------------
+    def radius(self, i: int = -1) -> float:
+        """Radius of ball i (default: the newest, largest one)."""
+        nb = self.n_balls
+        return float(self.rr[i % nb]) if nb else math.nan

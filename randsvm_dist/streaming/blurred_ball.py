@@ -1,0 +1,132 @@
+"""Blurred Ball SVM: a streaming l2-SVM on the blurred ball cover (Nathan & Raghvendra,
+after Agarwal & Sharathkumar).
+
+Training keeps a sequence of balls ``B_1, ..., B_u`` in the augmented space of StreamSVM
+(``[y phi(x); beta y; C^-1/2 e_n]``, see :mod:`.streamsvm`). A point is used only if it
+lies outside every (1+epsilon)-expanded ball; such points fill a lookahead buffer, and
+when it holds ``lookahead`` points a new ball ``B_{u+1}`` = the minimum enclosing ball of
+``B_u`` and the buffer is appended; balls with radius below ``epsilon/4 * r(B_{u+1})``
+are discarded, and at most ``max_balls`` are kept (the oldest, smallest go first).
+
+Departure from the paper: the new ball is the exact MEB of the newest *ball* and the
+buffered points, not the MEB of the union of the stored core sets. Each ball already
+encloses the older ones (so this is the MEB of the union of all balls and the buffer),
+no core points need storing in the linear (primal) form, and every point seen is
+provably inside the newest ball. The ball of radius r and centre c = [w; b; ...] is the
+linear classifier ``f(x) = w.phi(x) + beta b``.
+
+Classification (``rule``):
+
+- ``'score'`` (default): the *support* of x is the set of balls whose (1+epsilon)
+  expansion contains x with its nearer label (``y = sign f_i(x)``, i.e. the smaller of
+  the two augmented distances); the score is the sum of the signed distances
+  ``f_i(x) / |(w_i, b_i)|`` of x to those balls' separators. Empty support falls back
+  to the largest ball.
+- ``'support'``: the majority vote ``sum sign f_i(x)`` over the support (ties: largest
+  ball).
+- ``'largest'``: the largest (newest) ball alone, as StreamSVM.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..exceptions import ParameterError
+from ._meb_cover import BallCover
+from .base import StreamingClassifier
+from .streamsvm import check_cover_params
+
+RULES = ("score", "support", "largest")
+
+
+class BlurredBallSVM(StreamingClassifier):
+    """One-pass l2-SVM on a blurred ball cover (several balls, support/score rules).
+
+    Args:
+        C: l2-SVM cost.
+        epsilon: blur; points inside a (1+epsilon)-expanded ball are skipped, balls
+            smaller than epsilon/4 of the newest are discarded.
+        lookahead: buffer size L of outside points before a new ball is built.
+        kernel, gamma, degree, coef0: as StreamSVM ('linear' is primal).
+        fit_intercept: learn a bias (augmented coordinate).
+        max_balls: cap on the balls kept (memory is max_balls x n_features).
+        rule: 'score' (default), 'support' or 'largest' (see the module docstring).
+        random_state: seeds the per-class learners (the algorithm is deterministic).
+    """
+
+    def __init__(self, C: float = 1.0, epsilon: float = 0.1, lookahead: int = 10,
+                 kernel: str = "linear", gamma="scale", degree: int = 3,
+                 coef0: float = 0.0, fit_intercept: bool = True, max_balls: int = 32,
+                 rule: str = "score", random_state=None):
+        self.C = C
+        self.epsilon = epsilon
+        self.lookahead = lookahead
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.fit_intercept = fit_intercept
+        self.max_balls = max_balls
+        self.rule = rule
+        self.random_state = random_state
+
+    def _new_binary(self, n_features: int, seed: int):
+        """A binary blurred-ball learner (raises ParameterError on bad parameters)."""
+        check_cover_params(self)
+        eps = self.epsilon
+        if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating)) \
+                or not np.isfinite(eps) or eps < 0:
+            raise ParameterError(f"epsilon must be a number >= 0; got {eps!r}")
+        kb = self.max_balls
+        if isinstance(kb, bool) or not isinstance(kb, (int, np.integer)) or kb < 1:
+            raise ParameterError(f"max_balls must be an integer >= 1; got {kb!r}")
+        if self.rule not in RULES:
+            raise ParameterError(f"rule must be one of {RULES}; got {self.rule!r}")
+        return _BlurredCover(n_features, C=self.C, lookahead=int(self.lookahead),
+                             epsilon=float(eps), max_balls=int(kb), kernel=self.kernel,
+                             gamma=self.gamma, degree=self.degree, coef0=self.coef0,
+                             fit_intercept=bool(self.fit_intercept), rule=self.rule)
+
+    def set_params(self, **params):
+        """scikit-learn set_params; a new ``rule`` also applies to fitted learners."""
+        super().set_params(**params)
+        if "rule" in params and hasattr(self, "learners_"):
+            if params["rule"] not in RULES:
+                raise ParameterError(f"rule must be one of {RULES}; got {params['rule']!r}")
+            for learner in self.learners_:
+                learner.rule = params["rule"]
+        return self
+
+    @property
+    def n_balls_(self) -> int:
+        """Balls in the (flushed) cover of a binary problem."""
+        self._check_fitted()
+        return self.learners_[0].flushed().n_balls
+
+
+class _BlurredCover(BallCover):
+    """BallCover with several balls and the paper's classification rules."""
+
+    def __init__(self, n_features: int, *, rule: str, **kw):
+        super().__init__(n_features, **kw)
+        self.rule = rule
+
+    def decision_function(self, X) -> np.ndarray:
+        """Signed scores under ``self.rule`` (float64, positive = class +1)."""
+        cov = self.flushed()
+        f = cov.ball_scores(X)
+        if self.rule == "largest":
+            return f[:, -1]
+        nb = cov.n_balls
+        norms = np.sqrt(np.maximum(cov.Q[:nb], 1e-300))
+        sgn = np.where(f >= 0, 1.0, -1.0)
+        d2 = cov.sq_distances(X, sgn)  # the nearer of the two labels
+        lim = ((1.0 + cov.eps) * cov.rr[:nb]) ** 2
+        inside = d2 <= lim * (1.0 + 1e-12)
+        largest = f[:, -1] / norms[-1]
+        if self.rule == "score":
+            s = np.where(inside, f / norms, 0.0).sum(axis=1)
+        else:
+            s = np.where(inside, sgn, 0.0).sum(axis=1)
+            s = np.where(s == 0, largest, s)
+        return np.where(inside.any(axis=1), s, largest)

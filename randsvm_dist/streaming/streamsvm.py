@@ -1,0 +1,133 @@
+"""StreamSVM: a one-pass l2-SVM as a streaming minimum enclosing ball (Rai et al.).
+
+Geometry (derivation; the code follows it, not the printed pseudo-code)
+-----------------------------------------------------------------------
+The l2-SVM ``min |w|^2 + b^2 + C sum xi_n^2`` s.t. ``y_n (w.phi(x_n) + b) >= 1 - xi_n`` is
+the minimum enclosing ball (MEB) of the augmented points (Tsang et al., CVM)::
+
+    p_n = [ y_n phi(x_n) ; beta y_n ; C^-1/2 e_n ]       (beta = 1 with an intercept)
+
+A centre reached by the streaming updates is always a convex combination
+``c = sum_n a_n p_n`` (the first centre is ``p_1``; every update moves it on a segment
+towards a point), so it is stored as ``w = sum a_n y_n phi(x_n)``, ``b = beta sum a_n y_n``
+and the scalar ``xi^2 = |e part of c|^2 = (1/C) sum_n a_n^2``; the classifier is
+``sign(w.phi(x) + beta b)``. A new point's ``e_n`` is orthogonal to ``c``, so
+
+    d^2 = |c - p_n|^2 = |w - y phi(x)|^2 + (b - beta y)^2 + xi^2 + 1/C.
+
+Algorithm 1 (Zarrabi-Zadeh and Chan): if ``d > R``, the smallest ball enclosing the old
+ball and ``p`` has radius ``R' = (R + d) / 2`` and centre ``c' = c + lam (p - c)`` with
+``lam = (d - R) / (2 d) = (1 - R/d) / 2``. Hence ``w' = (1-lam) w + lam y phi(x)``,
+``b' = (1-lam) b + lam beta y`` and, the e parts being orthogonal,
+``xi'^2 = (1-lam)^2 xi^2 + lam^2 / C``.
+
+Departures from the printed Algorithm 1:
+
+- the initial ``xi^2`` is ``1/C`` (the e part of ``p_1``), not 1 (the same only for C=1);
+- the ``xi^2`` update adds ``lam^2 / C``, not ``lam^2`` (the printed form is right only if
+  ``xi^2`` counted ``sum a_n^2``, but then line 5 would need ``xi^2 / C``);
+- ``lam`` uses the radius *before* the update in all three lines; the printed order
+  updates ``R`` (line 8) before the ``xi^2`` update (line 9) uses ``R/d``;
+- the test is ``d > R`` (a point on the sphere needs no update);
+- the bias coordinate ``beta y`` is included (the paper treats the unbiased case).
+
+Algorithm 2 (lookahead L): points with ``d > R`` (against the ball at their arrival) are
+buffered; when L are buffered, the ball becomes the exact MEB of the old ball and the
+buffer (``_meb.meb_of_balls``: a root find on the radius over a Frank-Wolfe dual, exact
+to ~1e-12), and at the end of the stream the remaining buffer is enclosed the same way.
+The buffer persists across ``partial_fit`` calls; ``predict`` uses a flushed copy, so
+results do not depend on batch boundaries. With ``L = 1`` this is Algorithm 1.
+
+Kernel form: ``w`` becomes coefficients ``a_n y_n`` over the points that entered the
+centre (``n_core_`` of them); ``|w|^2`` is carried along as ``Q = mu'G mu - xi^2`` of each
+small MEB, so one pass costs one kernel row against the kept points per example.
+
+Merging two balls of disjoint streams: the e parts of their centres are orthogonal, so
+``|c_1 - c_2|^2 = |w_1 - w_2|^2 + (b_1 - b_2)^2 + xi_1^2 + xi_2^2``; with
+``d = |c_1 - c_2|`` the enclosing ball is ball 1 if ``d + R_2 <= R_1`` (resp. ball 2), else
+``R = (d + R_1 + R_2) / 2`` and ``c = c_1 + ((R - R_1) / d) (c_2 - c_1)``, so
+``xi^2 = (1-t)^2 xi_1^2 + t^2 xi_2^2`` with ``t = (R - R_1)/d``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..exceptions import ParameterError
+from ..kernels import KERNELS
+from ..validation import check_positive
+from ._meb_cover import BallCover
+from .base import StreamingClassifier
+
+
+def check_cover_params(est) -> None:
+    """Validate the parameters shared by StreamSVM and BlurredBallSVM.
+
+    Raises:
+        ParameterError: C not > 0, lookahead not a positive integer, unknown kernel,
+            bad degree.
+    """
+    check_positive(est.C, "C")
+    L = est.lookahead
+    if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1:
+        raise ParameterError(f"lookahead must be an integer >= 1; got {L!r}")
+    if est.kernel not in KERNELS:
+        raise ParameterError(f"kernel must be one of {KERNELS}; got {est.kernel!r}")
+    if est.kernel == "poly" and (int(est.degree) != est.degree or est.degree < 1):
+        raise ParameterError(f"degree must be a positive integer; got {est.degree!r}")
+
+
+class StreamSVM(StreamingClassifier):
+    """One-pass l2-SVM by a streaming minimum enclosing ball (Algorithms 1 and 2).
+
+    Args:
+        C: l2-SVM cost (larger: less slack, bigger ball).
+        lookahead: L; 1 = Algorithm 1 (closed-form update), > 1 = Algorithm 2.
+        kernel: 'linear' (primal, explicit w) or 'rbf' | 'poly' | 'sigmoid' (dual).
+        gamma: kernel width (number, 'scale' or 'auto'; resolved on the first batch).
+        degree, coef0: poly/sigmoid parameters (LIBSVM meanings).
+        fit_intercept: learn a bias (as an augmented coordinate, like CVM).
+        random_state: seeds the per-class learners (the algorithm itself is
+            deterministic given the stream order).
+
+    Attributes (after fitting): ``classes_``, ``n_features_in_``, ``learners_``,
+    ``n_core_`` (points that entered a centre), ``radius_`` (binary problems).
+    """
+
+    def __init__(self, C: float = 1.0, lookahead: int = 1, kernel: str = "linear",
+                 gamma="scale", degree: int = 3, coef0: float = 0.0,
+                 fit_intercept: bool = True, random_state=None):
+        self.C = C
+        self.lookahead = lookahead
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+
+    def _new_binary(self, n_features: int, seed: int):
+        """A binary ball learner (validates the parameters; raises ParameterError)."""
+        check_cover_params(self)
+        return _StreamBall(n_features, C=self.C, lookahead=int(self.lookahead), epsilon=0.0,
+                           max_balls=1, kernel=self.kernel, gamma=self.gamma,
+                           degree=self.degree, coef0=self.coef0,
+                           fit_intercept=bool(self.fit_intercept))
+
+    @property
+    def radius_(self) -> float:
+        """Radius of the (flushed) ball of a binary problem."""
+        self._check_fitted()
+        return self.learners_[0].flushed().radius()
+
+
+class _StreamBall(BallCover):
+    """BallCover with one ball; decision = w.phi(x) + beta b of the flushed ball."""
+
+    def decision_function(self, X) -> np.ndarray:
+        """Signed scores of the rows of X (float64)."""
+        return self.flushed().ball_scores(X)[:, -1]
+
+    def merge(self, other):
+        """Closed-form enclosing ball of the two (flushed) balls; a new object."""
+        return super().merge(other)

@@ -309,7 +309,7 @@ class Dataset:
         if np.any(bad):
             k = int(np.argmax(bad))
             raise SchemaError(
-                f"label {y[k]!r} at position {k} is not one of the classes of {self.url} "
+                f"label {_py(y[k])!r} at position {k} is not one of the classes of {self.url} "
                 f"({_short_list(classes)})"
             )
         if binary:
@@ -433,3 +433,7 @@ def _schema_str(schema: pa.Schema) -> str:
 def _short_list(a, k: int = 10) -> str:
     a = list(np.asarray(a).tolist())
     return str(a if len(a) <= k else a[:k] + ["..."])
+
+
+def _py(v):
+    return v.item() if isinstance(v, np.generic) else v

@@ -1,0 +1,162 @@
+"""``randsvm-dist data convert|make|info``: the data command group."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from .generators import GENERATORS
+
+
+def register(subparsers) -> None:
+    """Add the ``data`` command group to the CLI's subparsers."""
+    data = subparsers.add_parser("data", help="convert, generate and inspect Parquet data sets")
+    sub = data.add_subparsers(dest="data_command", required=True)
+
+    p = sub.add_parser(
+        "convert", help="svmlight/LIBSVM text, CSV or Parquet -> partitioned Parquet",
+        description="Convert a data file to a partitioned Parquet data set, streamed in "
+                    "bounded memory. The format comes from the name (.csv/.tsv: CSV; "
+                    ".parquet or a directory: Parquet; anything else: svmlight), "
+                    ".gz/.bz2/.xz are decompressed.")
+    p.add_argument("src", help="input file or URL")
+    p.add_argument("dst", help="output directory or URL (must not exist)")
+    _add_partitioning(p)
+    layout = p.add_mutually_exclusive_group()
+    layout.add_argument("--dense", dest="dense", action="store_true", default=None,
+                        help="one float32 column per feature (default for CSV)")
+    layout.add_argument("--sparse", dest="dense", action="store_false",
+                        help="indices/values list columns (default for svmlight)")
+    p.add_argument("--n-features", type=int, default=None, metavar="D",
+                   help="feature count (e.g. a test file whose highest index is lower: "
+                        "a9a.t needs 123)")
+    p.add_argument("--label-column", default=None, metavar="NAME|INDEX",
+                   help="CSV: label column name or 0-based index (default: label/class/"
+                        "target/y if present, else the first); Parquet: its name")
+    p.add_argument("--format", choices=["svmlight", "libsvm", "csv", "parquet"], default=None)
+    p.add_argument("--header", choices=["auto", "yes", "no"], default="auto",
+                   help="CSV: does line 1 hold column names (default: auto)")
+    p.add_argument("--delimiter", default=None, help="CSV field separator (default ',')")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing DST")
+    p.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="no progress bar")
+    p.set_defaults(func=_convert)
+
+    p = sub.add_parser(
+        "make", help="generate a synthetic data set partition by partition",
+        description="Generate a seed paper's synthetic set. The same seed gives the same "
+                    "rows whatever the partition count.")
+    p.add_argument("name", choices=sorted(GENERATORS), metavar="NAME",
+                   help="one of: " + ", ".join(sorted(GENERATORS)))
+    p.add_argument("dst", help="output directory or URL (must not exist)")
+    p.add_argument("--rows", type=int, required=True, help="number of rows")
+    _add_partitioning(p)
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing DST")
+    p.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="no progress bar")
+    p.set_defaults(func=_make)
+
+    p = sub.add_parser("info", help="rows, features, partitions, classes and bytes of a set",
+                       description="Describe a Parquet data set from its metadata.")
+    p.add_argument("dst", help="data set directory, file or URL")
+    p.add_argument("--label-column", default="label", help="label column (default: label)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_info)
+
+
+def _add_partitioning(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--partitions", type=int, default=None, metavar="N",
+                   help="number of partitions (text input: rows are counted first)")
+    g.add_argument("--rows-per-partition", type=int, default=None, metavar="R",
+                   help="rows per partition (default 1,000,000)")
+
+
+def _convert(args) -> int:
+    from .convert import convert
+
+    header = {"auto": "auto", "yes": True, "no": False}[args.header]
+    t0 = time.perf_counter()
+    ds = convert(args.src, args.dst, partitions=args.partitions,
+                 rows_per_partition=args.rows_per_partition, dense=args.dense,
+                 n_features=args.n_features, label_column=args.label_column,
+                 format=args.format, header=header, delimiter=args.delimiter,
+                 overwrite=args.overwrite, progress=args.progress)
+    dt = time.perf_counter() - t0
+    print(f"wrote {ds.url}: {ds.n_rows:,} rows x {ds.n_features:,} features "
+          f"({'sparse' if ds.is_sparse else 'dense'}), {ds.n_partitions} partitions in "
+          f"{dt:.1f} s ({ds.n_rows / max(dt, 1e-9):,.0f} rows/s)")
+    return 0
+
+
+def _make(args) -> int:
+    from .generators import make
+
+    t0 = time.perf_counter()
+    ds = make(args.name, args.dst, rows=args.rows, partitions=args.partitions,
+              rows_per_partition=args.rows_per_partition, seed=args.seed,
+              overwrite=args.overwrite, progress=args.progress)
+    dt = time.perf_counter() - t0
+    print(f"wrote {ds.url}: {ds.n_rows:,} rows x {ds.n_features} features of {args.name} "
+          f"(seed {args.seed}), {ds.n_partitions} partitions in {dt:.1f} s "
+          f"({ds.n_rows / max(dt, 1e-9):,.0f} rows/s)")
+    return 0
+
+
+def describe(ds) -> dict:
+    """A JSON-able summary of a Dataset (what ``data info`` prints)."""
+    classes = ds.classes
+    return {
+        "path": ds.url,
+        "rows": ds.n_rows,
+        "features": ds.n_features,
+        "partitions": ds.n_partitions,
+        "layout": "sparse" if ds.is_sparse else "dense",
+        "label_column": ds.label_column,
+        "classes": [_py(v) for v in classes],
+        "class_counts": [int(c) for c in ds.class_counts],
+        "bytes": ds.nbytes_on_disk,
+        "partition_rows": ds.partition_rows,
+        "source": {k: ds.meta[k] for k in ("generator", "seed", "source", "source_format")
+                   if k in ds.meta},
+    }
+
+
+def _py(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _info(args) -> int:
+    from .dataset import Dataset
+
+    ds = Dataset.open(args.dst, label_column=args.label_column)
+    info = describe(ds)
+    if args.json:
+        json.dump(info, sys.stdout, indent=2)
+        print()
+        return 0
+    rows = info["partition_rows"]
+    lines = [
+        f"path        {info['path']}",
+        f"rows        {info['rows']:,}",
+        f"features    {info['features']:,} ({info['layout']})",
+        f"partitions  {info['partitions']} (rows per partition {min(rows):,}..{max(rows):,})",
+        f"bytes       {info['bytes']:,} ({info['bytes'] / 2**20:.1f} MiB on disk)",
+        f"label       {info['label_column']!r}: {len(info['classes'])} classes",
+    ]
+    total = max(info["rows"], 1)
+    for v, c in zip(info["classes"][:20], info["class_counts"][:20], strict=False):
+        lines.append(f"  {v!r:>10}  {c:>12,}  ({100 * c / total:.1f}%)")
+    if len(info["classes"]) > 20:
+        lines.append(f"  ... {len(info['classes']) - 20} more")
+    if len(info["classes"]) < 2:
+        lines.append("  warning: one class only; an SVM needs at least two")
+    for k, v in info["source"].items():
+        lines.append(f"{k:<12}{v}")
+    print("\n".join(lines))
+    return 0

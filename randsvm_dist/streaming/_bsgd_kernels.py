@@ -2,7 +2,7 @@
 
 The model is kept *unscaled*: the Pegasos weight vector after ``t`` steps is
 ``w_t = (1 / (lambda * t)) * sum_j beta_j phi(sv_j)`` (see ``bsgd.py``), so one SGD step only
-appends ``beta = y / lambda`` for a margin violator and never rescales the budget.
+appends ``beta = y`` for a margin violator and never rescales the budget.
 Merging is linear in the coefficients, so it runs on ``beta`` directly.
 
 Support vectors are stored dense, float64, in a (capacity, n_features) array with their
@@ -390,11 +390,11 @@ def train_dense(X, y, order, sv, sqn, beta, n_sv, t, lam, bias, fit_intercept, g
         if _violates(sqn, beta, n_sv, dots, xsq, y[r], t, lam, bias, gamma, counters):
             sv[n_sv, :] = x
             sqn[n_sv] = xsq
-            beta[n_sv] = y[r] / lam
+            beta[n_sv] = y[r]
             n_sv += 1
             counters[C_VIOLATIONS] += 1
             if fit_intercept:
-                bias += y[r] / lam
+                bias += y[r]
             if n_sv > budget:
                 n_sv = maintain(sv, sqn, beta, n_sv, gamma, merge_size, method, counters)
     return n_sv, t, bias
@@ -420,11 +420,11 @@ def train_sparse(indptr, indices, data, y, order, sv, sqn, beta, n_sv, t, lam, b
             for k in range(idx.shape[0]):
                 sv[n_sv, idx[k]] = val[k]
             sqn[n_sv] = xsq
-            beta[n_sv] = y[r] / lam
+            beta[n_sv] = y[r]
             n_sv += 1
             counters[C_VIOLATIONS] += 1
             if fit_intercept:
-                bias += y[r] / lam
+                bias += y[r]
             if n_sv > budget:
                 n_sv = maintain(sv, sqn, beta, n_sv, gamma, merge_size, method, counters)
     return n_sv, t, bias

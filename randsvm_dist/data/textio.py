@@ -66,15 +66,15 @@ class TextSource:
 
     Args:
         path: local path or fsspec URL; ``.gz``, ``.bz2`` and ``.xz`` are decompressed.
-        chunk_bytes: target chunk size (uncompressed).
+        chunk_bytes: target chunk size (uncompressed; default ``CHUNK_BYTES``).
 
     Raises:
         DataFormatError: the file does not exist or cannot be opened.
     """
 
-    def __init__(self, path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES):
+    def __init__(self, path: str | os.PathLike, chunk_bytes: int | None = None):
         self.path = str(path)
-        self.chunk_bytes = int(chunk_bytes)
+        self.chunk_bytes = int(chunk_bytes or CHUNK_BYTES)
         if is_url(self.path):
             import fsspec.core
 

@@ -566,3 +566,17 @@ def dual_pass(X, y, start, A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, L,
                 dual_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, eps, beta,
                            invC, kid, gamma, degree, coef0)
     return n
+
+
+@njit(cache=True)
+def cross_gram(Sa, Sna, Sb, Snb, kid, gamma, degree, coef0):
+    """Kernel matrix between two stores in float64 (exact enough for merging balls)."""
+    na, nb_ = Sa.shape[0], Sb.shape[0]
+    K = np.empty((na, nb_))
+    for i in range(na):
+        for j in range(nb_):
+            d = 0.0
+            for t in range(Sa.shape[1]):
+                d += Sa[i, t] * Sb[j, t]
+            K[i, j] = _kval(kid, d, Sna[i], Snb[j], gamma, degree, coef0)
+    return K

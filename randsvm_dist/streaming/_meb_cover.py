@@ -84,7 +84,10 @@ class BallCover:
 
     @property
     def n_core(self) -> int:
-        """Points that entered a centre with non-zero weight (store size in kernel form)."""
+        """Points that entered a centre with non-zero weight (store size in kernel form),
+        counted after enclosing the lookahead buffer."""
+        if self.st[M.ST_NBUF] > 0:
+            return self.flushed().n_core
         return int(self.st[M.ST_NSTORE] if self.dual else self.st[M.ST_NCORE])
 
     def _resolve_kernel(self, X) -> None:
@@ -203,8 +206,8 @@ class BallCover:
             fe = float(self.W[i] @ other.W[j])
         else:
             ma, mb = int(self.st[M.ST_NSTORE]), int(other.st[M.ST_NSTORE])
-            K = kernel_matrix(self.S[:ma].astype(np.float32), other.S[:mb].astype(np.float32),
-                              self.kernel).astype(np.float64)
+            K = M.cross_gram(self.S[:ma], self.Sn[:ma], other.S[:mb], other.Sn[:mb],
+                             *self._kargs())
             fe = float(self.A[i, :ma] @ K @ other.A[j, :mb])
         return fe + self.bb[i] * other.bb[j]
 

@@ -90,7 +90,7 @@ def _convert(args) -> int:
     dt = time.perf_counter() - t0
     print(f"wrote {ds.url}: {ds.n_rows:,} rows x {ds.n_features:,} features "
           f"({'sparse' if ds.is_sparse else 'dense'}), {ds.n_partitions} partitions in "
-          f"{dt:.1f} s ({ds.n_rows / max(dt, 1e-9):,.0f} rows/s)")
+          f"{dt:.2f} s ({ds.n_rows / max(dt, 1e-9):,.0f} rows/s)")
     return 0
 
 
@@ -103,7 +103,7 @@ def _make(args) -> int:
               overwrite=args.overwrite, progress=args.progress)
     dt = time.perf_counter() - t0
     print(f"wrote {ds.url}: {ds.n_rows:,} rows x {ds.n_features} features of {args.name} "
-          f"(seed {args.seed}), {ds.n_partitions} partitions in {dt:.1f} s "
+          f"(seed {args.seed}), {ds.n_partitions} partitions in {dt:.2f} s "
           f"({ds.n_rows / max(dt, 1e-9):,.0f} rows/s)")
     return 0
 

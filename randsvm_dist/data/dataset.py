@@ -385,10 +385,9 @@ def _merge_class_stats(metas: list[dict], label_type: pa.DataType):
         for v, c in zip(m.get("classes", []), m.get("class_counts", []), strict=True):
             agg[v] = agg.get(v, 0) + int(c)
     keys = sorted(agg)
-    try:
-        dtype = label_type.to_pandas_dtype()
-        classes = np.array(keys, dtype=dtype)
-    except (NotImplementedError, TypeError, ValueError):
+    try:  # the label column's own dtype (e.g. int64 stays int64), without pandas
+        classes = pa.array(keys, type=label_type).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
         classes = np.array(keys)
     return classes, np.array([agg[k] for k in keys], dtype=np.int64)
 

@@ -32,11 +32,11 @@ so the class balance is about 1/2 (1/3 for waveform).
 from __future__ import annotations
 
 import os
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
 
 from ..exceptions import ParameterError
 from .writer import PartitionWriter, partition_sizes
@@ -123,7 +123,7 @@ def _waveform_binary(rng, n):
 
 
 def _clusters(d: int):
-    m = np.float32(norm.ppf(0.85))
+    m = np.float32(statistics.NormalDist().inv_cdf(0.85))
     u = np.full(d, 1.0 / np.sqrt(d), dtype=np.float32)
 
     def draw(rng, n):

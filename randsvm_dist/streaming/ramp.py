@@ -1,0 +1,543 @@
+"""OnlineSVMR and OnlineASVMR: online ramp-loss kernel SVM (Wang and Vucetic).
+
+The model is a zero-bias kernel SVM ``f(x) = sum_i alpha_i y_i k(x_i, x)`` trained on the
+ramp loss ``R_s(z) = min(1 - s, max(0, 1 - z))`` (``z = y f(x)``, ``s < 1``; the paper uses
+s = -1) with the regularized objective ``||w||^2 / 2 + C sum_i R_s(y_i f(x_i))``.
+
+Optimization (derived from the dual and the KKT conditions, because the printed equations of
+the paper are garbled in our copy):
+
+* **CCCP / majorize-minimize.** With ``V = {i : y_i f_old(x_i) >= s}`` (eq. 10), the convex
+  function ``||w||^2/2 + C sum_{i in V} H_1(y_i f(x_i)) + C (1 - s) |I \\ V|`` is an upper
+  bound of the ramp objective that touches it at ``w_old`` (``R_s <= H_1`` and
+  ``R_s <= 1 - s`` everywhere, with equality on V resp. outside V), so minimizing it
+  (= a hinge-loss SVM on V only, eq. 11, alpha = 0 outside V) never increases the ramp
+  objective. A fixed point has (with ``g_i = 1 - y_i f(x_i)``, the dual gradient, eq. 3):
+  for i in V (``g_i <= 1 - s``): ``alpha_i = 0 => g_i <= 0``, ``0 < alpha_i < C => g_i = 0``,
+  ``alpha_i = C => g_i >= 0``; for i outside V (``g_i > 1 - s``): ``alpha_i = 0``.
+  This is what :func:`_RampBinary.kkt_violation` checks and what the tests check
+  independently from a Gram matrix.
+* **SMO steps (eqs. 12-15).** Without the bias the dual has no equality constraint, so one
+  variable is optimal alone: ``max_d g_j d - Q_jj d^2 / 2`` over ``0 <= alpha_j + d <= C``
+  gives ``alpha_j <- clip(alpha_j + g_j / Q_jj, 0, C)`` (eq. 14), dual gain
+  ``g_j d - Q_jj d^2 / 2`` (eq. 13: the working set is the violator of largest gain), and
+  ``g_k <- g_k - d y_j y_k k(x_j, x_k)`` for every kept k (eq. 15). Decremental unlearning
+  of a point leaving V is the step ``d = -alpha_j``. Stopping: every KKT violation below
+  ``tol`` (1e-3) or the best dual gain below ``gain_tol`` (1e-5); note that the gain rule
+  stops at violations up to about ``sqrt(2 gain_tol Q_jj)`` (0.0045 for RBF).
+* **Removal step (Algorithm 2).** With ``max_non_sv = m`` only the m non-SVs with the
+  smallest ``|1 - g_i| = |f(x_i)|`` are kept after each example.
+* **OnlineASVMR (Algorithm 3, ``active=True``).** The label of a row is *queried* only when
+  the row lies in the ramp region for one of the two labels: ``f(x) in [s, 1]`` or
+  ``-f(x) in [s, 1]`` (``|f(x)| <= 1`` for s = -1, as in the paper). ``partial_fit`` still
+  receives a label for every row, but uses (and counts) only the queried ones; the other
+  rows are dropped as if their label had never been asked for.
+
+Departures: ``max_outer`` caps the CCCP relocation loop per example (counted in
+``cccp_cap_hits``; never reached in our runs). The Gram cache is float32 (the algorithm then
+solves exactly the problem with the float32-rounded kernel, off by ~1e-7 relative).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..exceptions import ParameterError, SchemaError
+from ..kernels import KERNELS, Kernel, decision_values, resolve_gamma
+from ..validation import check_features, check_positive
+from . import _ramp_kernels as rk
+from .base import StreamingClassifier
+
+CHUNK = 256
+MAX_OUTER = 1000
+
+
+class _RampBinary:
+    """One binary OnlineSVMR learner (labels +1/-1) with its kept points and Gram cache.
+
+    Args:
+        kernel: resolved :class:`~randsvm_dist.kernels.Kernel`.
+        C: box bound (> 0).
+        s: ramp parameter (< 1).
+        max_non_sv: m of the removal step, or None to keep every point.
+        active: OnlineASVMR (query only labels of rows in the ramp region).
+        tol, gain_tol: the two stopping rules.
+        n_features: feature count.
+    """
+
+    def __init__(self, kernel: Kernel, C: float, s: float, max_non_sv: int | None,
+                 active: bool, tol: float, gain_tol: float, n_features: int):
+        self.kernel = kernel
+        self.C, self.s = float(C), float(s)
+        self.max_non_sv = max_non_sv
+        self.active = bool(active)
+        self.tol, self.gain_tol = float(tol), float(gain_tol)
+        self.n_features = int(n_features)
+        self.sparse: bool | None = None
+        self.n_seen = 0
+        self.n_queried = 0
+        self.last_query_mask = np.zeros(0, dtype=bool)
+        self._sv_cache = None
+        self.fpar = np.zeros(rk.N_FPAR)
+        self.fpar[rk.F_GAMMA] = kernel.gamma
+        self.fpar[rk.F_COEF0] = kernel.coef0
+        self.fpar[rk.F_DEGREE] = kernel.degree
+        self.fpar[rk.F_C] = self.C
+        self.fpar[rk.F_THR] = 1.0 - self.s
+        self.fpar[rk.F_TOL] = self.tol
+        self.fpar[rk.F_GAIN] = self.gain_tol
+        self.fpar[rk.F_S] = self.s
+        self.ipar = np.zeros(rk.N_IPAR, dtype=np.int64)
+        self.ipar[rk.I_KIND] = rk.KIND_CODES[kernel.name]
+        self.ipar[rk.I_MAXNONSV] = -1 if max_non_sv is None else int(max_non_sv)
+        self.ipar[rk.I_ACTIVE] = int(self.active)
+        self.ipar[rk.I_MAXOUTER] = MAX_OUTER
+        self.cnt = np.zeros(rk.N_CNT, dtype=np.int64)
+
+    # -- storage ---------------------------------------------------------------------------
+    def _init_storage(self, sparse: bool, cap: int = 1024, cap_rows: int = 64) -> None:
+        self.sparse = bool(sparse)
+        self.ipar[rk.I_SPARSE] = int(sparse)
+        d = self.n_features
+        self.Xs = np.zeros((1, 1) if sparse else (cap, d), dtype=np.float32)
+        self.s_start = np.zeros(cap if sparse else 1, dtype=np.int64)
+        self.s_len = np.zeros(cap if sparse else 1, dtype=np.int32)
+        self.s_ind = np.zeros(cap * 8 if sparse else 1, dtype=np.int32)
+        self.s_val = np.zeros(cap * 8 if sparse else 1, dtype=np.float32)
+        self.sqn = np.zeros(cap)
+        self.qdiag = np.zeros(cap)
+        self.y = np.zeros(cap)
+        self.alpha = np.zeros(cap)
+        self.g = np.zeros(cap)
+        self.state = np.zeros(cap, dtype=np.int8)
+        self.row_of = np.full(cap, -1, dtype=np.int64)
+        self.G = np.zeros((cap_rows, cap), dtype=np.float32)
+        self.owner = np.full(cap_rows, -1, dtype=np.int64)
+
+    @property
+    def _n(self) -> int:
+        return int(self.cnt[rk.C_SLOTS])
+
+    def _resize_slots(self, cap: int) -> None:
+        n = self._n
+        for name in ("sqn", "qdiag", "y", "alpha", "g", "state", "row_of"):
+            old = getattr(self, name)
+            new = np.full(cap, -1, dtype=old.dtype) if name == "row_of" else \
+                np.zeros(cap, dtype=old.dtype)
+            new[:n] = old[:n]
+            setattr(self, name, new)
+        if self.sparse:
+            for name in ("s_start", "s_len"):
+                old = getattr(self, name)
+                new = np.zeros(cap, dtype=old.dtype)
+                new[:n] = old[:n]
+                setattr(self, name, new)
+        else:
+            Xs = np.zeros((cap, self.n_features), dtype=np.float32)
+            Xs[:n] = self.Xs[:n]
+            self.Xs = Xs
+        G = np.zeros((self.G.shape[0], cap), dtype=np.float32)
+        G[:, :n] = self.G[:, :n]
+        self.G = G
+
+    def _grow_rows(self, need: int | None = None) -> None:
+        cap = max(int(self.G.shape[0] * 1.5) + 16, need or 0)
+        G = np.zeros((cap, self.G.shape[1]), dtype=np.float32)
+        G[:self.G.shape[0]] = self.G
+        owner = np.full(cap, -1, dtype=np.int64)
+        owner[:self.owner.shape[0]] = self.owner
+        self.G, self.owner = G, owner
+
+    def _compact(self) -> None:
+        """Drop dead slots (removed non-SVs), renumbering rows, columns and sparse data."""
+        n = self._n
+        alive = np.flatnonzero(self.state[:n] != 0)
+        na = len(alive)
+        newidx = np.full(max(n, 1), -1, dtype=np.int64)
+        newidx[alive] = np.arange(na)
+        for name in ("sqn", "qdiag", "y", "alpha", "g", "state", "row_of"):
+            arr = getattr(self, name)
+            arr[:na] = arr[alive]
+        if self.sparse:
+            lens = self.s_len[alive].astype(np.int64)
+            starts = self.s_start[alive]
+            gather = np.concatenate([np.arange(a, a + b) for a, b in zip(starts, lens)]) \
+                if na else np.zeros(0, dtype=np.int64)
+            self.s_ind[:len(gather)] = self.s_ind[gather]
+            self.s_val[:len(gather)] = self.s_val[gather]
+            self.s_len[:na] = lens
+            self.s_start[:na] = np.concatenate([[0], np.cumsum(lens)[:-1]]) if na else []
+            self.cnt[rk.C_NNZ] = len(gather)
+        else:
+            self.Xs[:na] = self.Xs[alive]
+        used = self.owner >= 0
+        self.G[used, :na] = self.G[used][:, alive]
+        self.owner[used] = newidx[self.owner[used]]
+        self.cnt[rk.C_SLOTS] = na
+        self.cnt[rk.C_DEAD] = 0
+
+    def _ensure_capacity(self, rows: int, nnz: int) -> None:
+        n, dead = self._n, int(self.cnt[rk.C_DEAD])
+        if dead > max(64, n - dead) or (n + rows > self.alpha.shape[0] and dead >= rows):
+            self._compact()
+            n = self._n
+        if n + rows > self.alpha.shape[0]:
+            self._resize_slots(int((n + rows) * 1.25) + 64)
+        if self.sparse:
+            used = int(self.cnt[rk.C_NNZ])
+            if used + nnz > self.s_ind.shape[0]:
+                cap = int((used + nnz) * 1.5) + 64
+                for name in ("s_ind", "s_val"):
+                    old = getattr(self, name)
+                    new = np.zeros(cap, dtype=old.dtype)
+                    new[:used] = old[:used]
+                    setattr(self, name, new)
+
+    def _state_args(self):
+        return (self.Xs, self.s_start, self.s_len, self.s_ind, self.s_val, self.sqn,
+                self.qdiag, self.y, self.alpha, self.g, self.state, self.row_of, self.G,
+                self.owner, self.cnt, self.fpar, self.ipar)
+
+    def _run(self, Xc, indptr, ind, val, yc, queried, resume: bool) -> None:
+        pos = 0
+        while True:
+            status, pos = rk._ramp_stream(Xc, indptr, ind, val, yc, pos, resume, queried,
+                                          *self._state_args())
+            if status == rk.ST_DONE:
+                return
+            self._grow_rows()
+            resume = True
+
+    # -- learner protocol ------------------------------------------------------------------
+    def partial_fit(self, X, y: np.ndarray) -> _RampBinary:
+        """Learn from rows of X (float32 dense or CSR) with labels y (+1/-1), in order.
+
+        Returns:
+            self. ``last_query_mask`` tells which rows' labels were used.
+        """
+        if self.sparse is None:
+            self._init_storage(sp.issparse(X))
+        if self.sparse and not sp.issparse(X):
+            X = sp.csr_matrix(X)
+        elif not self.sparse and sp.issparse(X):
+            X = np.ascontiguousarray(X.toarray(), dtype=np.float32)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        n = X.shape[0]
+        mask = np.zeros(n, dtype=bool)
+        dummy2 = np.zeros((1, 1), dtype=np.float32)
+        for a in range(0, n, CHUNK):
+            b = min(n, a + CHUNK)
+            if self.sparse:
+                Xc = X[a:b]
+                self._ensure_capacity(b - a, Xc.nnz)
+                self._run(dummy2, Xc.indptr.astype(np.int64), Xc.indices.astype(np.int32),
+                          Xc.data.astype(np.float32), y[a:b], mask[a:b], False)
+            else:
+                self._ensure_capacity(b - a, 0)
+                empty = np.zeros(1, dtype=np.int64)
+                self._run(X[a:b], empty, empty.astype(np.int32), np.zeros(1, np.float32),
+                          y[a:b], mask[a:b], False)
+        rk._ramp_refresh(*self._refresh_args(False))
+        self.n_seen += n
+        self.n_queried += int(mask.sum())
+        self.last_query_mask = mask
+        self._sv_cache = None
+        return self
+
+    def _refresh_args(self, fill: bool):
+        return (self.Xs, self.s_start, self.s_len, self.s_ind, self.s_val, self.sqn, self.y,
+                self.alpha, self.g, self.state, self.row_of, self.G, self.owner, self.cnt,
+                self.fpar, self.ipar, fill)
+
+    def _alive(self) -> np.ndarray:
+        return np.flatnonzero(self.state[:self._n] != 0) if self.sparse is not None \
+            else np.zeros(0, dtype=np.int64)
+
+    def _rows(self, idx: np.ndarray):
+        """Stored feature rows of slots idx (dense array or CSR)."""
+        if not self.sparse:
+            return self.Xs[idx].copy()
+        lens = self.s_len[idx].astype(np.int64)
+        indptr = np.concatenate([[0], np.cumsum(lens)])
+        gather = np.concatenate([np.arange(a, a + b) for a, b in
+                                 zip(self.s_start[idx], lens)]) if len(idx) else \
+            np.zeros(0, dtype=np.int64)
+        return sp.csr_matrix((self.s_val[gather], self.s_ind[gather], indptr),
+                             shape=(len(idx), self.n_features))
+
+    def support(self):
+        """(support vectors, coef = alpha * y) of the current model."""
+        if self._sv_cache is None:
+            idx = self._alive()
+            idx = idx[self.alpha[idx] != 0]
+            self._sv_cache = (self._rows(idx), self.alpha[idx] * self.y[idx])
+        return self._sv_cache
+
+    def kept(self) -> dict:
+        """Every kept point: ``X``, ``y``, ``alpha``, ``g`` (= 1 - y f) and ``in_v``."""
+        idx = self._alive()
+        return {"X": self._rows(idx), "y": self.y[idx].copy(), "alpha": self.alpha[idx].copy(),
+                "g": self.g[idx].copy(), "in_v": self.state[idx] == 2}
+
+    def kkt_violation(self) -> float:
+        """Largest violation of the ramp-loss KKT conditions over the kept points, from the
+        maintained gradients (see the module docstring)."""
+        k = self.kept()
+        a, g, C, thr = k["alpha"], k["g"], self.C, 1.0 - self.s
+        inside = g <= thr
+        viol = np.zeros_like(g)
+        viol = np.where(inside & (a < C), np.maximum(g, 0), viol)
+        viol = np.maximum(viol, np.where(inside & (a > 0), np.maximum(-g, 0), 0))
+        viol = np.maximum(viol, np.where(~inside & (a > 0), g - thr, 0))
+        return float(viol.max()) if len(viol) else 0.0
+
+    def decision_function(self, X) -> np.ndarray:
+        """f(x) for the rows of X (float64)."""
+        if self.sparse is None:
+            return np.zeros(X.shape[0])
+        sv, coef = self.support()
+        if len(coef) == 0:
+            return np.zeros(X.shape[0])
+        if sp.issparse(sv) != sp.issparse(X):
+            sv = sv.toarray() if sp.issparse(sv) else sp.csr_matrix(sv)
+        return decision_values(X, sv, coef, 0.0, self.kernel)
+
+    @property
+    def n_support(self) -> int:
+        """Number of support vectors (alpha != 0)."""
+        idx = self._alive()
+        return int(np.count_nonzero(self.alpha[idx]))
+
+    @property
+    def n_core(self) -> int:
+        """Model size: the support vectors (the kept non-SVs are training state only)."""
+        return self.n_support
+
+    @property
+    def n_kept(self) -> int:
+        """Points kept for training (SVs and non-SVs)."""
+        return len(self._alive())
+
+    @property
+    def kernel_evals(self) -> int:
+        """Kernel evaluations spent in training (the paper's cost measure)."""
+        return int(self.cnt[rk.C_KEVALS])
+
+    @property
+    def smo_steps(self) -> int:
+        """Single-variable SMO steps taken."""
+        return int(self.cnt[rk.C_SMO])
+
+    @property
+    def cccp_cap_hits(self) -> int:
+        """Examples whose CCCP loop hit ``MAX_OUTER`` relocations."""
+        return int(self.cnt[rk.C_CAPHIT])
+
+    def _same_setup(self, other: _RampBinary) -> None:
+        mine = (self.kernel, self.C, self.s, self.max_non_sv, self.active)
+        theirs = (other.kernel, other.C, other.s, other.max_non_sv, other.active)
+        if mine != theirs:
+            raise ParameterError(
+                f"cannot merge OnlineRampSVM learners with different settings {mine} and "
+                f"{theirs} (with gamma='scale' each learner resolves gamma from its own first "
+                "batch: pass a number)")
+
+    def merge(self, other: _RampBinary) -> _RampBinary:
+        """Unite the kept points of both learners and continue CCCP/SMO over them.
+
+        The warm start is the row-share-weighted average of the two models
+        (``alpha <- n_a/(n_a+n_b) alpha_a`` and ``n_b/(n_a+n_b) alpha_b``); the CCCP/SMO
+        steps then restore the KKT conditions on the union, followed by the removal step.
+
+        Returns:
+            a new learner (inputs unchanged).
+
+        Raises:
+            ParameterError: different kernels or settings.
+        """
+        self._same_setup(other)
+        out = _RampBinary(self.kernel, self.C, self.s, self.max_non_sv, self.active, self.tol,
+                          self.gain_tol, self.n_features)
+        parts = [p for p in (self, other) if p.sparse is not None]
+        out.n_seen = self.n_seen + other.n_seen
+        out.n_queried = self.n_queried + other.n_queried
+        if not parts:
+            return out
+        sparse = all(p.sparse for p in parts)
+        tot = sum(p.n_seen for p in parts)
+        keeps = [(p, p._alive()) for p in parts]
+        n = sum(len(i) for _, i in keeps)
+        n_sv = sum(int(np.count_nonzero(p.alpha[i])) for p, i in keeps)
+        out._init_storage(sparse, cap=n + 64, cap_rows=n_sv + 16)
+        Xk = [p._rows(i) for p, i in keeps]
+        if sparse:
+            Xall = sp.vstack(Xk, format="csr")
+            nnz = Xall.nnz
+            out.s_ind = np.zeros(nnz + 64, dtype=np.int32)
+            out.s_val = np.zeros(nnz + 64, dtype=np.float32)
+            out.s_ind[:nnz] = Xall.indices
+            out.s_val[:nnz] = Xall.data
+            out.s_start[:n] = Xall.indptr[:-1]
+            out.s_len[:n] = np.diff(Xall.indptr)
+            out.cnt[rk.C_NNZ] = nnz
+        else:
+            out.Xs[:n] = np.vstack([x.toarray() if sp.issparse(x) else x for x in Xk])
+        o = 0
+        for p, i in keeps:
+            share = p.n_seen / tot if tot else 1.0 / len(parts)
+            sl = slice(o, o + len(i))
+            out.sqn[sl] = p.sqn[i]
+            out.qdiag[sl] = p.qdiag[i]
+            out.y[sl] = p.y[i]
+            out.alpha[sl] = share * p.alpha[i]
+            out.state[sl] = 1
+            o += len(i)
+            out.cnt[rk.C_KEVALS] += p.cnt[rk.C_KEVALS]
+            out.cnt[rk.C_SMO] += p.cnt[rk.C_SMO]
+            out.cnt[rk.C_CAPHIT] += p.cnt[rk.C_CAPHIT]
+        out.cnt[rk.C_SLOTS] = n
+        rk._ramp_refresh(*out._refresh_args(True))
+        dummy = np.zeros(0, dtype=bool)
+        out._run(np.zeros((1, 1), np.float32), np.zeros(1, np.int64), np.zeros(1, np.int32),
+                 np.zeros(1, np.float32), np.zeros(0), dummy, True)
+        rk._ramp_refresh(*out._refresh_args(False))
+        return out
+
+
+class OnlineRampSVM(StreamingClassifier):
+    """Online ramp-loss SVM (OnlineSVMR) and its active-learning variant (OnlineASVMR).
+
+    Zero-bias kernel SVM trained one row at a time by CCCP with SMO-style incremental
+    learning and decremental unlearning, keeping the KKT conditions of the ramp-loss problem
+    on every kept point (see the module docstring for the derivation and departures).
+
+    Args:
+        C: box bound of the dual (> 0).
+        gamma: kernel coefficient: number, 'scale' or 'auto' (resolved from the first batch).
+        kernel: 'rbf', 'linear', 'poly' or 'sigmoid' (LIBSVM meanings).
+        degree, coef0: poly/sigmoid parameters.
+        s: ramp parameter (< 1; loss is min(1 - s, max(0, 1 - y f))). Paper: -1.
+        max_non_sv: m of the removal step (keep at most m non-SVs closest to the margin);
+            None keeps every point (exact OnlineSVMR; memory grows with the stream).
+        active: True for OnlineASVMR: only rows with f(x) in the ramp region (|f| <= 1 for
+            s = -1) have their label queried; ``partial_fit`` takes labels for all rows but
+            uses only the queried ones (``n_labels_queried_`` counts them).
+        tol: KKT stopping tolerance (paper: 1e-3).
+        gain_tol: dual-gain stopping tolerance (paper: 1e-5).
+        random_state: accepted for API uniformity; the algorithm is deterministic given
+            the row order.
+
+    Fitted attributes: ``classes_``, ``n_features_in_``, ``kernel_`` (resolved Kernel),
+    ``n_support_``, ``kernel_evals_``, ``n_labels_queried_``, ``n_kept_``, ``smo_steps_``.
+    """
+
+    def __init__(self, C=1.0, gamma="scale", kernel="rbf", degree=3, coef0=0.0, s=-1.0,
+                 max_non_sv=None, active=False, tol=1e-3, gain_tol=1e-5, random_state=None):
+        self.C = C
+        self.gamma = gamma
+        self.kernel = kernel
+        self.degree = degree
+        self.coef0 = coef0
+        self.s = s
+        self.max_non_sv = max_non_sv
+        self.active = active
+        self.tol = tol
+        self.gain_tol = gain_tol
+        self.random_state = random_state
+
+    def _validate(self, X) -> Kernel:
+        check_positive(self.C, "C")
+        check_positive(self.tol, "tol")
+        check_positive(self.gain_tol, "gain_tol", allow_zero=True)
+        try:
+            s = float(self.s)
+        except (TypeError, ValueError):
+            raise ParameterError(f"s must be a number < 1; got {self.s!r}") from None
+        if not (np.isfinite(s) and s < 1):
+            raise ParameterError(f"s must be a finite number < 1; got {self.s!r}")
+        m = self.max_non_sv
+        if m is not None and (isinstance(m, bool) or not isinstance(m, (int, np.integer))
+                              or m < 0):
+            raise ParameterError(f"max_non_sv must be None or an integer >= 0; got {m!r}")
+        if not isinstance(self.active, (bool, np.bool_)):
+            raise ParameterError(f"active must be True or False; got {self.active!r}")
+        if self.kernel not in KERNELS:
+            raise ParameterError(f"kernel must be one of {KERNELS}; got {self.kernel!r}")
+        try:
+            coef0 = float(self.coef0)
+        except (TypeError, ValueError):
+            raise ParameterError(f"coef0 must be a number; got {self.coef0!r}") from None
+        gamma = resolve_gamma(self.gamma, X) if self.kernel != "linear" else 1.0
+        return Kernel(self.kernel, gamma, self.degree, coef0)
+
+    def partial_fit(self, X, y, classes=None):
+        """Learn from one batch of rows in order (see StreamingClassifier.partial_fit).
+
+        With ``active=True`` only the labels of rows in the ramp region are used.
+
+        Raises:
+            ParameterError: bad hyper-parameters (checked on the first call).
+            SchemaError: bad X/y, unknown label, one class, wrong feature count.
+        """
+        if not hasattr(self, "learners_"):
+            Xv = check_features(X)
+            if Xv.shape[0] == 0 and isinstance(self.gamma, str) and self.gamma == "scale":
+                raise SchemaError("the first batch is empty: gamma='scale' needs data")
+            self.kernel_ = self._validate(Xv)
+            self.n_labels_queried_ = 0
+            X = Xv
+        super().partial_fit(X, y, classes=classes)
+        masks = [lr.last_query_mask for lr in self.learners_]
+        if masks and len(masks[0]):
+            self.n_labels_queried_ += int(np.logical_or.reduce(masks).sum())
+        return self
+
+    def fit(self, X, y):
+        """Forget what was learnt and make one pass over (X, y) in row order."""
+        for attr in ("kernel_", "n_labels_queried_"):
+            self.__dict__.pop(attr, None)
+        return super().fit(X, y)
+
+    def _new_binary(self, n_features: int, seed: int) -> _RampBinary:
+        m = None if self.max_non_sv is None else int(self.max_non_sv)
+        return _RampBinary(self.kernel_, float(self.C), float(self.s), m, bool(self.active),
+                           float(self.tol), float(self.gain_tol), n_features)
+
+    def merge(self, other: OnlineRampSVM) -> OnlineRampSVM:
+        """Unite the kept points of two learners and continue CCCP/SMO over them.
+
+        Returns:
+            a new learner (inputs unchanged).
+
+        Raises:
+            SchemaError: different types, classes or feature counts.
+            ParameterError: different kernels or settings.
+        """
+        out = super().merge(other)
+        out.n_labels_queried_ = self.n_labels_queried_ + other.n_labels_queried_
+        return out
+
+    def _sum(self, attr: str) -> int:
+        self._check_fitted()
+        return int(sum(getattr(lr, attr) for lr in self.learners_))
+
+    @property
+    def n_support_(self) -> int:
+        """Support vectors, summed over the binary learners."""
+        return self._sum("n_support")
+
+    @property
+    def kernel_evals_(self) -> int:
+        """Kernel evaluations spent in training, summed over the binary learners."""
+        return self._sum("kernel_evals")
+
+    @property
+    def n_kept_(self) -> int:
+        """Kept training points (SVs and non-SVs), summed over the binary learners."""
+        return self._sum("n_kept")
+
+    @property
+    def smo_steps_(self) -> int:
+        """Single-variable SMO steps, summed over the binary learners."""
+        return self._sum("smo_steps")

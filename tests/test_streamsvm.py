@@ -135,7 +135,7 @@ def test_algorithm2_with_lookahead_n_is_the_exact_meb():
     assert f.radius() == pytest.approx(r_opt, rel=1e-6)
     np.testing.assert_allclose(c, c_opt, atol=1e-4)
     # the primal form gives the same ball
-    m = StreamSVM(C=C, lookahead=len(y)).fit(X, y)
+    m = StreamSVM(C=C, lookahead=len(y), normalize=False).fit(X, y)
     assert m.radius_ == pytest.approx(r_opt, rel=1e-6)
     np.testing.assert_allclose(m.learners_[0].flushed().W[0], c_opt[:3], atol=1e-4)
 
@@ -162,8 +162,8 @@ def test_meb_of_balls_solver_against_slsqp():
 def test_merge_encloses_both_inputs_closed_form():
     X, y = blobs(40, 3, seed=5)
     C = 1.5
-    a = StreamSVM(C=C, lookahead=4).fit(X[:20], y[:20])
-    b = StreamSVM(C=C, lookahead=4).fit(X[20:], y[20:])
+    a = StreamSVM(C=C, lookahead=4, normalize=False).fit(X[:20], y[:20])
+    b = StreamSVM(C=C, lookahead=4, normalize=False).fit(X[20:], y[20:])
     merged = a.merge(b)
     # dual forms for explicit checks
     da = dual_cover(3, C=C, L=4).partial_fit(X[:20], y[:20])
@@ -242,6 +242,19 @@ def test_sparse_equals_dense(L):
                                    b.decision_function(sp.csr_matrix(X)), rtol=1e-5,
                                    atol=1e-6)
         assert a.n_core_ == b.n_core_
+
+
+def test_normalize_is_unit_norm_rows():
+    X, y = blobs(300, 6, seed=12)
+    Xn = X / np.linalg.norm(X, axis=1, keepdims=True)
+    a = StreamSVM(lookahead=5).fit(X, y)  # 'auto' normalises the linear kernel
+    b = StreamSVM(lookahead=5, normalize=False).fit(Xn, y)
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(Xn), rtol=1e-5,
+                               atol=1e-6)
+    c = StreamSVM(lookahead=5, normalize=False).fit(X, y)
+    assert not np.allclose(a.decision_function(X), c.decision_function(X))
+    with pytest.raises(ParameterError):
+        StreamSVM(normalize="yes").fit(X, y)
 
 
 def test_rbf_kernel_learns_a_circle():

@@ -37,11 +37,14 @@ class BallCover:
         gamma, degree, coef0: kernel parameters (LIBSVM meanings; gamma may be 'scale').
         fit_intercept: add the bias coordinate beta*y (beta = 1).
         dual: force the kernel (coefficient) form even for the linear kernel.
+        normalize: scale every row to unit L2 norm (training and prediction), so that
+            k(x, x) is constant for dot-product kernels, the condition under which the
+            MEB of the augmented points is the l2-SVM (Tsang et al.).
     """
 
     def __init__(self, n_features: int, *, C: float, lookahead: int, epsilon: float,
                  max_balls: int, kernel: str, gamma, degree: int, coef0: float,
-                 fit_intercept: bool, dual: bool | None = None):
+                 fit_intercept: bool, dual: bool | None = None, normalize: bool = False):
         self.n_features = int(n_features)
         self.C = float(C)
         self.L = int(lookahead)
@@ -53,6 +56,7 @@ class BallCover:
         self.coef0 = float(coef0)
         self.beta = 1.0 if fit_intercept else 0.0
         self.dual = (kernel != "linear") if dual is None else bool(dual)
+        self.normalize = bool(normalize)
         self.kernel: Kernel | None = None
         D, k = self.n_features, self.kmax
         self.st = np.zeros(M.ST_SIZE)
@@ -114,10 +118,21 @@ class BallCover:
         A[:, :cap] = self.A
         self.S, self.Sn, self.A = S, Sn, A
 
+    def _prep(self, X):
+        """Rows scaled to unit L2 norm when normalize is on (zero rows stay zero)."""
+        if not self.normalize:
+            return X
+        n = np.sqrt(row_sq_norms(X))
+        inv = np.where(n > 0, 1.0 / np.maximum(n, 1e-30), 0.0).astype(np.float32)
+        if sp.issparse(X):
+            return sp.csr_matrix(sp.diags(inv) @ X, dtype=np.float32)
+        return np.ascontiguousarray(X * inv[:, None], dtype=np.float32)
+
     # -- learning --------------------------------------------------------------------------
     def partial_fit(self, X, y) -> BallCover:
         """Fold rows into the cover (X validated float32 dense/CSR, y in {-1, +1})."""
         y = np.ascontiguousarray(y, dtype=np.float64)
+        X = self._prep(X)
         self._resolve_kernel(X)
         if not self.dual:
             args = (self.W, self.bb, self.Q, self.ee, self.rr, self.st, self.BX, self.By,
@@ -162,6 +177,7 @@ class BallCover:
     # -- geometry / prediction ---------------------------------------------------------
     def ball_scores(self, X) -> np.ndarray:
         """f_i(x) = w_i.x + beta b_i for every live ball: (n_rows, n_balls) float64."""
+        X = self._prep(X)
         nb = self.n_balls
         if not self.dual:
             out = np.asarray(X @ self.W[:nb].T, dtype=np.float64)
@@ -176,7 +192,7 @@ class BallCover:
 
     def kernel_diag(self, X) -> np.ndarray:
         """k(x, x) for each row (float64)."""
-        xx = row_sq_norms(X).astype(np.float64)
+        xx = row_sq_norms(self._prep(X)).astype(np.float64)
         k = self.kernel
         if k is None or k.name == "linear":
             return xx

@@ -34,7 +34,7 @@ import numpy as np
 from ..exceptions import ParameterError
 from ._meb_cover import BallCover
 from .base import StreamingClassifier
-from .streamsvm import check_cover_params
+from .streamsvm import check_cover_params, resolve_normalize
 
 RULES = ("score", "support", "largest")
 
@@ -49,6 +49,8 @@ class BlurredBallSVM(StreamingClassifier):
         lookahead: buffer size L of outside points before a new ball is built.
         kernel, gamma, degree, coef0: as StreamSVM ('linear' is primal).
         fit_intercept: learn a bias (augmented coordinate).
+        normalize: unit-norm rows ('auto': all kernels but rbf), as StreamSVM; the paper
+            normalises the augmented points onto a sphere.
         max_balls: cap on the balls kept (memory is max_balls x n_features).
         rule: 'score' (default), 'support' or 'largest' (see the module docstring).
         random_state: seeds the per-class learners (the algorithm is deterministic).
@@ -56,8 +58,8 @@ class BlurredBallSVM(StreamingClassifier):
 
     def __init__(self, C: float = 1.0, epsilon: float = 0.1, lookahead: int = 10,
                  kernel: str = "linear", gamma="scale", degree: int = 3,
-                 coef0: float = 0.0, fit_intercept: bool = True, max_balls: int = 32,
-                 rule: str = "score", random_state=None):
+                 coef0: float = 0.0, fit_intercept: bool = True, normalize="auto",
+                 max_balls: int = 32, rule: str = "score", random_state=None):
         self.C = C
         self.epsilon = epsilon
         self.lookahead = lookahead
@@ -66,6 +68,7 @@ class BlurredBallSVM(StreamingClassifier):
         self.degree = degree
         self.coef0 = coef0
         self.fit_intercept = fit_intercept
+        self.normalize = normalize
         self.max_balls = max_balls
         self.rule = rule
         self.random_state = random_state
@@ -85,7 +88,8 @@ class BlurredBallSVM(StreamingClassifier):
         return _BlurredCover(n_features, C=self.C, lookahead=int(self.lookahead),
                              epsilon=float(eps), max_balls=int(kb), kernel=self.kernel,
                              gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-                             fit_intercept=bool(self.fit_intercept), rule=self.rule)
+                             fit_intercept=bool(self.fit_intercept),
+                             normalize=resolve_normalize(self), rule=self.rule)
 
     def set_params(self, **params):
         """scikit-learn set_params; a new ``rule`` also applies to fitted learners."""

@@ -159,7 +159,7 @@ def _parse_fast(chunk: Chunk, layout: CsvLayout, skip_first: bool) -> CsvRows:
                                              quoted_strings_can_be_null=False),
     )
     lines = split_lines(chunk.data)
-    keep = pc.greater(pc.binary_length(pc.utf8_rtrim(lines, "\r")), 0).to_numpy(
+    keep = pc.greater(pc.binary_length(pc.utf8_rtrim(lines, "\r\n")), 0).to_numpy(
         zero_copy_only=False)
     if skip_first:
         keep[0] = False

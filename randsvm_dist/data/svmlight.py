@@ -69,7 +69,7 @@ class _Bad(Exception):
 def _parse_fast(chunk: Chunk) -> ParsedChunk:
     lines = split_lines(chunk.data)
     if b"#" in chunk.data:
-        lines = pc.replace_substring_regex(lines, "#.*$", "")
+        lines = pc.replace_substring_regex(lines, "#[^\\n]*", "")
     if b"qid:" in chunk.data:
         lines = pc.replace_substring_regex(lines, r"(^|\s)qid:\S*", " ")
     keep = data_line_mask(lines, comment=None)

@@ -359,31 +359,51 @@ def _outside_all(fs, Q, ee, rr, nb, y, xx, beta, invC, eps, fnew):
 
 
 @njit(cache=True)
-def primal_pass_dense(X, y, W, bb, Q, ee, rr, st, BX, By, Bf, kmax, L, eps, beta, invC):
+def primal_pass_dense(X, y, W, bb, Q, ee, rr, st, BX, By, Bf, kmax, L, eps, beta, invC,
+                      norm):
     """One pass of the (blurred) ball cover over dense rows, primal form.
 
     L == 1 with kmax == 1 and eps == 0 is StreamSVM Algorithm 1; L > 1 Algorithm 2.
+    norm: scale each row to unit L2 norm on the fly.
     """
     n, D = X.shape
     fs = np.empty(W.shape[0])
+    xrow = np.empty(D)
     for r in range(n):
         yr = y[r]
-        if st[ST_STARTED] == 0:
-            _primal_init(W, bb, Q, ee, rr, st, X[r].astype(np.float64), yr, beta, invC)
-            continue
         nb = int(st[ST_NB])
         xx = 0.0
-        for t in range(D):
-            xx += np.float64(X[r, t]) * X[r, t]
-        for i in range(nb):
+        if nb == 1:
             s = 0.0
             for t in range(D):
-                s += W[i, t] * X[r, t]
-            fs[i] = s + beta * bb[i]
+                v = np.float64(X[r, t])
+                xx += v * v
+                s += W[0, t] * v
+            fs[0] = s
+        else:
+            for t in range(D):
+                v = np.float64(X[r, t])
+                xx += v * v
+            for i in range(nb):
+                s = 0.0
+                for t in range(D):
+                    s += W[i, t] * X[r, t]
+                fs[i] = s
+        sc = 1.0
+        if norm:
+            sc = 1.0 / math.sqrt(xx) if xx > 0.0 else 0.0
+            xx = xx * sc * sc
+        if st[ST_STARTED] == 0:
+            for t in range(D):
+                xrow[t] = sc * X[r, t]
+            _primal_init(W, bb, Q, ee, rr, st, xrow, yr, beta, invC)
+            continue
+        for i in range(nb):
+            fs[i] = sc * fs[i] + beta * bb[i]
         if _outside_all(fs, Q, ee, rr, nb, yr, xx, beta, invC, eps, fs[nb - 1]):
             k = int(st[ST_NBUF])
             for t in range(D):
-                BX[k, t] = X[r, t]
+                BX[k, t] = sc * X[r, t]
             By[k] = yr
             Bf[k] = fs[nb - 1]
             st[ST_NBUF] = k + 1
@@ -393,7 +413,7 @@ def primal_pass_dense(X, y, W, bb, Q, ee, rr, st, BX, By, Bf, kmax, L, eps, beta
 
 @njit(cache=True)
 def primal_pass_csr(indptr, indices, data, y, W, bb, Q, ee, rr, st, BX, By, Bf,
-                    kmax, L, eps, beta, invC):
+                    kmax, L, eps, beta, invC, norm):
     """primal_pass_dense for CSR rows (buffer rows are scattered to dense)."""
     n = indptr.shape[0] - 1
     D = W.shape[1]
@@ -402,26 +422,30 @@ def primal_pass_csr(indptr, indices, data, y, W, bb, Q, ee, rr, st, BX, By, Bf,
     for r in range(n):
         yr = y[r]
         a, z = indptr[r], indptr[r + 1]
-        if st[ST_STARTED] == 0:
-            xrow[:] = 0.0
-            for p in range(a, z):
-                xrow[indices[p]] = data[p]
-            _primal_init(W, bb, Q, ee, rr, st, xrow, yr, beta, invC)
-            continue
-        nb = int(st[ST_NB])
         xx = 0.0
         for p in range(a, z):
             xx += np.float64(data[p]) * data[p]
+        sc = 1.0
+        if norm:
+            sc = 1.0 / math.sqrt(xx) if xx > 0.0 else 0.0
+            xx = xx * sc * sc
+        if st[ST_STARTED] == 0:
+            xrow[:] = 0.0
+            for p in range(a, z):
+                xrow[indices[p]] = sc * data[p]
+            _primal_init(W, bb, Q, ee, rr, st, xrow, yr, beta, invC)
+            continue
+        nb = int(st[ST_NB])
         for i in range(nb):
             s = 0.0
             for p in range(a, z):
                 s += W[i, indices[p]] * data[p]
-            fs[i] = s + beta * bb[i]
+            fs[i] = sc * s + beta * bb[i]
         if _outside_all(fs, Q, ee, rr, nb, yr, xx, beta, invC, eps, fs[nb - 1]):
             k = int(st[ST_NBUF])
             BX[k, :] = 0.0
             for p in range(a, z):
-                BX[k, indices[p]] = data[p]
+                BX[k, indices[p]] = sc * data[p]
             By[k] = yr
             Bf[k] = fs[nb - 1]
             st[ST_NBUF] = k + 1

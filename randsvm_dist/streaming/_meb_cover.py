@@ -132,16 +132,18 @@ class BallCover:
     def partial_fit(self, X, y) -> BallCover:
         """Fold rows into the cover (X validated float32 dense/CSR, y in {-1, +1})."""
         y = np.ascontiguousarray(y, dtype=np.float64)
-        X = self._prep(X)
-        self._resolve_kernel(X)
-        if not self.dual:
+        if not self.dual:  # the compiled primal pass normalises rows on the fly
+            self._resolve_kernel(X)
             args = (self.W, self.bb, self.Q, self.ee, self.rr, self.st, self.BX, self.By,
-                    self.Bf, self.kmax, self.L, self.eps, self.beta, self.invC)
+                    self.Bf, self.kmax, self.L, self.eps, self.beta, self.invC,
+                    self.normalize)
             if sp.issparse(X):
                 M.primal_pass_csr(X.indptr, X.indices, X.data, y, *args)
             else:
                 M.primal_pass_dense(X, y, *args)
             return self
+        X = self._prep(X)
+        self._resolve_kernel(X)
         step = max(1, DENSE_CHUNK_VALUES // max(1, self.n_features))
         for s in range(0, X.shape[0], step):
             Xc = X[s:s + step]

@@ -202,3 +202,11 @@ def test_fsspec_memory_url():
         fs = fsspec.filesystem("memory")
         if fs.exists("/randsvm-test"):
             fs.rm("/randsvm-test", recursive=True)
+
+
+def test_workers_read_partitions_of_a_shipped_dataset(tmp_path, dask_client, dense_xy):
+    X, y = dense_xy
+    ds = write_arrays(X, y, tmp_path / "d", partitions=4)
+    parts = dask_client.gather(dask_client.map(ds.read_partition, range(ds.n_partitions)))
+    np.testing.assert_array_equal(np.concatenate([p[0] for p in parts]), X)
+    np.testing.assert_array_equal(np.concatenate([p[1] for p in parts]), y)

@@ -6,7 +6,9 @@ temporary directory renamed into place at the end; on any error nothing is left 
 
 Partitioning a stream of unknown length: ``rows_per_partition=R`` cuts as the rows arrive;
 ``partitions=N`` first counts the data lines (a cheap pass that decompresses but does not
-parse), then cuts into N near-equal partitions.
+parse), then cuts into N near-equal partitions (memory: one partition, so choose N with the
+file's size in mind). With neither, partitions hold up to 1M rows and up to 8M stored values
+(about 32 MiB of float32 dense, 64 MiB sparse), whichever comes first.
 
 Single-pass fix-ups: when the feature count is not given, svmlight's width is known only at
 the end, and labels that looked integral may turn out not to be; the few partitions already
@@ -39,6 +41,7 @@ from .writer import (
 )
 
 _COMPRESSION = (".gz", ".bz2", ".xz")
+MAX_PARTITION_CELLS = 1 << 23  # stored values per partition when R is not given (~32 MiB)
 _CSV_EXT = {".csv": ",", ".tsv": "\t"}
 
 
@@ -72,7 +75,9 @@ def convert(src, dst: str | os.PathLike, partitions: int | None = None,
             tuple ``(X, y)`` of numpy/scipy arrays.
         dst: output directory (local path or fsspec URL); must not exist unless overwrite.
         partitions: number of output partitions (text: counted in a first pass), or
-        rows_per_partition: rows per output partition (default 1,000,000).
+        rows_per_partition: rows per output partition. Default: up to 1,000,000 rows and
+            up to ``MAX_PARTITION_CELLS`` (8M) stored values (dense: rows x features;
+            sparse: non-zeros), whichever comes first, so memory stays bounded for any width.
         dense: True for the dense layout (one float32 column per feature), False for sparse
             (indices/values lists); default: sparse for svmlight, as the input for Parquet,
             dense otherwise.
@@ -132,8 +137,7 @@ def convert(src, dst: str | os.PathLike, partitions: int | None = None,
         target = partition_sizes(rows, partitions=partitions)
     sparse_out = (fmt == "svmlight") if dense is None else not dense
     with PartitionWriter(dst, overwrite=overwrite) as writer:
-        asm = _Assembler(writer, src, sparse_out, n_features, target,
-                         rows_per_partition or DEFAULT_ROWS_PER_PARTITION,
+        asm = _Assembler(writer, src, sparse_out, n_features, target, rows_per_partition,
                          source_meta={"source": os.path.basename(src.rstrip("/")),
                                       "source_format": fmt})
         if layout is not None:
@@ -190,14 +194,19 @@ class _Assembler:
     """Gather parsed pieces into partitions and write each when full."""
 
     def __init__(self, writer: PartitionWriter, src: str, sparse_out: bool,
-                 n_features: int | None, target: list[int] | None, rows_per_partition: int,
+                 n_features: int | None, target: list[int] | None,
+                 rows_per_partition: int | None,
                  source_meta: dict):
         self.writer = writer
         self.src = src
         self.sparse_out = sparse_out
         self.n_features_fixed = int(n_features) if n_features is not None else None
         self.target = target
-        self.rpp = int(rows_per_partition)
+        # Without an explicit rows_per_partition, also cut when the buffered partition
+        # holds MAX_PARTITION_CELLS stored values, to bound memory for wide rows.
+        self.explicit_rpp = rows_per_partition is not None
+        self.rpp = int(rows_per_partition or DEFAULT_ROWS_PER_PARTITION)
+        self.buffered_cells = 0
         self.meta = source_meta
         self.feature_names: list[str] | None = None
         self.pieces: list[tuple] = []
@@ -209,9 +218,17 @@ class _Assembler:
 
     def _next_size(self) -> int:
         k = len(self.written)
-        if self.target is None:
+        if self.target is not None:
+            return self.target[k] if k < len(self.target) else self.target[-1]
+        if self.explicit_rpp or self.buffered == 0:
             return self.rpp
-        return self.target[k] if k < len(self.target) else self.target[-1]
+        per_row = max(self.buffered_cells / self.buffered, 1.0)
+        return max(1, min(self.rpp, int(MAX_PARTITION_CELLS // per_row)))
+
+    def _cells(self, X) -> int:
+        if self.sparse_out:
+            return int(X.nnz) if sp.issparse(X) else int(np.count_nonzero(X))
+        return X.shape[0] * max(self.width, X.shape[1])
 
     def add(self, X, labels: np.ndarray, lines: np.ndarray) -> None:
         """Add rows (X CSR or dense, labels float64 or str objects, 1-based line numbers)."""
@@ -232,6 +249,7 @@ class _Assembler:
         self._check_label_kind(labels, lines)
         self.pieces.append((X, labels, lines))
         self.buffered += X.shape[0]
+        self.buffered_cells += self._cells(X)
         self.rows += X.shape[0]
         while self.buffered >= self._next_size() and not self._last_target_partition():
             self._flush(self._next_size())
@@ -270,6 +288,7 @@ class _Assembler:
             ys.append(y)
             taken += k
         self.buffered -= n
+        self.buffered_cells = sum(self._cells(p[0]) for p in self.pieces)
         return Xs, ys
 
     def _labels_out(self, ys: list[np.ndarray]) -> np.ndarray:
@@ -356,8 +375,7 @@ def _convert_parquet(src, dst, partitions, rows_per_partition, dense, label_colu
         target = partition_sizes(ds.n_rows, partitions=partitions)
     names = None if ds.is_sparse else ds.feature_columns
     with PartitionWriter(dst, overwrite=overwrite) as writer:
-        asm = _Assembler(writer, src, sparse_out, ds.n_features, target,
-                         rows_per_partition or DEFAULT_ROWS_PER_PARTITION,
+        asm = _Assembler(writer, src, sparse_out, ds.n_features, target, rows_per_partition,
                          source_meta={"source": os.path.basename(str(src).rstrip("/")),
                                       "source_format": "parquet"})
         asm.feature_names = names

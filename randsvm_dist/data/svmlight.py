@@ -85,24 +85,24 @@ def _parse_fast(chunk: Chunk) -> ParsedChunk:
         raise _Bad
     idx = pc.list_element(parts, 0) if len(flat) else pa.array([], pa.string())
     val = pc.list_element(parts, 1) if len(flat) else pa.array([], pa.string())
-    idx = idx.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    idx = idx.cast(pa.int32()).to_numpy(zero_copy_only=False)
     val = val.cast(pa.float64()).to_numpy(zero_copy_only=False)
     if not np.isfinite(labels).all():
         raise _Bad
     if idx.size:
-        if idx.min() < 1 or idx.max() > np.iinfo(np.int32).max:
+        if idx.min() < 1:
             raise _Bad
-        # Strictly ascending within each row: every step up, except at row starts.
-        steps = np.diff(idx)
-        row_start = np.zeros(idx.size, dtype=bool)
-        starts = indptr[:-1][indptr[:-1] < idx.size]
-        row_start[starts] = True
-        if np.any(steps[~row_start[1:]] <= 0):
+        # Strictly ascending within each row: every step goes up, except into a row start.
+        up = np.diff(idx) > 0
+        starts = indptr[1:-1]
+        starts = starts[(starts > 0) & (starts < idx.size)]
+        up[starts - 1] = True
+        if not up.all():
             raise _Bad
-        if not np.isfinite(val).all() or np.abs(val).max() > _F32_MAX:
+        if not np.isfinite(val).all() or max(-val.min(), val.max()) > _F32_MAX:
             raise _Bad
-    return ParsedChunk(labels, indptr, (idx - 1).astype(np.int32),
-                       val.astype(np.float32), line_no)
+    idx = idx - 1  # Arrow-backed arrays are read-only
+    return ParsedChunk(labels, indptr, idx, val.astype(np.float32), line_no)
 
 
 def _parse_slow(chunk: Chunk, path: str) -> None:

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from ..exceptions import DataFormatError
 from ._fs import is_url
 
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 4 << 20  # parsing needs ~25x a chunk's size in temporaries
 
 _DECOMPRESSORS = {
     ".gz": lambda f: gzip.GzipFile(fileobj=f, mode="rb"),

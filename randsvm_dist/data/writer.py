@@ -29,6 +29,7 @@ META_KEY = b"randsvm_dist"
 FORMAT_VERSION = 1
 LABEL = "label"
 DEFAULT_ROWS_PER_PARTITION = 1_000_000
+ROW_GROUP_ROWS = 1 << 18  # bounds the Parquet writer's buffers
 
 
 def feature_names(n_features: int) -> list[str]:
@@ -143,7 +144,7 @@ def partition_table(X, y, *, n_features: int | None = None,
 def write_table(table: pa.Table, path: str, filesystem=None) -> None:
     """Write one partition file (snappy, no dictionary encoding: floats do not repeat)."""
     pq.write_table(table, path, filesystem=filesystem, use_dictionary=False,
-                   compression="snappy", row_group_size=max(1, min(table.num_rows, 1 << 20)))
+                   compression="snappy", row_group_size=ROW_GROUP_ROWS)
 
 
 class PartitionWriter:

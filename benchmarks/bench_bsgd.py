@@ -98,6 +98,47 @@ def run_bsgd(X, y, Xt, yt, C: float, gamma: float, budget: int, M: int, method: 
             "violations": est.n_violations_}
 
 
+def summarize(paths: list[str]) -> str:
+    """Markdown tables (one per data set) from result JSON files: means over seeds.
+
+    Args:
+        paths: JSON files written by a run (``--json``).
+
+    Returns:
+        the markdown text.
+    """
+    runs, libsvm = [], {}
+    for p in paths:
+        d = json.loads(Path(p).read_text())
+        runs += d["bsgd"]
+        libsvm.update(d["libsvm"])
+    lines = []
+    for name in [n for n in DATASETS if n in libsvm]:
+        lib = libsvm[name]
+        lines += [f"### {name} (C={DATASETS[name][0]:g}, gamma={DATASETS[name][1]:g})", "",
+                  f"LIBSVM: train {lib['train_s']:.1f} s, test accuracy "
+                  f"{100 * lib['accuracy']:.2f}%, {lib['n_sv']} SVs.", "",
+                  "| B (% of LIBSVM #SV) | M | seeds | train s (mean) | speed-up vs M=2 | "
+                  "accuracy % (mean ± sd) | min-max % | maintenance steps | SVs added |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        rs = [r for r in runs if r["dataset"] == name]
+        for B in sorted({r["budget"] for r in rs}):
+            base = None
+            for M in sorted({r["M"] for r in rs if r["budget"] == B}):
+                g = [r for r in rs if r["budget"] == B and r["M"] == M]
+                t = float(np.mean([r["train_s"] for r in g]))
+                acc = 100 * np.array([r["accuracy"] for r in g])
+                base = t if M == 2 else base
+                speed = f"{base / t:.2f}x" if base else "-"
+                lines.append(
+                    f"| {B} ({100 * g[0]['fraction']:.0f}%) | {M} | {len(g)} | {t:.2f} | {speed} | "
+                    f"{acc.mean():.2f} ± {acc.std():.2f} | {acc.min():.2f}-{acc.max():.2f} | "
+                    f"{np.mean([r['maintenance'] for r in g]):.0f} | "
+                    f"{np.mean([r['violations'] for r in g]):.0f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     """Run the benchmark; prints one line per run and writes all results as JSON."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -110,7 +151,12 @@ def main(argv=None) -> int:
     ap.add_argument("--no-intercept", action="store_true", help="fit_intercept=False")
     ap.add_argument("--libsvm-cache", default="/tmp/bsgd_bench_libsvm.json")
     ap.add_argument("--json", default="/tmp/bsgd_bench.json")
+    ap.add_argument("--summarize", nargs="+", metavar="JSON",
+                    help="print markdown tables from earlier runs' JSON files and exit")
     args = ap.parse_args(argv)
+    if args.summarize:
+        print(summarize(args.summarize))
+        return 0
 
     cache_path = Path(args.libsvm_cache)
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
@@ -129,8 +175,11 @@ def main(argv=None) -> int:
         X, y, Xt, yt = load(name)
         print(f"== {name}: train {X.shape}, test {Xt.shape}, C={C}, gamma={gamma}", flush=True)
         if name not in cache:
-            cache[name] = run_libsvm(X, y, Xt, yt, C, gamma)
-            cache[name]["date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            lib = run_libsvm(X, y, Xt, yt, C, gamma)
+            lib["date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            # re-read: another run may have added a data set meanwhile
+            cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+            cache[name] = lib
             cache_path.write_text(json.dumps(cache, indent=1))
         lib = cache[name]
         out["libsvm"][name] = lib

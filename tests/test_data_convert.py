@@ -114,6 +114,8 @@ def test_comments_blank_lines_qid_and_whitespace(tmp_path):
     ds = convert(src, tmp_path / "o", dense=True)
     X, y = ds.to_arrays()
     np.testing.assert_array_equal(y, [1, -1, 1, -1])
+    # Counting rows for partitions=N skips the comment and blank lines too.
+    assert convert(src, tmp_path / "p", partitions=2).partition_rows == [2, 2]
     np.testing.assert_allclose(X, [[0.5, 0, 2, 0], [0, 1, 0, 0], [0, 0, 0, 1e-3],
                                    [2, 0, 0, 0]], rtol=1e-6)
 

@@ -138,3 +138,13 @@ def test_existing_output_refused_and_kept(tmp_path):
         convert(tmp_path / "b.svm", tmp_path / "out", overwrite=True)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == before
     _assert_nothing_left(tmp_path, ["a.svm", "b.svm", "out"])
+
+
+def test_rows_without_features_need_n_features(tmp_path):
+    src = tmp_path / "labels_only.svm"
+    src.write_text("1\n-1\n")
+    with pytest.raises(SchemaError, match="no row has any feature; give n_features"):
+        convert(src, tmp_path / "out")
+    _assert_nothing_left(tmp_path, ["labels_only.svm"])
+    ds = convert(src, tmp_path / "out", n_features=3)
+    assert ds.n_features == 3 and ds.to_arrays()[0].nnz == 0

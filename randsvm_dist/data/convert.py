@@ -141,8 +141,12 @@ def convert(src, dst: str | os.PathLike, partitions: int | None = None,
                          source_meta={"source": os.path.basename(src.rstrip("/")),
                                       "source_format": fmt})
         if layout is not None:
+            d = len(layout.feature_indices)
+            if n_features is not None and n_features != d:
+                raise SchemaError(f"{src}: {d} feature columns; n_features={n_features} "
+                                  "was asked")
             asm.feature_names = layout.feature_names
-            asm.n_features_fixed = len(layout.feature_indices)
+            asm.n_features_fixed = d
         bar = _bar(source.size, f"convert {os.path.basename(src)}", progress, "B")
         try:
             done = 0
@@ -320,9 +324,11 @@ class _Assembler:
         """
         if self.rows == 0:
             raise DataFormatError(f"{self.src}: empty: no data rows")
+        final_width = self.n_features_fixed or self.width
+        if final_width == 0:
+            raise SchemaError(f"{self.src}: no row has any feature; give n_features")
         if self.buffered:
             self._flush(self.buffered)
-        final_width = self.n_features_fixed or self.width
         for w in self.written:
             # Sparse files are rewritten too, so every file records the same n_features.
             if w.width != final_width or w.label_kind != self.label_kind:

@@ -94,7 +94,7 @@ class Dataset:
         for p in paths:
             try:
                 md = pq.read_metadata(p, filesystem=fs)
-                schema = pq.read_schema(p, filesystem=fs)
+                schema = md.schema.to_arrow_schema()  # one footer read per file
             except Exception as e:  # noqa: BLE001 - pyarrow raises several types here
                 raise DataFormatError(f"{p}: not a readable Parquet file ({e})") from None
             if schema0 is None:

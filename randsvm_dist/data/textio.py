@@ -11,6 +11,7 @@ import gzip
 import io
 import lzma
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -21,6 +22,8 @@ import pyarrow.compute as pc
 from ..exceptions import DataFormatError
 from ._fs import is_url
 
+_BLANK_LINE = re.compile(rb"\n[ \t\r\f\v]*\n")  # (no ^ alternative: it defeats re's scan)
+_BLANK_FIRST = re.compile(rb"[ \t\r\f\v]*\n")
 CHUNK_BYTES = 4 << 20  # parsing needs ~25x a chunk's size in temporaries
 
 _DECOMPRESSORS = {
@@ -170,7 +173,12 @@ def data_line_mask(lines: pa.Array, comment: str | None = "#") -> np.ndarray:
 def count_data_lines(path: str | os.PathLike, comment: str | None = "#") -> int:
     """Count the data lines of a text file (a cheap first pass for ``partitions=N``)."""
     n = 0
+    mark = comment.encode() if comment else None
     for chunk in TextSource(path).chunks():
+        blank = _BLANK_LINE.search(chunk.data) or _BLANK_FIRST.match(chunk.data)
+        if not blank and not (mark and mark in chunk.data):
+            n += chunk.n_lines  # the usual case: every line holds data
+            continue
         try:
             n += int(data_line_mask(split_lines(chunk.data), comment).sum())
         except pa.ArrowInvalid:

@@ -99,7 +99,8 @@ def test_points_inside_the_blurred_cover_cause_no_update():
 def test_zero_epsilon_single_ball_is_streamsvm():
     X, y = blobs(500, 5, seed=3)
     for L in (1, 7):
-        bb = BlurredBallSVM(epsilon=0.0, max_balls=1, lookahead=L, rule="largest").fit(X, y)
+        bb = BlurredBallSVM(epsilon=0.0, max_balls=1, lookahead=L, rule="largest",
+                            cover="balls").fit(X, y)
         ss = StreamSVM(lookahead=L).fit(X, y)
         np.testing.assert_allclose(bb.decision_function(X), ss.decision_function(X),
                                    rtol=1e-12, atol=1e-12)

@@ -259,11 +259,16 @@ def _discard_small(rows, bb, Q, ee, rr, nb, eps):
         return nb
     lim = 0.25 * eps * rr[nb - 1]
     k = 0
-    while k < nb - 1 and rr[k] < lim:
-        k += 1
-    if k > 0:
-        nb = _drop_front(rows, bb, Q, ee, rr, nb, k)
-    return nb
+    for i in range(nb):
+        if i == nb - 1 or rr[i] >= lim:
+            if k != i:
+                rows[k, :] = rows[i, :]
+                bb[k] = bb[i]
+                Q[k] = Q[i]
+                ee[k] = ee[i]
+                rr[k] = rr[i]
+            k += 1
+    return k
 
 
 # --------------------------------------------------------------------------------------
@@ -532,8 +537,11 @@ def dual_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, eps, beta, inv
 
 @njit(cache=True)
 def dual_pass(X, y, start, A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, L, eps,
-              beta, invC, kid, gamma, degree, coef0):
+              beta, invC, kid, gamma, degree, coef0, coreset):
     """One pass of the ball cover over dense rows X[start:], kernel (dual) form.
+
+    coreset: build each new ball as the MEB of the live balls' core points and the
+    buffer (Blurred Ball cover) instead of the MEB of the newest ball and the buffer.
 
     Returns the index of the first unprocessed row: it stops early when the store
     might not hold the next flush (the caller grows the store and calls again).
@@ -587,9 +595,102 @@ def dual_pass(X, y, start, A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, L,
             Bn[k] = xx
             st[ST_NBUF] = k + 1
             if k + 1 >= L:
-                dual_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, eps, beta,
-                           invC, kid, gamma, degree, coef0)
+                if coreset:
+                    coreset_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bn, kmax, eps, beta,
+                                  invC, kid, gamma, degree, coef0, False)
+                else:
+                    dual_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, eps, beta,
+                               invC, kid, gamma, degree, coef0)
     return n
+
+
+@njit(cache=True)
+def coreset_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bn, kmax, eps, beta, invC,
+                  kid, gamma, degree, coef0, force):
+    """Blurred ball cover step: the new ball is the exact MEB of the core points of every
+    live ball plus the buffered points; its core set = the points with weight > 0.
+
+    The store must have room for the buffer. A stored point's label is the sign of any
+    non-zero coefficient (coefficients are a_n y_n with a_n > 0).
+    """
+    nbuf = int(st[ST_NBUF])
+    if nbuf == 0 and not force:
+        return
+    nb = int(st[ST_NB])
+    M = int(st[ST_NSTORE])
+    D = S.shape[1]
+    cand = np.empty(M, dtype=np.int64)
+    cy = np.empty(M)
+    nc = 0
+    for s_ in range(M):
+        for i in range(nb):
+            if A[i, s_] != 0.0:
+                cand[nc] = s_
+                cy[nc] = 1.0 if A[i, s_] > 0.0 else -1.0
+                nc += 1
+                break
+    m = nc + nbuf
+    P = np.empty((m, D))
+    Pn = np.empty(m)
+    Py = np.empty(m)
+    for a in range(nc):
+        P[a, :] = S[cand[a], :]
+        Pn[a] = Sn[cand[a]]
+        Py[a] = cy[a]
+    for i in range(nbuf):
+        P[nc + i, :] = BX[i, :]
+        Pn[nc + i] = Bn[i]
+        Py[nc + i] = By[i]
+    G = np.empty((m, m))
+    for a in range(m):
+        for c in range(a, m):
+            d = 0.0
+            for t in range(D):
+                d += P[a, t] * P[c, t]
+            g = Py[a] * Py[c] * (_kval(kid, d, Pn[a], Pn[c], gamma, degree, coef0)
+                                 + beta * beta)
+            if a == c:
+                g += invC
+            G[a, c] = g
+            G[c, a] = g
+    mu, R = meb_of_balls(G, np.zeros(m))
+    slot = _slot_for_new_ball(nb, kmax)
+    if slot == kmax:
+        nb = _drop_front(A, bb, Q, ee, rr, nb, 1)
+        slot = nb
+    a_new = np.zeros(A.shape[1])
+    b_new = 0.0
+    e_new = 0.0
+    added = 0
+    for a in range(nc):
+        if mu[a] > 0.0:
+            a_new[cand[a]] = mu[a] * Py[a]
+    for i in range(nbuf):
+        w_ = mu[nc + i]
+        if w_ > 0.0:
+            S[M, :] = BX[i, :]
+            Sn[M] = Bn[i]
+            a_new[M] = w_ * By[i]
+            M += 1
+            added += 1
+    mgm = 0.0
+    for a in range(m):
+        b_new += mu[a] * Py[a] * beta
+        e_new += mu[a] * mu[a] * invC
+        for c in range(m):
+            mgm += mu[a] * mu[c] * G[a, c]
+    A[slot, :] = a_new
+    bb[slot] = b_new
+    Q[slot] = max(mgm - e_new, 0.0)
+    ee[slot] = e_new
+    rr[slot] = R
+    if slot == nb:
+        nb += 1
+    nb = _discard_small(A, bb, Q, ee, rr, nb, eps)
+    st[ST_NB] = nb
+    st[ST_NBUF] = 0
+    st[ST_NSTORE] = M
+    st[ST_NCORE] += added
 
 
 @njit(cache=True)

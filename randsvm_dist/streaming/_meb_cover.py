@@ -37,6 +37,9 @@ class BallCover:
         gamma, degree, coef0: kernel parameters (LIBSVM meanings; gamma may be 'scale').
         fit_intercept: add the bias coordinate beta*y (beta = 1).
         dual: force the kernel (coefficient) form even for the linear kernel.
+        coreset: Blurred Ball cover step: a new ball is the exact MEB of the core points
+            of every live ball plus the buffer (kernel/store form, any kernel), instead
+            of the MEB of the newest ball plus the buffer.
         normalize: scale every row to unit L2 norm (training and prediction), so that
             k(x, x) is constant for dot-product kernels, the condition under which the
             MEB of the augmented points is the l2-SVM (Tsang et al.).
@@ -44,7 +47,8 @@ class BallCover:
 
     def __init__(self, n_features: int, *, C: float, lookahead: int, epsilon: float,
                  max_balls: int, kernel: str, gamma, degree: int, coef0: float,
-                 fit_intercept: bool, dual: bool | None = None, normalize: bool = False):
+                 fit_intercept: bool, dual: bool | None = None, normalize: bool = False,
+                 coreset: bool = False):
         self.n_features = int(n_features)
         self.C = float(C)
         self.L = int(lookahead)
@@ -55,7 +59,9 @@ class BallCover:
         self.degree = int(degree)
         self.coef0 = float(coef0)
         self.beta = 1.0 if fit_intercept else 0.0
+        self.coreset = bool(coreset)
         self.dual = (kernel != "linear") if dual is None else bool(dual)
+        self.dual = self.dual or self.coreset
         self.normalize = bool(normalize)
         self.kernel: Kernel | None = None
         D, k = self.n_features, self.kmax
@@ -107,7 +113,23 @@ class BallCover:
         k = self.kernel
         return (M.KERNEL_IDS[k.name], float(k.gamma), float(k.degree), float(k.coef0))
 
+    def _compact_store(self) -> None:
+        """Drop stored points that no live ball uses."""
+        m = int(self.st[M.ST_NSTORE])
+        used = np.flatnonzero((self.A[: self.n_balls, :m] != 0).any(axis=0))
+        k = len(used)
+        if k == m:
+            return
+        self.S[:k] = self.S[used]
+        self.Sn[:k] = self.Sn[used]
+        self.A[:, :k] = self.A[:, used]
+        self.A[:, k:] = 0.0
+        self.st[M.ST_NSTORE] = k
+
     def _grow_store(self) -> None:
+        self._compact_store()
+        if self.st[M.ST_NSTORE] + self.L <= self.S.shape[0] // 2:
+            return
         cap = self.S.shape[0]
         new = 2 * cap
         S = np.zeros((new, self.n_features))
@@ -155,7 +177,7 @@ class BallCover:
                 r = M.dual_pass(Xc, yc, r, self.A, self.bb, self.Q, self.ee, self.rr,
                                 self.st, self.S, self.Sn, self.BX, self.By, self.Bf,
                                 self.Bn, self.kmax, self.L, self.eps, self.beta, self.invC,
-                                *self._kargs())
+                                *self._kargs(), self.coreset)
                 if r < Xc.shape[0]:
                     self._grow_store()
         return self
@@ -171,6 +193,11 @@ class BallCover:
         else:
             while out.st[M.ST_NSTORE] + out.L > out.S.shape[0]:
                 out._grow_store()
+            if out.coreset:
+                M.coreset_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
+                                out.BX, out.By, out.Bn, out.kmax, out.eps, out.beta,
+                                out.invC, *out._kargs(), False)
+                return out
             M.dual_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
                          out.BX, out.By, out.Bf, out.Bn, out.kmax, out.eps, out.beta,
                          out.invC, *out._kargs())
@@ -242,8 +269,10 @@ class BallCover:
             return b
         if b.n_balls == 0:
             return a
-        if a.dual != b.dual:
-            raise ValueError("cannot merge a primal and a dual ball cover")
+        if a.dual != b.dual or a.coreset != b.coreset:
+            raise ValueError("cannot merge ball covers of different forms")
+        if a.coreset:
+            return a._merge_coresets(b)
         ia, ib = a.n_balls - 1, b.n_balls - 1
         cross = a.center_dot(b, ia, ib)
         na2 = a.Q[ia] + a.ee[ia]
@@ -307,6 +336,59 @@ class BallCover:
             rows_arr = out.A if out.dual else out.W
             rows_arr[:len(keep)] = rows_arr[keep]
             out.st[M.ST_NB] = len(keep)
+        return out
+
+    def _merge_coresets(self, b: BallCover) -> BallCover:
+        """Union of two core-set covers (disjoint streams) plus one new ball: the exact
+        MEB of all their core points; then the usual discards (radius, max_balls)."""
+        a = self
+        out = copy.deepcopy(a)
+        ma, mb = int(a.st[M.ST_NSTORE]), int(b.st[M.ST_NSTORE])
+        na, nb = a.n_balls, b.n_balls
+        k = self.kmax
+        cap = max(64, ma + mb + 4 * self.L)
+        out.S = np.zeros((cap, self.n_features))
+        out.S[:ma], out.S[ma:ma + mb] = a.S[:ma], b.S[:mb]
+        out.Sn = np.zeros(cap)
+        out.Sn[:ma], out.Sn[ma:ma + mb] = a.Sn[:ma], b.Sn[:mb]
+        rows = np.zeros((na + nb + 1, cap))
+        rows[:na, :ma] = a.A[:na, :ma]
+        rows[na:na + nb, ma:ma + mb] = b.A[:nb, :mb]
+        scal = {name: np.r_[getattr(a, name)[:na], getattr(b, name)[:nb], 0.0]
+                for name in ("bb", "Q", "ee", "rr")}
+        order = np.argsort(scal["rr"][:-1], kind="stable")
+        keep = order[-(k - 1):] if k > 1 else order[:0]
+        # the core points of every ball take part in the new ball, kept or not
+        every = np.zeros(cap)
+        every[: ma + mb] = np.abs(rows[: na + nb, : ma + mb]).max(axis=0) * np.sign(
+            rows[: na + nb, : ma + mb].sum(axis=0))
+        sel = [int(i) for i in keep]
+        nbl = len(sel) + 1  # kept balls + a placeholder listing every core point
+        out.A = np.zeros((k + 1, cap))
+        out.A[: len(sel)] = rows[sel]
+        out.A[len(sel)] = every
+        for name in ("bb", "Q", "ee", "rr"):
+            arr = np.zeros(k + 1)
+            arr[: len(sel)] = scal[name][sel]
+            setattr(out, name, arr)
+        out.st[M.ST_NB] = nbl
+        out.st[M.ST_NBUF] = 0
+        out.st[M.ST_NSTORE] = ma + mb
+        out.st[M.ST_NCORE] = a.st[M.ST_NCORE] + b.st[M.ST_NCORE]
+        M.coreset_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
+                        out.BX, out.By, out.Bn, k + 1, 0.0, out.beta, out.invC,
+                        *out._kargs(), True)
+        # drop the placeholder (index nbl - 1); the new ball is at nbl
+        idx = [i for i in range(nbl + 1) if i != nbl - 1]
+        out.A = out.A[idx]
+        for name in ("bb", "Q", "ee", "rr"):
+            setattr(out, name, getattr(out, name)[idx].copy())
+        out.A = np.ascontiguousarray(out.A[:k])
+        for name in ("bb", "Q", "ee", "rr"):
+            setattr(out, name, np.ascontiguousarray(getattr(out, name)[:k]))
+        n_live = M._discard_small(out.A, out.bb, out.Q, out.ee, out.rr, nbl, out.eps)
+        out.st[M.ST_NB] = n_live
+        out._compact_store()
         return out
 
     # -- introspection -----------------------------------------------------------------

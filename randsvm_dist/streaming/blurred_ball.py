@@ -2,18 +2,22 @@
 after Agarwal & Sharathkumar).
 
 Training keeps a sequence of balls ``B_1, ..., B_u`` in the augmented space of StreamSVM
-(``[y phi(x); beta y; C^-1/2 e_n]``, see :mod:`.streamsvm`). A point is used only if it
-lies outside every (1+epsilon)-expanded ball; such points fill a lookahead buffer, and
-when it holds ``lookahead`` points a new ball ``B_{u+1}`` = the minimum enclosing ball of
-``B_u`` and the buffer is appended; balls with radius below ``epsilon/4 * r(B_{u+1})``
-are discarded, and at most ``max_balls`` are kept (the oldest, smallest go first).
+(``[y phi(x); beta y; C^-1/2 e_n]``, see :mod:`.streamsvm`), each the minimum enclosing
+ball of its *core set* ``K_i`` of stored points. A point is used only if it lies outside
+every (1+epsilon)-expanded ball; such points fill a lookahead buffer, and when it holds
+``lookahead`` points a new core set ``K_{u+1}`` = the points with non-zero weight in the
+exact MEB of ``K_1 u ... u K_u u buffer`` (``cover='points'``, as in the paper's update)
+is appended with its ball; balls with radius below ``epsilon/4 * r(B_{u+1})`` are
+discarded, and at most ``max_balls`` are kept (oldest first). The ball with centre
+``c = [w; b; ...]`` is the linear classifier ``f(x) = w.phi(x) + beta b``.
 
-Departure from the paper: the new ball is the exact MEB of the newest *ball* and the
-buffered points, not the MEB of the union of the stored core sets. Each ball already
-encloses the older ones (so this is the MEB of the union of all balls and the buffer),
-no core points need storing in the linear (primal) form, and every point seen is
-provably inside the newest ball. The ball of radius r and centre c = [w; b; ...] is the
-linear classifier ``f(x) = w.phi(x) + beta b``.
+Departures from the paper: the MEB of the union is solved exactly (pairwise Frank-Wolfe
+to ~1e-13) instead of a (1+epsilon)-core set; ``max_balls`` bounds memory (the paper's
+bound on the number of balls grows like log(1/eps)/eps); rows are normalised to unit
+norm (``normalize='auto'``), which is how the paper puts all points on a sphere.
+``cover='balls'`` is a variant whose new ball is the MEB of the newest *ball* and the
+buffer: balls are nested, every point seen is within (1+eps) r of the newest centre,
+and the linear form needs no stored points.
 
 Classification (``rule``):
 
@@ -37,6 +41,7 @@ from .base import StreamingClassifier
 from .streamsvm import check_cover_params, resolve_normalize
 
 RULES = ("score", "support", "largest")
+COVERS = ("points", "balls")
 
 
 class BlurredBallSVM(StreamingClassifier):
@@ -53,13 +58,18 @@ class BlurredBallSVM(StreamingClassifier):
             normalises the augmented points onto a sphere.
         max_balls: cap on the balls kept (memory is max_balls x n_features).
         rule: 'score' (default), 'support' or 'largest' (see the module docstring).
+        cover: 'points' (default, the paper's: a new ball is the exact MEB of the live
+            balls' core points and the buffer; points are stored, even for the linear
+            kernel) or 'balls' (the MEB of the newest ball and the buffer: nested balls,
+            explicit w for the linear kernel, every point provably enclosed).
         random_state: seeds the per-class learners (the algorithm is deterministic).
     """
 
     def __init__(self, C: float = 1.0, epsilon: float = 0.1, lookahead: int = 10,
                  kernel: str = "linear", gamma="scale", degree: int = 3,
                  coef0: float = 0.0, fit_intercept: bool = True, normalize="auto",
-                 max_balls: int = 32, rule: str = "score", random_state=None):
+                 max_balls: int = 32, rule: str = "score", cover: str = "points",
+                 random_state=None):
         self.C = C
         self.epsilon = epsilon
         self.lookahead = lookahead
@@ -71,6 +81,7 @@ class BlurredBallSVM(StreamingClassifier):
         self.normalize = normalize
         self.max_balls = max_balls
         self.rule = rule
+        self.cover = cover
         self.random_state = random_state
 
     def _new_binary(self, n_features: int, seed: int):
@@ -85,11 +96,14 @@ class BlurredBallSVM(StreamingClassifier):
             raise ParameterError(f"max_balls must be an integer >= 1; got {kb!r}")
         if self.rule not in RULES:
             raise ParameterError(f"rule must be one of {RULES}; got {self.rule!r}")
+        if self.cover not in COVERS:
+            raise ParameterError(f"cover must be one of {COVERS}; got {self.cover!r}")
         return _BlurredCover(n_features, C=self.C, lookahead=int(self.lookahead),
                              epsilon=float(eps), max_balls=int(kb), kernel=self.kernel,
                              gamma=self.gamma, degree=self.degree, coef0=self.coef0,
                              fit_intercept=bool(self.fit_intercept),
-                             normalize=resolve_normalize(self), rule=self.rule)
+                             normalize=resolve_normalize(self), rule=self.rule,
+                             coreset=self.cover == "points")
 
     def set_params(self, **params):
         """scikit-learn set_params; a new ``rule`` also applies to fitted learners."""
@@ -119,15 +133,16 @@ class _BlurredCover(BallCover):
         """Signed scores under ``self.rule`` (float64, positive = class +1)."""
         cov = self.flushed()
         f = cov.ball_scores(X)
-        if self.rule == "largest":
-            return f[:, -1]
         nb = cov.n_balls
+        big = int(np.argmax(cov.rr[:nb]))
+        if self.rule == "largest":
+            return f[:, big]
         norms = np.sqrt(np.maximum(cov.Q[:nb], 1e-300))
         sgn = np.where(f >= 0, 1.0, -1.0)
         d2 = cov.sq_distances(X, sgn)  # the nearer of the two labels
         lim = ((1.0 + cov.eps) * cov.rr[:nb]) ** 2
         inside = d2 <= lim * (1.0 + 1e-12)
-        largest = f[:, -1] / norms[-1]
+        largest = f[:, big] / norms[big]
         if self.rule == "score":
             s = np.where(inside, f / norms, 0.0).sum(axis=1)
         else:

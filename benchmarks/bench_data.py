@@ -96,6 +96,9 @@ def main(argv=None) -> int:
     ap.add_argument("--make-partitions", type=int, default=40)
     ap.add_argument("--svm-rows", type=int, default=3_000_000)
     ap.add_argument("--svm-set", default="twonorm", help="generator written as svmlight")
+    ap.add_argument("--shared", default=str(Path(__file__).resolve().parents[2] / "shared"
+                                            / "datasets"),
+                    help="the shared LIBSVM data sets (default ../shared/datasets)")
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch data")
     args = ap.parse_args(argv)
@@ -149,7 +152,24 @@ def main(argv=None) -> int:
         print(f"convert {src.name} {' '.join(extra)}: wall {r['wall_s']:.1f} s, "
               f"peak {r['peak_rss_mib']:.0f} MiB", file=sys.stderr)
 
-    # 3. Reads.
+    # 3. The real LIBSVM sets in ../shared/datasets (read in place, never copied).
+    shared = Path(args.shared)
+    for rel, extra in [("a9a/a9a.train.svm.gz", []),
+                       ("a9a/a9a.test.svm.gz", ["--n-features", "123"]),
+                       ("ijcnn1/ijcnn1.train.svm.gz", []),
+                       ("ijcnn1/ijcnn1.test.svm.gz", []),
+                       ("skin_nonskin/skin_nonskin.svm.gz", ["--dense"])]:
+        src = shared / rel
+        if not src.exists():
+            continue
+        dst = work / ("real_" + src.name.split(".svm")[0])
+        r = run_cli(["data", "convert", str(src), str(dst), *extra, "--no-progress"])
+        rows = int(re.search(r": ([\d,]+) rows", r["stdout"])[1].replace(",", ""))
+        r.update(kind="convert", rows=rows, input_bytes=src.stat().st_size)
+        r["command"] = r["command"].replace(str(shared), "$SHARED")
+        results["runs"].append(r)
+
+    # 4. Reads.
     results["reads"] = [bench_read(work / "make_twonorm"), bench_read(work / "conv_0"),
                         bench_read(work / "conv_1")]
 

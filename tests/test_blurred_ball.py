@@ -26,10 +26,26 @@ def augmented(X, y, C):
                       np.eye(n) / np.sqrt(C)])
 
 
-def cover(d, C=1.0, L=1, eps=0.1, kmax=8, dual=True, rule="score"):
+def cover(d, C=1.0, L=1, eps=0.1, kmax=8, dual=True, rule="score", points=False):
     return _BlurredCover(d, C=C, lookahead=L, epsilon=eps, max_balls=kmax, kernel="linear",
                          gamma="scale", degree=3, coef0=0.0, fit_intercept=True, dual=dual,
-                         rule=rule)
+                         rule=rule, coreset=points)
+
+
+def exact_meb(P):
+    """Exact MEB radius and centre of the rows of P (SLSQP on the dual QP)."""
+    from scipy.optimize import minimize
+
+    G = P @ P.T
+    n = len(P)
+    dg = np.diag(G)
+    res = minimize(lambda a: -(a @ dg - a @ G @ a), np.full(n, 1.0 / n),
+                   jac=lambda a: -(dg - 2 * G @ a), method="SLSQP", bounds=[(0, 1)] * n,
+                   constraints=[{"type": "eq", "fun": lambda a: a.sum() - 1,
+                                 "jac": lambda a: np.ones(n)}],
+                   options={"ftol": 1e-15, "maxiter": 1000})
+    c = res.x @ P
+    return float(np.sqrt(np.max(((P - c) ** 2).sum(1)))), c
 
 
 def explicit_centers(cov: BallCover, X, y):
@@ -78,7 +94,90 @@ def test_cover_invariants_after_every_point(L, eps):
         np.testing.assert_allclose(f.Q[: f.n_balls], (cs[:, :4] ** 2).sum(1), rtol=1e-8)
 
 
-def test_points_inside_the_blurred_cover_cause_no_update():
+def core_rows(cov, X):
+    """Row indices (into X) of each live ball's core points."""
+    m = int(cov.st[M.ST_NSTORE])
+    X64 = np.asarray(X, np.float64)
+    rows = [int(np.flatnonzero(np.all(X64 == cov.S[s], axis=1))[0]) for s in range(m)]
+    return [[rows[s] for s in range(m) if cov.A[j, s] != 0] for j in range(cov.n_balls)]
+
+
+@pytest.mark.parametrize("L,eps", [(1, 0.05), (3, 0.01), (5, 0.3)])
+def test_core_set_cover_each_ball_is_the_meb_of_its_core_set(L, eps):
+    X, y = blobs(36, 3, seed=11)
+    C = 1.5
+    P = augmented(X, y, C)
+    cov = cover(3, C=C, L=L, eps=eps, kmax=4, points=True)
+    checked = 0
+    for i in range(len(y)):
+        cov.partial_fit(X[i:i + 1], y[i:i + 1])
+        f = cov.flushed()
+        cs = explicit_centers(f, X, y)
+        cores = core_rows(f, X)
+        r = f.rr[: f.n_balls]
+        assert f.n_balls <= 4
+        if eps > 0:
+            assert r.min() >= 0.25 * eps * r[-1] - 1e-12
+        # the newest ball encloses the core points of every live ball
+        every = sorted({k for core in cores for k in core})
+        d_new = np.sqrt(((P[every] - cs[-1]) ** 2).sum(1))
+        assert d_new.max() <= r[-1] * (1 + 1e-9) + 1e-12
+        # each ball is the exact MEB of its own core set (checked on a few prefixes)
+        if i % 7 == 6 or i == len(y) - 1:
+            for j, core in enumerate(cores):
+                r_opt, c_opt = exact_meb(P[core])
+                assert r[j] == pytest.approx(r_opt, rel=1e-6, abs=1e-9)
+                np.testing.assert_allclose(cs[j], c_opt, atol=1e-5)
+                checked += 1
+        np.testing.assert_allclose(f.ee[: f.n_balls], (cs[:, 4:] ** 2).sum(1), rtol=1e-8)
+        np.testing.assert_allclose(f.Q[: f.n_balls], (cs[:, :4] ** 2).sum(1), rtol=1e-8)
+    assert checked >= 5
+
+
+def test_core_set_merge_encloses_both_core_sets():
+    X, y = blobs(60, 3, seed=12)
+    C = 1.0
+    a = cover(3, C=C, L=3, eps=0.05, kmax=4, points=True).partial_fit(X[:30], y[:30])
+    b = cover(3, C=C, L=3, eps=0.05, kmax=4, points=True).partial_fit(X[30:], y[30:])
+    m = a.merge(b)
+    assert m.n_balls <= 4
+    P = augmented(X, y, C)
+    cs = explicit_centers(m, X, y)
+    inputs = {k for cov in (a.flushed(), b.flushed()) for core in core_rows(cov, X)
+              for k in core}
+    d = np.sqrt(((P[sorted(inputs)] - cs[-1]) ** 2).sum(1))
+    assert d.max() <= m.rr[m.n_balls - 1] * (1 + 1e-9)
+    r_opt, _ = exact_meb(P[sorted(inputs)])
+    assert m.rr[m.n_balls - 1] == pytest.approx(r_opt, rel=1e-6)
+    assert m.n_core == len({k for core in core_rows(m, X) for k in core})
+
+
+def test_core_set_cover_beats_nested_balls_on_overlapping_data():
+    X, y = blobs(3000, 10, seed=13, sep=1.5)
+    Xt, yt = blobs(2000, 10, seed=14, sep=1.5)
+    pts = BlurredBallSVM(C=1.0, epsilon=0.01, lookahead=10).fit(X, y)
+    nested = BlurredBallSVM(C=1.0, epsilon=0.01, lookahead=10, cover="balls").fit(X, y)
+    assert pts.score(Xt, yt) > nested.score(Xt, yt)
+
+
+@pytest.mark.parametrize("points", [False, True])
+def test_points_inside_the_blurred_cover_cause_no_update(points):
+    if points:
+        X, y = blobs(300, 4, seed=2)
+        cov = cover(4, L=1, eps=0.5, points=True).partial_fit(X, y)
+        state = (cov.A.copy(), cov.rr.copy(), cov.n_balls, cov.n_core)
+        d2 = cov.sq_distances(X, y)
+        lim = ((1 + cov.eps) * cov.rr[: cov.n_balls]) ** 2
+        inside = (d2 <= lim).any(axis=1)
+        assert inside.sum() > 10
+        cov.partial_fit(X[inside], y[inside])
+        np.testing.assert_array_equal(cov.A, state[0])
+        assert (cov.n_balls, cov.n_core) == state[2:]
+        return
+    _no_update_balls()
+
+
+def _no_update_balls():
     X, y = blobs(300, 4, seed=2)
     cov = cover(4, L=1, eps=0.5, dual=False).partial_fit(X, y)
     state = (cov.W.copy(), cov.rr.copy(), cov.n_balls, cov.n_core)

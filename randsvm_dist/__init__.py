@@ -11,11 +11,22 @@ from .exceptions import (
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    # heavy imports (dask, scikit-learn) only when the estimator is asked for
+    if name == "RandSVMClassifier":
+        from .estimators import RandSVMClassifier
+
+        return RandSVMClassifier
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "ClusterError",
     "DataFormatError",
     "NotFittedError",
     "ParameterError",
+    "RandSVMClassifier",
     "RandSVMError",
     "SchemaError",
     "__version__",

@@ -42,10 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (2 on a user error)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(message)s",
-    )
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    logging.getLogger("randsvm_dist").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     try:
         return int(args.func(args) or 0)
     except RandSVMError as e:

@@ -28,10 +28,11 @@ META_SUFFIX = ".meta.json"
 def _log_iteration(record: dict) -> None:
     log.info(
         "iter %2d problem %d: sample %6d  SV %6d  violators %8d (%.4f)  dual %.6g  "
-        "primal %.6g  %.1fs%s",
+        "gap %.2e  solve %.1fs scan %.1fs  total %.1fs%s",
         record["iteration"], record["problem"], record["sample_size"], record["n_support"],
         record["n_violators"], record["violator_fraction"], record["dual_objective"],
-        record["primal_objective"], record["seconds"],
+        record["relative_gap"], record["solve_seconds"], record["scan_seconds"],
+        record["seconds"],
         f"  stop: {record['stop_reason']}" if record["stop_reason"] else "",
     )
 
@@ -53,6 +54,9 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
         max_iter: most solve/scan iterations per binary problem.
         tol: LIBSVM's tolerance; also the margin slack of a violator (y f(x) < 1 - tol).
         violator_tol: stop when at most this fraction of rows are violators (0: exact).
+        gap_tol: stop when (primal - dual) / primal <= gap_tol, the primal objective taken
+            over all rows: a certificate that the model is that close to the optimum of the
+            whole data set (0: run to no violators).
         cache_size: LIBSVM's kernel cache in MB per solve.
         random_state: seed of every random choice (same value, same model, whatever the
             partitioning or the number of workers).
@@ -71,7 +75,8 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
                  coef0: float = 0.0, class_weight=None, k="auto", sample_size="auto",
                  epsilon: float = 0.2, delta: float = 0.9, separable: bool = False,
                  max_iter: int = 50, tol: float = 1e-3, violator_tol: float = 0.0,
-                 cache_size: float = 200.0, random_state: int | None = None, client=None,
+                 gap_tol: float = 0.0, cache_size: float = 200.0,
+                 random_state: int | None = None, client=None,
                  n_partitions: int | None = None):
         self.kernel = kernel
         self.C = C
@@ -87,6 +92,7 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.violator_tol = violator_tol
+        self.gap_tol = gap_tol
         self.cache_size = cache_size
         self.random_state = random_state
         self.client = client
@@ -106,8 +112,9 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
         check_positive(self.C, "C")
         check_positive(self.tol, "tol")
         check_positive(self.cache_size, "cache_size")
-        if not (0.0 <= float(self.violator_tol) < 1.0):
-            raise ParameterError(f"violator_tol must be in [0, 1); got {self.violator_tol!r}")
+        for name in ("violator_tol", "gap_tol"):
+            if not (0.0 <= float(getattr(self, name)) < 1.0):
+                raise ParameterError(f"{name} must be in [0, 1); got {getattr(self, name)!r}")
         if int(self.max_iter) < 1:
             raise ParameterError(f"max_iter must be >= 1; got {self.max_iter!r}")
         for name in ("k", "sample_size"):
@@ -178,7 +185,7 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
                                       float(self.tol), float(self.cache_size))
                 problems.append(Problem(pos, solver))
             cfg = RunConfig(k, r, int(self.max_iter), float(self.violator_tol),
-                            float(self.tol), self.random_state)
+                            float(self.gap_tol), float(self.tol), self.random_state)
             log.info("RandSVM: %d rows, %d features, %d partitions, %d problem(s), k=%d, "
                      "r=%d", n, parts.n_features, len(parts.futures), len(problems), k, r)
             history = run_randsvm(client, parts, problems, cfg, progress=_log_iteration)

@@ -11,8 +11,9 @@ working sets, the support vectors and per-partition statistics. The draw from V 
 uniform and identical for any partition layout (see ``sampling``). Practice adds: a cap
 on iterations, a stop when the violator fraction is at or below ``violator_tol``, and per
 iteration the dual objective (which cannot decrease: the previous solution stays feasible
-for the next working set) and the primal objective on all rows (their gap certifies the
-distance to the optimum of the full problem).
+for the next working set) and the primal objective on all rows. Their difference bounds
+how far the model's primal objective is from the optimum of the whole data set (weak
+duality), so ``gap_tol`` stops at a certified relative gap.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class RunConfig:
     sample_size: int
     max_iter: int = 50
     violator_tol: float = 0.0
+    gap_tol: float = 0.0
     margin_tol: float = 1e-3
     random_state: int | None = None
 
@@ -159,6 +161,7 @@ def _set_working_sets(client, parts, problems, draws, classes_rows=None):
 
 def _solve(client, problems: list[Problem]):
     active = [p for p in problems if p.stop_reason is None]
+    t0 = time.perf_counter()
     futures = [client.submit(solve_binary, p.ws_X, p.ws_y, p.solver, pure=False, retries=2)
                for p in active]
     for p, sol in zip(active, client.gather(futures)):
@@ -168,6 +171,7 @@ def _solve(client, problems: list[Problem]):
         p.dual_coef = sol.dual_coef
         p.intercept = sol.intercept
         p.dual_objective = sol.dual_objective
+    return time.perf_counter() - t0
 
 
 def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunConfig,
@@ -183,8 +187,9 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
 
     Returns:
         list of per-iteration, per-problem records: iteration, problem, sample_size,
-        n_support, n_violators, n_errors, dual_objective, primal_objective, seconds,
-        stop_reason.
+        n_support, n_violators, violator_fraction, n_errors, min_margin, dual_objective,
+        primal_objective, relative_gap, solve_seconds, scan_seconds, seconds (since the
+        start), stop_reason.
     """
     n = parts.n_rows
     r = min(cfg.sample_size, n)
@@ -200,7 +205,8 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
     it = 0
     while True:
         it += 1
-        _solve(client, problems)
+        solve_seconds = _solve(client, problems)
+        t_scan = time.perf_counter()
         model = _scan_model(problems, kernel, parts.is_sparse, parts.n_features)
         requests = []
         for j, p in enumerate(problems):
@@ -210,6 +216,7 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
             requests.append(ProblemRequest(p.positive, p.ws_rows, max(r - len(p.sv_rows), 0),
                                            stream_id(cfg.random_state, it, j), cfg.margin_tol))
         per_part = _scan(client, parts, model, requests)
+        scan_seconds = time.perf_counter() - t_scan
         draws: list[np.ndarray | None] = []
         for j, p in enumerate(problems):
             if requests[j] is None:
@@ -226,6 +233,8 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
                 p.stop_reason = "k_reached"
             elif s["n_violators"] <= cfg.violator_tol * n:
                 p.stop_reason = "violator_tol"
+            elif primal - p.dual_objective <= cfg.gap_tol * abs(primal):
+                p.stop_reason = "gap_tol"
             elif requests[j].n_draw == 0:
                 p.stop_reason = "sample_full"
             elif it >= cfg.max_iter:
@@ -235,7 +244,10 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
                 "n_support": len(p.sv_rows), "n_violators": s["n_violators"],
                 "violator_fraction": s["n_violators"] / n, "n_errors": s["n_errors"],
                 "min_margin": s["min_margin"], "dual_objective": p.dual_objective,
-                "primal_objective": float(primal), "seconds": time.perf_counter() - t0,
+                "primal_objective": float(primal),
+                "relative_gap": float((primal - p.dual_objective) / max(abs(primal), 1e-300)),
+                "solve_seconds": solve_seconds, "scan_seconds": scan_seconds,
+                "seconds": time.perf_counter() - t0,
                 "stop_reason": p.stop_reason,
             }
             history.append(record)

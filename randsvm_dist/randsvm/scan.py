@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels import CHUNK_ROWS, Kernel, decision_values
+from ..kernels import Kernel, decision_values
 from .partitions import Partition
 from .sampling import row_keys, smallest_keys
 
@@ -94,7 +94,7 @@ def scan_partition(part: Partition, model: ScanModel,
         f = np.zeros((n, len(requests)))
     else:
         f = decision_values(part.X, _dense_svs(model.support_vectors), model.coef[:, active],
-                            model.intercept[active], model.kernel, CHUNK_ROWS)
+                            model.intercept[active], model.kernel)
         f = f.reshape(n, len(active))
     out: list[ProblemScan | None] = [None] * len(requests)
     gidx = np.arange(part.offset, part.offset + n, dtype=np.int64)

@@ -12,9 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels import LIBSVM_KERNEL_TYPE, Kernel, kernel_matrix
-
-DUAL_CHUNK_ROWS = 2048
+from ..kernels import LIBSVM_KERNEL_TYPE, Kernel, decision_values
 
 
 @dataclass(frozen=True)
@@ -66,11 +64,10 @@ class BinarySolution:
 
 
 def dual_objective(sv, dual_coef: np.ndarray, kernel: Kernel) -> float:
-    """sum |coef| - 1/2 coef' K coef over the support vectors, in row chunks."""
-    quad = 0.0
-    for s in range(0, sv.shape[0], DUAL_CHUNK_ROWS):
-        K = kernel_matrix(sv[s:s + DUAL_CHUNK_ROWS], sv, kernel).astype(np.float64)
-        quad += float(dual_coef[s:s + DUAL_CHUNK_ROWS] @ (K @ dual_coef))
+    """sum |coef| - 1/2 coef' K coef over the support vectors."""
+    if not len(dual_coef):
+        return 0.0
+    quad = float(dual_coef @ decision_values(sv, sv, dual_coef, 0.0, kernel))
     return float(np.abs(dual_coef).sum() - 0.5 * quad)
 
 

@@ -1,0 +1,150 @@
+"""RandSVM driver: optimality against full LIBSVM, uniform draws, layout independence."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy import stats
+
+from randsvm_dist.data import make_arrays
+from randsvm_dist.estimators import RandSVMClassifier
+from randsvm_dist.kernels import Kernel, decision_values
+from randsvm_dist.randsvm.bounds import support_bound
+from randsvm_dist.randsvm.driver import _merge_scans
+from randsvm_dist.randsvm.partitions import Partition
+from randsvm_dist.randsvm.sampling import stream_id
+from randsvm_dist.randsvm.scan import ProblemRequest, ScanModel, scan_partition
+
+
+def full_libsvm_decision(X, y, C, gamma, X_eval):
+    """Decision values of stock LIBSVM trained on all rows (oriented to +1)."""
+    from libsvm.svmutil import svm_parameter, svm_problem, svm_train
+
+    Xc = sp.csr_matrix(X, dtype=np.float64)
+    model = svm_train(svm_problem(y.astype(float), Xc),
+                      svm_parameter(f"-s 0 -t 2 -c {C} -g {gamma} -e 0.0001 -q"))
+    idx = np.asarray(model.get_sv_indices()) - 1
+    coef = np.array([c[0] for c in model.get_sv_coef()])
+    sign = 1.0 if model.get_labels()[0] == 1 else -1.0
+    f = decision_values(X_eval if not sp.issparse(X_eval) else X_eval, X[idx], coef,
+                        -model.rho[0], Kernel("rbf", gamma))
+    return sign * f, len(idx)
+
+
+@pytest.fixture(scope="module")
+def checkerboard():
+    X, y = make_arrays("checkerboard", 3000, seed=3)
+    return X, y
+
+
+def test_runs_to_zero_violators_and_matches_full_libsvm(dask_client, checkerboard):
+    X, y = checkerboard
+    est = RandSVMClassifier(C=10, gamma=1.0, k=5000, sample_size=800, tol=1e-4,
+                            random_state=1, client=dask_client).fit(X, y)
+    assert est.optimal_ and est.stop_reasons_ == ["optimal"]
+    assert est.history_[-1]["n_violators"] == 0
+    f_full, n_sv_full = full_libsvm_decision(X, y, 10, 1.0, X)
+    f = est.decision_function(X)
+    assert np.max(np.abs(f - f_full)) < 5e-3
+    assert abs(len(est.support_) - n_sv_full) <= 0.02 * n_sv_full
+    # The dual objective never decreases, and the primal (on all rows) bounds it above.
+    duals = [h["dual_objective"] for h in est.history_]
+    assert all(b >= a - 1e-6 * abs(a) for a, b in zip(duals, duals[1:]))
+    last = est.history_[-1]
+    assert last["primal_objective"] >= last["dual_objective"] - 1e-6 * abs(last["dual_objective"])
+    assert (last["primal_objective"] - last["dual_objective"]) < 1e-3 * last["primal_objective"]
+
+
+def test_sparse_input_matches_full_libsvm(dask_client, shared_datasets):
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(str(shared_datasets / "a9a" / "a9a.train.svm.gz"),
+                              n_features=123)
+    X = sp.csr_matrix(X[:2000], dtype=np.float32)
+    y = y[:2000]
+    est = RandSVMClassifier(C=1.0, gamma=0.05, k=5000, sample_size=1500, tol=1e-4,
+                            random_state=0, client=dask_client).fit(X, y)
+    assert est.optimal_
+    assert sp.issparse(est.support_vectors_)
+    f_full, _ = full_libsvm_decision(X, y, 1.0, 0.05, X)
+    assert np.max(np.abs(est.decision_function(X) - f_full)) < 5e-3
+
+
+def test_same_random_state_same_model_whatever_the_layout(checkerboard):
+    from distributed import Client, LocalCluster
+
+    X, y = checkerboard
+    kw = dict(C=10, gamma=1.0, k=400, sample_size=500, max_iter=4, random_state=7)
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as c1, \
+            Client(c1) as client:
+        a = RandSVMClassifier(**kw, client=client, n_partitions=1).fit(X, y)
+        b = RandSVMClassifier(**kw, client=client, n_partitions=9).fit(X, y)
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as c2, \
+            Client(c2) as client:
+        c = RandSVMClassifier(**kw, client=client, n_partitions=4).fit(X, y)
+    for other in (b, c):
+        np.testing.assert_array_equal(a.support_, other.support_)
+        np.testing.assert_array_equal(a.dual_coef_, other.dual_coef_)
+        assert [h["n_violators"] for h in a.history_] == \
+            [h["n_violators"] for h in other.history_]
+    d = RandSVMClassifier(**{**kw, "random_state": 8}, client=None)
+    assert d.random_state != a.random_state
+
+
+def test_violator_draw_is_uniform_across_unequal_partitions():
+    sizes = [7, 300, 5000, 40]
+    parts, offset = [], 0
+    for s in sizes:
+        parts.append(Partition(np.zeros((s, 1), np.float32), np.zeros(s, np.int32), offset))
+        offset += s
+    n, m, trials = offset, 50, 400
+    hits = np.zeros(n)
+    model = ScanModel(None, None, np.zeros((0, 0)), np.zeros(0))
+    for t in range(trials):
+        req = [ProblemRequest(1, np.empty(0, np.int64), m, stream_id(123, t))]
+        per_part = [scan_partition(p, model, req) for p in parts]
+        draw = _merge_scans(per_part, 0, m)["draw"]
+        assert len(draw) == m == len(np.unique(draw))
+        hits[draw] += 1
+    # per partition: observed draws vs m * size / n (chi-square)
+    bounds = np.cumsum([0, *sizes])
+    observed = np.array([hits[a:b].sum() for a, b in zip(bounds[:-1], bounds[1:])])
+    expected = trials * m * np.asarray(sizes) / n
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+    # per row: inclusion counts are Binomial(trials, m/n): dispersion test
+    e = trials * m / n
+    assert abs(hits.mean() - e) < 1e-9
+    dispersion = ((hits - e) ** 2 / (e * (1 - m / n))).sum()
+    p = stats.chi2(n - 1).sf(dispersion)
+    assert 1e-3 < p < 1 - 1e-3
+
+
+def test_violators_exclude_the_working_set():
+    X = np.zeros((10, 1), np.float32)
+    part = Partition(X, np.array([1] * 5 + [0] * 5, np.int32), 100)
+    model = ScanModel(Kernel("linear"), np.zeros((1, 1), np.float32),
+                      np.zeros((1, 1), np.float32), np.zeros(1))
+    req = [ProblemRequest(1, np.array([101, 107]), 100, 1)]
+    out = scan_partition(part, model, req)[0]
+    assert out.n_violators == 8  # f = 0 everywhere: every row violates, minus 2 excluded
+    assert set(out.rows) == set(range(100, 110)) - {101, 107}
+
+
+def test_paper_support_bound():
+    # k = 32 log(4n/delta)/eps^2 (non-separable), 16 (separable); eps=0.2, delta=0.9
+    assert support_bound(10**6) == int(np.ceil(32 * np.log(4e6 / 0.9) / 0.04))
+    assert support_bound(10**6, separable=True) == int(np.ceil(16 * np.log(4e6 / 0.9) / 0.04))
+    assert support_bound(10**5) < support_bound(10**6)
+
+
+def test_multiclass_one_vs_rest_shares_scans(dask_client):
+    X, y = make_arrays("waveform", 1500, seed=2)
+    Xt, yt = make_arrays("waveform", 1500, seed=5)
+    est = RandSVMClassifier(C=1.0, gamma="scale", k=3000, sample_size=500, max_iter=8,
+                            random_state=0, client=dask_client).fit(X, y)
+    assert est.dual_coef_.shape == (3, len(est.support_))
+    assert est.decision_function(Xt).shape == (1500, 3)
+    assert set(est.predict(Xt)) <= set(est.classes_)
+    assert est.score(Xt, yt) > 0.80
+    assert sorted({h["problem"] for h in est.history_}) == [0, 1, 2]

@@ -230,7 +230,7 @@ def main(argv=None):
     if not args.skip_throughput:
         print(throughput(), "\n", flush=True)
     results = {}
-    for name in args.datasets.split(","):
+    for name in filter(None, args.datasets.split(",")):  # --datasets "": throughput only
         t = time.perf_counter()
         try:
             results[name] = run_dataset(name, args.orders, not args.skip_libsvm)
@@ -238,7 +238,8 @@ def main(argv=None):
             print(f"skipped {name}: {exc}")
             continue
         print(f"[{name} done in {time.perf_counter() - t:.0f} s]", flush=True)
-    print(table(results))
+    if results:
+        print(table(results))
 
 
 if __name__ == "__main__":

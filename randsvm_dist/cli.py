@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 
 from .exceptions import RandSVMError
@@ -44,6 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("randsvm_dist").setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    if not args.verbose:  # Dask's own INFO chatter (also in the worker processes)
+        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
+        import dask
+
+        dask.config.set({"logging.distributed": "warning"})
+        logging.getLogger("distributed").setLevel(logging.WARNING)
     try:
         return int(args.func(args) or 0)
     except RandSVMError as e:

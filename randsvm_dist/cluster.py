@@ -29,7 +29,8 @@ def start_local_cluster(n_workers: int | None = None, threads_per_worker: int = 
 
     n = n_workers or max(1, os.cpu_count() or 1)
     cluster = LocalCluster(n_workers=n, threads_per_worker=threads_per_worker,
-                           processes=True, dashboard_address=None)
+                           processes=True, dashboard_address=":0",
+                           silence_logs=logging.WARNING)
     log.info("started a LocalCluster: %d workers x %d thread", n, threads_per_worker)
     return cluster, Client(cluster)
 

@@ -136,7 +136,7 @@ def test_a_dead_worker_does_not_change_the_result(twonorm):
 
     (X, y), _ = twonorm
     kw = dict(C=1.0, k=1500, sample_size=500, max_iter=6, random_state=3, n_partitions=6)
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         reference = RandSVMClassifier(**kw, client=client).fit(X, y)
         result = {}

@@ -76,11 +76,11 @@ def test_same_random_state_same_model_whatever_the_layout(checkerboard):
 
     X, y = checkerboard
     kw = dict(C=10, gamma=1.0, k=400, sample_size=500, max_iter=4, random_state=7)
-    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as c1, \
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as c1, \
             Client(c1) as client:
         a = RandSVMClassifier(**kw, client=client, n_partitions=1).fit(X, y)
         b = RandSVMClassifier(**kw, client=client, n_partitions=9).fit(X, y)
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as c2, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as c2, \
             Client(c2) as client:
         c = RandSVMClassifier(**kw, client=client, n_partitions=4).fit(X, y)
     for other in (b, c):

@@ -133,6 +133,24 @@ def plot(results: list[dict], path: str) -> None:
     fig.savefig(path, dpi=110)
 
 
+def table(results: list[dict]) -> str:
+    """Markdown table of the runs (accuracy in %, #SV and its ratio to LIBSVM's)."""
+    lines = ["| data set (C, gamma) | algorithm | test acc % | #SV | #SV / LIBSVM | labels used "
+             "| kept | kernel evals | train s |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    ref = {(r["dataset"], r["C"], r["gamma"]): r["n_sv"] for r in results
+           if r["algo"] == "LIBSVM"}
+    for r in results:
+        key = (r["dataset"], r["C"], r["gamma"])
+        ratio = r["n_sv"] / ref[key] if key in ref else float("nan")
+        lines.append(
+            f"| {r['dataset']} ({r['C']:g}, {r['gamma']:.3g}) | {r['algo']} | "
+            f"{100 * r['acc']:.2f} | {r['n_sv']:,} | {ratio:.2f} | "
+            f"{r.get('labels', r['rows']):,} | {r.get('kept', r['rows']):,} | "
+            f"{format(r['kernel_evals'], ',') if 'kernel_evals' in r else '-'} | "
+            f"{r['train_s']:.1f} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> None:
     """Run the benchmark; print one JSON line per run; optionally plot."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -142,20 +160,29 @@ def main(argv=None) -> None:
     p.add_argument("--every", type=int, default=500, help="rows between curve points")
     p.add_argument("--eval-rows", type=int, default=2000, help="test rows for the curves")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--C", type=float, help="override C (all listed sets)")
+    p.add_argument("--gamma", type=float, help="override gamma (all listed sets)")
+    p.add_argument("--no-removal-runs", action="store_true",
+                   help="skip the m runs (LIBSVM, OnlineSVMR, OnlineASVMR only)")
     p.add_argument("--out", help="append JSON lines here")
     p.add_argument("--plot", help="PNG path for the accuracy-vs-labels curves")
     p.add_argument("--from-jsonl", help="only plot the runs of this JSON-lines file")
     args = p.parse_args(argv)
     if args.from_jsonl:
         results = [json.loads(line) for line in open(args.from_jsonl)]
-        plot(results, args.plot)
+        print(table(results))
+        if args.plot:
+            plot(results, args.plot)
         return
     results = []
     for ds in args.datasets:
         C, gamma = SETTINGS[ds]
+        C = args.C if args.C is not None else C
+        gamma = args.gamma if args.gamma is not None else gamma
         X, y, Xt, yt = load(ds, args.rows, args.seed)
         common = dict(every=args.every, eval_rows=args.eval_rows)
-        configs = [None, {}] + [{"max_non_sv": m} for m in args.m_values] + [{"active": True}]
+        m_values = [] if args.no_removal_runs else args.m_values
+        configs = [None, {}] + [{"max_non_sv": m} for m in m_values] + [{"active": True}]
         for kw in configs:
             run = run_libsvm(X, y, Xt, yt, C, gamma) if kw is None else \
                 run_ramp(X, y, Xt, yt, C, gamma, **common, **kw)

@@ -422,7 +422,8 @@ class OnlineRampSVM(StreamingClassifier):
             None keeps every point (exact OnlineSVMR; memory grows with the stream).
         active: True for OnlineASVMR: only rows with f(x) in the ramp region (|f| <= 1 for
             s = -1) have their label queried; ``partial_fit`` takes labels for all rows but
-            uses only the queried ones (``n_labels_queried_`` counts them).
+            uses only the queried ones (``n_labels_queried_`` counts them; one-vs-rest:
+            each binary learner decides for itself, a row counts once if any asked).
         tol: KKT stopping tolerance (paper: 1e-3).
         gain_tol: dual-gain stopping tolerance (paper: 1e-5).
         random_state: accepted for API uniformity; the algorithm is deterministic given

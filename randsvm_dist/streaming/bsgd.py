@@ -16,6 +16,7 @@ printed algorithm is garbled, is derived in :mod:`._bsgd_kernels`.
 
 from __future__ import annotations
 
+import copy
 import numbers
 
 import numpy as np
@@ -228,7 +229,7 @@ class _BinaryBSGD:
         out.__dict__.update(self.__dict__)
         for name in ("sv", "sqn", "beta", "counters"):
             setattr(out, name, getattr(self, name).copy())
-        out.rng = np.random.default_rng(self.rng.bit_generator.random_raw())
+        out.rng = copy.deepcopy(self.rng)  # the input's stream must not advance
         return out
 
 

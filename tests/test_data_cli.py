@@ -24,7 +24,7 @@ def test_make_then_info(tmp_path, capsys):
     assert info["bytes"] > 0 and info["source"]["generator"] == "checkerboard"
     assert main(["data", "info", str(dst)]) == 0
     text = capsys.readouterr().out
-    assert "rows        5,000" in text and "partitions  3" in text
+    assert "rows         5,000" in text and "partitions   3" in text
 
 
 def test_convert_a9a_test_with_n_features(tmp_path, shared_datasets, capsys):

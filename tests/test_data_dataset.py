@@ -91,6 +91,8 @@ def test_encode_labels(tmp_path, dense_xy):
     np.testing.assert_array_equal(enc, [1.0, -1.0, 1.0])
     assert enc.dtype == np.float64
     np.testing.assert_array_equal(ds.encode_labels(np.array([7, 3]), binary=False), [1, 0])
+    assert ds.label_mapping() == {3: -1.0, 7: 1.0}
+    assert ds.label_mapping(binary=False) == {3: 0, 7: 1}
     with pytest.raises(SchemaError, match="label 5"):
         ds.encode_labels(np.array([3, 5]))
 

@@ -120,6 +120,9 @@ def describe(ds) -> dict:
         "label_column": ds.label_column,
         "classes": [_py(v) for v in classes],
         "class_counts": [int(c) for c in ds.class_counts],
+        "label_mapping": ({str(k): v for k, v in
+                           ds.label_mapping(binary=len(classes) == 2).items()}
+                          if len(classes) >= 2 else None),
         "bytes": ds.nbytes_on_disk,
         "partition_rows": ds.partition_rows,
         "source": {k: ds.meta[k] for k in ("generator", "seed", "source", "source_format")
@@ -142,21 +145,25 @@ def _info(args) -> int:
         return 0
     rows = info["partition_rows"]
     lines = [
-        f"path        {info['path']}",
-        f"rows        {info['rows']:,}",
-        f"features    {info['features']:,} ({info['layout']})",
-        f"partitions  {info['partitions']} (rows per partition {min(rows):,}..{max(rows):,})",
-        f"bytes       {info['bytes']:,} ({info['bytes'] / 2**20:.1f} MiB on disk)",
-        f"label       {info['label_column']!r}: {len(info['classes'])} classes",
+        f"path         {info['path']}",
+        f"rows         {info['rows']:,}",
+        f"features     {info['features']:,} ({info['layout']})",
+        f"partitions   {info['partitions']} (rows per partition {min(rows):,}..{max(rows):,})",
+        f"bytes        {info['bytes']:,} ({info['bytes'] / 2**20:.1f} MiB on disk)",
+        f"label        {info['label_column']!r}: {len(info['classes'])} classes",
     ]
     total = max(info["rows"], 1)
+    mapping = info["label_mapping"] or {}
     for v, c in zip(info["classes"][:20], info["class_counts"][:20], strict=False):
-        lines.append(f"  {v!r:>10}  {c:>12,}  ({100 * c / total:.1f}%)")
+        code = mapping.get(str(v))
+        to = f"  -> {code:+g}" if isinstance(code, float) else (
+            f"  -> {code}" if code is not None else "")
+        lines.append(f"  {v!r:>10}  {c:>12,}  ({100 * c / total:.1f}%){to}")
     if len(info["classes"]) > 20:
         lines.append(f"  ... {len(info['classes']) - 20} more")
     if len(info["classes"]) < 2:
         lines.append("  warning: one class only; an SVM needs at least two")
     for k, v in info["source"].items():
-        lines.append(f"{k:<12}{v}")
+        lines.append(f"{k:<12} {v}")
     print("\n".join(lines))
     return 0

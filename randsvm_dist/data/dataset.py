@@ -316,6 +316,16 @@ class Dataset:
             return np.where(pos_c == 1, 1.0, -1.0)
         return pos_c.astype(np.int64)
 
+    def label_mapping(self, binary: bool = True) -> dict:
+        """``{raw label: encoded label}`` as :meth:`encode_labels` maps them.
+
+        Raises:
+            SchemaError: as :meth:`encode_labels` (one class; more than two when binary).
+        """
+        classes = self.classes
+        codes = self.encode_labels(classes, binary=binary)
+        return {_py(c): _py(v) for c, v in zip(classes, codes, strict=True)}
+
     # ------------------------------------------------------------------ internals
     def _sparse_from(self, table: pa.Table, path: str) -> sp.csr_matrix:
         idx = table.column("indices").combine_chunks()
@@ -349,8 +359,10 @@ class Dataset:
                     f"{path}: row {row} has feature index {int(indices[bad])}; expected "
                     f"0 <= index < n_features={self.n_features}"
                 )
-        return sp.csr_matrix((data, indices, off_i.astype(np.int64)),
-                             shape=(n, self.n_features))
+        # Same index dtype for indptr and indices, so scipy does not copy either.
+        itype = np.int32 if len(data) < np.iinfo(np.int32).max else np.int64
+        return sp.csr_matrix((data, indices.astype(itype, copy=False),
+                              off_i.astype(itype, copy=False)), shape=(n, self.n_features))
 
     def _compute_class_stats(self) -> None:
         values, counts = None, None

@@ -349,7 +349,10 @@ def primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, kmax, eps, beta, invC):
     nb = _discard_small(W, bb, Q, ee, rr, nb, eps)
     st[ST_NB] = nb
     st[ST_NBUF] = 0
-    st[ST_NCORE] += added
+    if mu0 > 0.0 or kmax > 1:
+        st[ST_NCORE] += added
+    else:  # the old centre dropped out of the new one: only the new points remain
+        st[ST_NCORE] = added
 
 
 @njit(cache=True, inline="always")

@@ -25,7 +25,7 @@ DENSE_CHUNK_VALUES = 1 << 22  # values per densified chunk of sparse rows (kerne
 
 
 class BallCover:
-    """Binary one-pass learner: a sequence of enclosing balls (newest = largest).
+    """Binary one-pass learner: a sequence of enclosing balls (the newest last).
 
     Args:
         n_features: feature count.
@@ -94,11 +94,15 @@ class BallCover:
 
     @property
     def n_core(self) -> int:
-        """Points that entered a centre with non-zero weight (store size in kernel form),
-        counted after enclosing the lookahead buffer."""
+        """Core points, counted after enclosing the lookahead buffer: in the primal form
+        the points that entered a centre with non-zero weight; in the kernel/store form
+        the stored points some live ball uses."""
         if self.st[M.ST_NBUF] > 0:
             return self.flushed().n_core
-        return int(self.st[M.ST_NSTORE] if self.dual else self.st[M.ST_NCORE])
+        if not self.dual:
+            return int(self.st[M.ST_NCORE])
+        m = int(self.st[M.ST_NSTORE])
+        return int((self.A[: self.n_balls, :m] != 0).any(axis=0).sum())
 
     def _resolve_kernel(self, X) -> None:
         if self.kernel is not None:

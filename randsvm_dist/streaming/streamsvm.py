@@ -29,7 +29,10 @@ Departures from the printed Algorithm 1:
 - ``lam`` uses the radius *before* the update in all three lines; the printed order
   updates ``R`` (line 8) before the ``xi^2`` update (line 9) uses ``R/d``;
 - the test is ``d > R`` (a point on the sphere needs no update);
-- the bias coordinate ``beta y`` is included (the paper treats the unbiased case).
+- the bias coordinate ``beta y`` is included (the paper treats the unbiased case);
+- rows are scaled to unit norm by default (``normalize='auto'``, not for rbf): the MEB
+  of the augmented points is the l2-SVM only if ``k(x, x)`` is constant, which the paper
+  assumes ("dot product (normalized inputs)") but does not do in its pseudo-code.
 
 Algorithm 2 (lookahead L): points with ``d > R`` (against the ball at their arrival) are
 buffered; when L are buffered, the ball becomes the exact MEB of the old ball and the
@@ -142,7 +145,3 @@ class _StreamBall(BallCover):
     def decision_function(self, X) -> np.ndarray:
         """Signed scores of the rows of X (float64)."""
         return self.flushed().ball_scores(X)[:, -1]
-
-    def merge(self, other):
-        """Closed-form enclosing ball of the two (flushed) balls; a new object."""
-        return super().merge(other)

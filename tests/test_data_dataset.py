@@ -158,6 +158,21 @@ def test_user_table_nan_and_null_named(tmp_path):
     pq.write_table(pa.table({"x": [1.0, 2.0], "label": [1, None]}), e / "a.parquet")
     with pytest.raises(SchemaError, match="row 1 has no value in label"):
         Dataset.open(e).read_partition(0)
+    f = tmp_path / "nanlabel"
+    f.mkdir()
+    pq.write_table(pa.table({"x": [1.0, 2.0], "label": [1.0, np.nan]}), f / "a.parquet")
+    with pytest.raises(SchemaError, match="row 1 has a NaN or infinite label"):
+        Dataset.open(f).read_partition(0)
+
+
+def test_single_file_and_file_url(tmp_path, dense_xy):
+    X, y = dense_xy
+    ds = write_arrays(X, y, tmp_path / "d", partitions=2)
+    one = Dataset.open(ds.paths[1])
+    assert one.n_rows == 500 and list(one.classes) == [3, 7]
+    url = Dataset.open((tmp_path / "d").as_uri())
+    assert url.n_partitions == 2
+    np.testing.assert_array_equal(url.to_arrays()[0], X)
 
 
 def test_partitions_with_different_schemas_refused(tmp_path):

@@ -417,7 +417,11 @@ def _label_numpy(col: pa.ChunkedArray, path: str, name: str) -> np.ndarray:
     if col.null_count:
         row = _first_null(col.combine_chunks())
         raise SchemaError(f"{path}: row {row} has no value in label column {name!r}")
-    return col.to_numpy()
+    y = col.to_numpy()
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        row = int(np.argmax(~np.isfinite(y)))
+        raise SchemaError(f"{path}: row {row} has a NaN or infinite label in column {name!r}")
+    return y
 
 
 def _dense_from(table: pa.Table, feature_columns: list[str], path: str) -> np.ndarray:

@@ -34,10 +34,12 @@ class CsvLayout:
 
     @property
     def feature_indices(self) -> list[int]:
+        """0-based positions of the feature columns, in file order."""
         return [j for j in range(len(self.names)) if j != self.label_index]
 
     @property
     def feature_names(self) -> list[str]:
+        """Names of the feature columns (header names, or c0, c1, ...)."""
         return [self.names[j] for j in self.feature_indices]
 
 

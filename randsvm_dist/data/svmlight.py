@@ -33,6 +33,7 @@ class ParsedChunk:
 
     @property
     def n_rows(self) -> int:
+        """Number of rows parsed."""
         return len(self.labels)
 
     @property

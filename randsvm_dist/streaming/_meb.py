@@ -553,6 +553,9 @@ def dual_pass(X, y, start, A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, L,
     cap = S.shape[0]
     kv = np.empty(cap)
     fs = np.empty(A.shape[0])
+    # linear kernel: score against explicit w_i = sum_s A[i, s] S[s] (refreshed per flush)
+    Wd = np.zeros((A.shape[0], D))
+    stale = True
     for r in range(start, n):
         yr = y[r]
         xx = 0.0
@@ -578,16 +581,31 @@ def dual_pass(X, y, start, A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, L,
         if M + L > cap:
             return r
         nb = int(st[ST_NB])
-        for s_ in range(M):
-            d = 0.0
-            for t in range(D):
-                d += S[s_, t] * X[r, t]
-            kv[s_] = _kval(kid, d, Sn[s_], xx, gamma, degree, coef0)
-        for i in range(nb):
-            f = 0.0
+        if kid == LINEAR:
+            if stale:
+                for i in range(nb):
+                    for t in range(D):
+                        acc = 0.0
+                        for s_ in range(M):
+                            acc += A[i, s_] * S[s_, t]
+                        Wd[i, t] = acc
+                stale = False
+            for i in range(nb):
+                f = 0.0
+                for t in range(D):
+                    f += Wd[i, t] * X[r, t]
+                fs[i] = f + beta * bb[i]
+        else:
             for s_ in range(M):
-                f += A[i, s_] * kv[s_]
-            fs[i] = f + beta * bb[i]
+                d = 0.0
+                for t in range(D):
+                    d += S[s_, t] * X[r, t]
+                kv[s_] = _kval(kid, d, Sn[s_], xx, gamma, degree, coef0)
+            for i in range(nb):
+                f = 0.0
+                for s_ in range(M):
+                    f += A[i, s_] * kv[s_]
+                fs[i] = f + beta * bb[i]
         kxx = _kdiag(kid, xx, gamma, degree, coef0)
         if _outside_all(fs, Q, ee, rr, nb, yr, kxx, beta, invC, eps, fs[nb - 1]):
             k = int(st[ST_NBUF])
@@ -598,6 +616,7 @@ def dual_pass(X, y, start, A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, L,
             Bn[k] = xx
             st[ST_NBUF] = k + 1
             if k + 1 >= L:
+                stale = True
                 if coreset:
                     coreset_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bn, kmax, eps, beta,
                                   invC, kid, gamma, degree, coef0, False)

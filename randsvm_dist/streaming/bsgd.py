@@ -12,6 +12,16 @@ pairwise weight degradation, either by a chain of binary golden-section merges (
 ``merge='golden'``) or by gradient ascent over the merged point (MM-GD,
 ``merge='gradient'``). M=2 is plain BSGD-merge. The merge maths, including where the paper's
 printed algorithm is garbled, is derived in :mod:`._bsgd_kernels`.
+
+Details the paper leaves open, as implemented:
+
+- the coefficients are kept unscaled (``alpha = beta / (lambda t)``, every new SV gets
+  ``beta = y``), so fresh SVs tie on ``|alpha|``; ties go to the lowest storage slot;
+- a two-point merge always uses the golden-section line search (for two points the optimum
+  lies on their line), also with ``merge='gradient'``, and so does the last, smaller merge
+  of :meth:`merge` when fewer than M points must go;
+- partners are ranked by a 12-step golden search, the executed merges use 40 steps;
+- the learner's decision function is the last SGD iterate (no averaging), as in BSGD.
 """
 
 from __future__ import annotations

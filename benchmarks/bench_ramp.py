@@ -112,8 +112,12 @@ def plot(results: list[dict], path: str) -> None:
     import matplotlib.pyplot as plt
 
     sets = list(dict.fromkeys(r["dataset"] for r in results))
-    fig, axes = plt.subplots(1, len(sets), figsize=(4 * len(sets), 3.4), squeeze=False)
-    for ax, ds in zip(axes[0], sets):
+    ncol = min(3, len(sets))
+    nrow = -(-len(sets) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.4 * nrow), squeeze=False)
+    for ax in axes.flat[len(sets):]:
+        ax.set_visible(False)
+    for ax, ds in zip(axes.flat, sets):
         for r in results:
             if r["dataset"] != ds or r["algo"] not in ("OnlineSVMR", "OnlineASVMR"):
                 continue
@@ -125,10 +129,10 @@ def plot(results: list[dict], path: str) -> None:
                 ax.axhline(r["acc"], color="gray", ls="--", lw=1, label="LIBSVM (all labels)")
         ax.set_xscale("log")
         ax.set_title(ds)
-        ax.set_xlabel("labels queried")
+        ax.set_xlabel("labels queried (curve: first eval-rows test rows)")
         ax.set_ylabel("test accuracy")
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
+    axes.flat[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

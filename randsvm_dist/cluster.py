@@ -83,3 +83,20 @@ def dask_client(client=None):
 def n_workers(client) -> int:
     """Number of workers currently connected."""
     return len(client.scheduler_info().get("workers", {}))
+
+
+def _identity(obj):
+    return obj
+
+
+def put(client, obj):
+    """Ship an object to the workers as a recomputable task.
+
+    Unlike ``client.scatter``, whose data is lost with the workers holding it, the object
+    travels inside the task itself, so after a worker dies Dask can rebuild it and every
+    task that depends on it.
+
+    Returns:
+        a Future of the object.
+    """
+    return client.submit(_identity, obj, pure=False)

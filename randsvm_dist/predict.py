@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .cluster import dask_client
+from .cluster import dask_client, put
 from .exceptions import SchemaError
 
 
@@ -62,7 +62,7 @@ def predict_dataset(estimator, data, out_dir: str | os.PathLike, client=None) ->
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.perf_counter()
     with dask_client(client) as c:
-        est = c.scatter(estimator, broadcast=True, hash=False)
+        est = put(c, estimator)
         rows = c.gather([c.submit(_predict_partition, est, ds, i, out_dir, pure=False,
                                   retries=2) for i in range(ds.n_partitions)])
     return {"rows": int(sum(rows)), "partitions": ds.n_partitions,
@@ -101,7 +101,7 @@ def evaluate_dataset(estimator, data, client=None) -> dict:
     _check_features(estimator, ds)
     t0 = time.perf_counter()
     with dask_client(client) as c:
-        est = c.scatter(estimator, broadcast=True, hash=False)
+        est = put(c, estimator)
         cms = c.gather([c.submit(_confusion_partition, est, ds, i, pure=False, retries=2)
                         for i in range(ds.n_partitions)])
     cm = np.sum(cms, axis=0)

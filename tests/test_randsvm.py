@@ -103,7 +103,7 @@ def test_violator_draw_is_uniform_across_unequal_partitions():
     model = ScanModel(None, None, np.zeros((0, 0)), np.zeros(0))
     for t in range(trials):
         req = [ProblemRequest(1, np.empty(0, np.int64), m, stream_id(123, t))]
-        per_part = [scan_partition(p, model, req) for p in parts]
+        per_part = [scan_partition(p, model, req).problems for p in parts]
         draw = _merge_scans(per_part, 0, m)["draw"]
         assert len(draw) == m == len(np.unique(draw))
         hits[draw] += 1
@@ -126,7 +126,7 @@ def test_violators_exclude_the_working_set():
     model = ScanModel(Kernel("linear"), np.zeros((1, 1), np.float32),
                       np.zeros((1, 1), np.float32), np.zeros(1))
     req = [ProblemRequest(1, np.array([101, 107]), 100, 1)]
-    out = scan_partition(part, model, req)[0]
+    out = scan_partition(part, model, req).problems[0]
     assert out.n_violators == 8  # f = 0 everywhere: every row violates, minus 2 excluded
     assert set(out.rows) == set(range(100, 110)) - {101, 107}
 
@@ -148,3 +148,36 @@ def test_multiclass_one_vs_rest_shares_scans(dask_client):
     assert set(est.predict(Xt)) <= set(est.classes_)
     assert est.score(Xt, yt) > 0.80
     assert sorted({h["problem"] for h in est.history_}) == [0, 1, 2]
+
+
+def test_screening_is_exact():
+    """A scan that skips rows by the bound y f_new >= y f_old - ||dw|| ||phi|| - |db| finds
+    the same violators and hinge sums as a full scan."""
+    from randsvm_dist.randsvm.driver import _Snapshot, model_shift
+    from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
+
+    X, y = make_arrays("checkerboard", 6000, seed=11)
+    kernel = Kernel("rbf", 1.0)
+    part = Partition(X, (y > 0).astype(np.int32), 0)
+    sols = [solve_binary(X[a:a + 1500], y[a:a + 1500], SolverParams(10.0, kernel))
+            for a in (0, 700)]
+    snaps = [_Snapshot(a + s.support, X[a + s.support], s.dual_coef, s.intercept)
+             for a, s in zip((0, 700), sols)]
+    models = [ScanModel(kernel, sn.X, sn.coef[:, None].astype(np.float32),
+                        np.array([sn.intercept])) for sn in snaps]
+    req = [ProblemRequest(1, np.empty(0, np.int64), 10**6, 5)]
+    first = scan_partition(part, models[0], req)
+    dw, db = model_shift(snaps[0], snaps[1], kernel, False, np.inf)
+    screened = scan_partition(part, models[1], req, first.lower, np.array([dw]),
+                              np.array([db]))
+    full = scan_partition(part, models[1], req)
+    assert screened.n_evaluated < full.n_evaluated == 6000
+    a, b = screened.problems[0], full.problems[0]
+    assert a.n_violators == b.n_violators
+    np.testing.assert_array_equal(np.sort(a.rows), np.sort(b.rows))
+    assert a.hinge_pos == pytest.approx(b.hinge_pos, rel=1e-5)
+    assert a.hinge_neg == pytest.approx(b.hinge_neg, rel=1e-5)
+    # the shift is the feature-space distance between the two models
+    f0 = decision_values(X, snaps[0].X, snaps[0].coef, snaps[0].intercept, kernel)
+    f1 = decision_values(X, snaps[1].X, snaps[1].coef, snaps[1].intercept, kernel)
+    assert np.max(np.abs(f1 - f0)) <= dw + db + 1e-3

@@ -25,10 +25,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ..cluster import put
+from ..kernels import decision_values
 from ..solvers.libsvm_adapter import BinarySolution, SolverParams, solve_binary
 from .partitions import take_rows
 from .sampling import stream_id
-from .scan import ProblemRequest, ScanModel, scan_partition
+from .scan import ProblemRequest, ScanModel, ScanOutput, scan_partition
 
 log = logging.getLogger("randsvm_dist")
 
@@ -116,14 +118,61 @@ def _scan_model(problems: list[Problem], kernel, sparse: bool, n_features: int) 
 
 
 def _scan(client, parts: PartitionSet, model: ScanModel | None,
-          requests: list[ProblemRequest | None]):
-    model_future = client.scatter(model, broadcast=True, hash=False) if model else None
-    futures = [client.submit(scan_partition, f, model_future or _NO_MODEL, requests,
-                             pure=False, retries=2) for f in parts.futures]
-    return client.gather(futures)
+          requests: list[ProblemRequest | None], prev_lower=None, shift_w=None,
+          shift_b=None):
+    """Scan every partition; returns (per-partition ProblemScan lists, lower-bound futures
+    kept on the workers for the next scan's screening, rows evaluated)."""
+    model_future = put(client, model) if model else _NO_MODEL
+    outs = [client.submit(scan_partition, f, model_future, requests,
+                          None if prev_lower is None else prev_lower[i], shift_w, shift_b,
+                          pure=False, retries=2)
+            for i, f in enumerate(parts.futures)]
+    answers = client.gather([client.submit(_answers, o, pure=False, retries=2) for o in outs])
+    lower = [client.submit(_lower, o, pure=False, retries=2) for o in outs]
+    return [a[0] for a in answers], lower, sum(a[1] for a in answers)
+
+
+def _answers(out: ScanOutput):
+    return out.problems, out.n_evaluated
+
+
+def _lower(out: ScanOutput) -> np.ndarray:
+    return out.lower
 
 
 _NO_MODEL = ScanModel(None, None, np.zeros((0, 0)), np.zeros(0))
+
+
+@dataclass
+class _Snapshot:
+    rows: np.ndarray
+    X: object
+    coef: np.ndarray
+    intercept: float
+
+
+def _snapshot(p: Problem) -> _Snapshot:
+    return _Snapshot(p.sv_rows, p.sv_X, p.dual_coef, p.intercept)
+
+
+def model_shift(prev: _Snapshot, cur: _Snapshot, kernel, sparse: bool,
+                max_pairs: float) -> tuple[float, float]:
+    """(||w_cur - w_prev|| in feature space, |b_cur - b_prev|); inf when the union of the
+    two SV sets is too large for max_pairs kernel evaluations."""
+    db = abs(cur.intercept - prev.intercept)
+    rows, first = np.unique(np.concatenate([prev.rows, cur.rows]), return_index=True)
+    if len(rows) ** 2 > max_pairs:
+        return np.inf, db
+    X = _vstack([prev.X, cur.X], sparse)
+    if X is None:
+        return 0.0, db
+    XU = X[first]
+    dc = np.zeros(len(rows))
+    dc[np.searchsorted(rows, cur.rows)] += cur.coef
+    dc[np.searchsorted(rows, prev.rows)] -= prev.coef
+    q = float(dc @ decision_values(XU, XU, dc, 0.0, kernel))
+    # float32 kernel values: pad the norm so the bound stays safe
+    return np.sqrt(max(q, 0.0)) * (1 + 1e-3) + 1e-4, db
 
 
 def _merge_scans(per_part, p: int, n_draw: int):
@@ -188,8 +237,9 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
     Returns:
         list of per-iteration, per-problem records: iteration, problem, sample_size,
         n_support, n_violators, violator_fraction, n_errors, min_margin, dual_objective,
-        primal_objective, relative_gap, solve_seconds, scan_seconds, seconds (since the
-        start), stop_reason.
+        primal_objective, relative_gap, solve_seconds, scan_seconds, rows_evaluated (rows
+        whose decision values the scan computed; the rest were screened exactly), seconds
+        (since the start), stop_reason.
     """
     n = parts.n_rows
     r = min(cfg.sample_size, n)
@@ -199,15 +249,25 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
     # Iteration 0: the same uniform sample of r rows for every problem.
     first = [ProblemRequest(-1, np.empty(0, np.int64), r, stream_id(cfg.random_state, 0),
                             cfg.margin_tol)]
-    per_part = _scan(client, parts, None, first)
+    per_part, _, _ = _scan(client, parts, None, first)
     draw = _merge_scans(per_part, 0, r)["draw"]
     _set_working_sets(client, parts, problems, [draw] * len(problems))
     it = 0
+    lower, scanned = None, None
     while True:
         it += 1
         solve_seconds = _solve(client, problems)
         t_scan = time.perf_counter()
         model = _scan_model(problems, kernel, parts.is_sparse, parts.n_features)
+        shift_w = shift_b = None
+        if scanned is not None:
+            shift_w = np.full(len(problems), np.inf)
+            shift_b = np.zeros(len(problems))
+            for j, p in enumerate(problems):
+                if p.stop_reason is None:
+                    shift_w[j], shift_b[j] = model_shift(
+                        scanned[j], _snapshot(p), kernel, parts.is_sparse,
+                        0.25 * n * max(len(p.sv_rows), 1))
         requests = []
         for j, p in enumerate(problems):
             if p.stop_reason is not None:
@@ -215,7 +275,9 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
                 continue
             requests.append(ProblemRequest(p.positive, p.ws_rows, max(r - len(p.sv_rows), 0),
                                            stream_id(cfg.random_state, it, j), cfg.margin_tol))
-        per_part = _scan(client, parts, model, requests)
+        per_part, lower, n_evaluated = _scan(client, parts, model, requests, lower,
+                                             shift_w, shift_b)
+        scanned = [_snapshot(p) for p in problems]
         scan_seconds = time.perf_counter() - t_scan
         draws: list[np.ndarray | None] = []
         for j, p in enumerate(problems):
@@ -247,6 +309,7 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
                 "primal_objective": float(primal),
                 "relative_gap": float((primal - p.dual_objective) / max(abs(primal), 1e-300)),
                 "solve_seconds": solve_seconds, "scan_seconds": scan_seconds,
+                "rows_evaluated": n_evaluated,
                 "seconds": time.perf_counter() - t0,
                 "stop_reason": p.stop_reason,
             }

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels import Kernel, decision_values
+from ..kernels import Kernel, decision_values, row_sq_norms
 from .partitions import Partition
 from .sampling import row_keys, smallest_keys
 
 DENSE_SV_BYTES = 256 << 20
+# Screened rows keep y f >= 1 + slack: covers float32 rounding of the decision values.
+SCREEN_SLACK = 1e-2
 
 
 @dataclass
@@ -76,50 +78,102 @@ def _dense_svs(sv):
     return sv
 
 
-def scan_partition(part: Partition, model: ScanModel,
-                   requests: list[ProblemRequest]) -> list[ProblemScan]:
+@dataclass
+class ScanOutput:
+    """A partition's scan: per-problem answers and lower bounds of y f(x) for the next scan.
+
+    Attributes:
+        problems: one ProblemScan per request (None where the request is None).
+        lower: (n_rows, n_problems) float32 lower bounds of y f(x) under the scanned models
+            (exact where the row was evaluated; -inf where unknown).
+        n_evaluated: rows whose decision values were computed (the others were screened).
+    """
+
+    problems: list
+    lower: np.ndarray
+    n_evaluated: int
+
+
+def feature_norms(X, kernel: Kernel) -> np.ndarray:
+    """||phi(x)|| = sqrt(k(x, x)) per row (inf where the kernel gives no such bound)."""
+    if kernel.name == "rbf":
+        return np.ones(X.shape[0], dtype=np.float32)
+    sq = row_sq_norms(X).astype(np.float64)
+    if kernel.name == "linear":
+        return np.sqrt(sq)
+    if kernel.name == "poly" and kernel.coef0 >= 0:
+        return (kernel.gamma * sq + kernel.coef0) ** (kernel.degree / 2.0)
+    return np.full(X.shape[0], np.inf)  # sigmoid is not positive definite
+
+
+def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequest],
+                   prev_lower: np.ndarray | None = None,
+                   shift_w: np.ndarray | None = None,
+                   shift_b: np.ndarray | None = None) -> ScanOutput:
     """Scan one partition for the violators of every problem (runs on a worker).
+
+    Screening (exact): y f_new(x) >= y f_old(x) - ||w_new - w_old|| ||phi(x)|| - |b_new - b_old|,
+    so a row whose bound from the previous scan stays above 1 + SCREEN_SLACK is neither a
+    violator nor has hinge loss; its kernel row is not computed.
 
     Args:
         part: the partition.
         model: the current models (see ScanModel).
         requests: one ProblemRequest per problem (None for a finished problem).
+        prev_lower: the previous scan's ``lower`` of this partition (None: evaluate all).
+        shift_w, shift_b: per problem ||w_new - w_old|| and |b_new - b_old| (inf: unknown).
 
     Returns:
-        one ProblemScan per request (None where the request is None).
+        ScanOutput.
     """
     n = part.n_rows
+    P = len(requests)
     active = [p for p, r in enumerate(requests) if r is not None]
+    lower = (np.full((n, P), -np.inf, dtype=np.float32) if prev_lower is None
+             else prev_lower.copy())
+    ys = np.stack([np.where(part.cls == requests[p].positive, 1.0, -1.0) for p in active],
+                  axis=1) if active else np.zeros((n, 0))
+    n_evaluated = n
     if model.support_vectors is None:
-        f = np.zeros((n, len(requests)))
+        yf = np.zeros((n, len(active)))
     else:
-        f = decision_values(part.X, _dense_svs(model.support_vectors), model.coef[:, active],
-                            model.intercept[active], model.kernel)
-        f = f.reshape(n, len(active))
-    out: list[ProblemScan | None] = [None] * len(requests)
+        if prev_lower is not None and shift_w is not None:
+            norms = feature_norms(part.X, model.kernel)
+            with np.errstate(invalid="ignore"):
+                yf = (prev_lower[:, active].astype(np.float64)
+                      - norms[:, None] * shift_w[active] - shift_b[active])
+            yf[~np.isfinite(yf)] = -np.inf
+            rows = np.flatnonzero((yf < 1.0 + SCREEN_SLACK).any(axis=1))
+        else:
+            yf = np.empty((n, len(active)))
+            rows = np.arange(n)
+        n_evaluated = len(rows)
+        if len(rows):
+            X = part.X if len(rows) == n else part.X[rows]
+            f = decision_values(X, _dense_svs(model.support_vectors), model.coef[:, active],
+                                model.intercept[active], model.kernel)
+            yf[rows] = ys[rows] * f.reshape(len(rows), len(active))
+    lower[:, active] = yf
+    out: list[ProblemScan | None] = [None] * P
     gidx = np.arange(part.offset, part.offset + n, dtype=np.int64)
     for col, p in enumerate(active):
         req = requests[p]
-        y = np.where(part.cls == req.positive, 1.0, -1.0)
-        if model.support_vectors is None:
-            yf = np.zeros(n)
-        else:
-            yf = y * f[:, col]
-        hinge = np.maximum(0.0, 1.0 - yf)
+        y, m = ys[:, col], yf[:, col]
+        hinge = np.maximum(0.0, 1.0 - m)
         outside = np.ones(n, dtype=bool)
         if len(req.exclude):
             lo, hi = np.searchsorted(req.exclude, [part.offset, part.offset + n])
             outside[req.exclude[lo:hi] - part.offset] = False
-        viol = np.flatnonzero(outside & (yf < 1.0 - req.tol))
+        viol = np.flatnonzero(outside & (m < 1.0 - req.tol))
         keys = row_keys(req.stream, part.offset, n)[viol]
         pick = smallest_keys(keys, req.n_draw)
         out[p] = ProblemScan(
             n_violators=len(viol),
-            n_errors=int((yf < 0).sum()),
+            n_errors=int((m < 0).sum()),
             hinge_pos=float(hinge[y > 0].sum()),
             hinge_neg=float(hinge[y < 0].sum()),
-            min_margin=float(yf.min()) if n else np.inf,
+            min_margin=float(m.min()) if n else np.inf,
             keys=keys[pick],
             rows=gidx[viol[pick]],
         )
-    return out
+    return ScanOutput(out, lower, n_evaluated)

@@ -33,7 +33,13 @@ the paper are garbled in our copy):
   receives a label for every row, but uses (and counts) only the queried ones; the other
   rows are dropped as if their label had never been asked for.
 
-Departures: ``max_outer`` caps the CCCP relocation loop per example (counted in
+Implementation: SMO runs with LIBSVM-style shrinking (non-SVs of V with g < -0.5 are left
+out of the steps and their gradients rebuilt from the net alpha changes; the stopping rules
+are still checked on all of V), and the Gram cache keeps one float32 row per SV over every
+kept point (rows of points whose alpha returns to 0 are dropped after each example), so a
+step costs O(|kept|) flops and no kernel evaluation once the row exists.
+
+Departures: ``MAX_OUTER`` caps the CCCP relocation loop per example (counted in
 ``cccp_cap_hits``; never reached in our runs). The Gram cache is float32 (the algorithm then
 solves exactly the problem with the float32-rounded kernel, off by ~1e-7 relative).
 """

@@ -1,0 +1,152 @@
+"""``randsvm-dist stream``: one-pass training with a streaming learner on Dask.
+
+Every partition is learnt by its own task and the learners are tree-merged
+(:func:`randsvm_dist.reduce.fit_streaming`). The model is a joblib pickle of the fitted
+estimator (streaming models are not LIBSVM support-vector models); load it with
+``joblib.load``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .exceptions import ParameterError
+
+# method -> (class name in randsvm_dist.streaming, options it takes besides C/random-state)
+METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "streamsvm": ("StreamSVM", ("gamma", "lookahead", "kernel")),
+    "blurred": ("BlurredBallSVM", ("gamma", "lookahead", "kernel", "epsilon")),
+    "bsgd": ("BudgetedSGD", ("gamma", "budget")),
+    "ramp": ("OnlineRampSVM", ("gamma", "kernel")),
+}
+OPTIONAL = ("gamma", "lookahead", "kernel", "epsilon", "budget")
+
+
+def _number_or_name(value: str):
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def build_estimator(method: str, *, C: float | None = None, random_state: int = 0,
+                    **options):
+    """The streaming estimator of ``method`` with the given (non-None) options.
+
+    Args:
+        method: a key of :data:`METHODS`.
+        C: cost (None: the learner's default).
+        random_state: seed.
+        **options: gamma, lookahead, kernel, epsilon, budget (None: not given).
+
+    Returns:
+        an unfitted StreamingClassifier.
+
+    Raises:
+        ParameterError: unknown method, or an option the method does not take.
+    """
+    from . import streaming
+
+    if method not in METHODS:
+        raise ParameterError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    cls_name, allowed = METHODS[method]
+    given = {k: v for k, v in options.items() if v is not None}
+    bad = sorted(set(given) - set(allowed))
+    if bad:
+        raise ParameterError(f"--method {method} does not take "
+                             f"{', '.join('--' + b for b in bad)}")
+    params = {"random_state": random_state, **given}
+    if C is not None:
+        params["C"] = C
+    return getattr(streaming, cls_name)(**params)
+
+
+def _write_json(path: str | None, report: dict) -> None:
+    text = json.dumps(report, indent=2, default=str)
+    if path == "-":
+        print(text)
+    elif path:
+        with open(path, "w") as f:
+            f.write(text + "\n")
+
+
+def cmd_stream(args) -> int:
+    """Fit a streaming learner per partition, tree-merge, save, optionally evaluate."""
+    import joblib
+
+    from .predict import evaluate_dataset
+    from .reduce import fit_streaming
+
+    est = build_estimator(args.method, C=args.C, random_state=args.random_state,
+                          **{k: getattr(args, k) for k in OPTIONAL})
+    client = args.scheduler or None
+    model = fit_streaming(est, args.data, client=client, fan_in=args.fan_in)
+    info = model.reduce_info_
+    report = {"data": args.data, "method": args.method,
+              "estimator": type(model).__name__,
+              "params": model.get_params(deep=False), "model": args.model,
+              "reduce": info}
+    if args.model:
+        joblib.dump(model, args.model)
+    print(f"{type(model).__name__}: {info['rows']} rows, {info['partitions_used']} "
+          f"partitions, tree depth {info['depth']}, {info['seconds']:.1f} s, "
+          f"{info['n_core_']} core points"
+          + (f"; model written to {args.model}" if args.model else ""))
+    if args.test:
+        report["test"] = evaluate_dataset(model, args.test, client=client)
+        print(f"test accuracy {report['test']['accuracy']:.4f} on "
+              f"{report['test']['rows']} rows")
+    _write_json(args.json, report)
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add the ``stream`` command."""
+    p = subparsers.add_parser(
+        "stream", help="one-pass training: a streaming learner per partition, tree-merged",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="Learn each Parquet partition with a streaming SVM on the Dask workers "
+                    "and combine the learners by tree reduction. Options left out take "
+                    "the learner's own default.")
+    p.add_argument("data", help="Parquet data set (directory or URL, readable by workers)")
+    p.add_argument("--method", required=True, choices=list(METHODS),
+                   help="streamsvm: StreamSVM (MEB); blurred: BlurredBallSVM; bsgd: "
+                        "BudgetedSGD; ramp: OnlineRampSVM")
+    p.add_argument("--C", type=float, default=None, help="cost")
+    p.add_argument("--gamma", type=_number_or_name, default=None,
+                   help="kernel width: number, 'scale' or 'auto' (resolved once for the "
+                        "whole data set)")
+    p.add_argument("--kernel", default=None, choices=["linear", "rbf", "poly", "sigmoid"],
+                   help="streamsvm/blurred/ramp")
+    p.add_argument("--budget", type=int, default=None, help="bsgd: support vectors kept")
+    p.add_argument("--lookahead", type=int, default=None, help="streamsvm/blurred: L")
+    p.add_argument("--epsilon", type=float, default=None, help="blurred: blur epsilon")
+    p.add_argument("--fan-in", type=int, default=2, help="models merged per tree node")
+    p.add_argument("--random-state", type=int, default=0)
+    p.add_argument("--scheduler", default=None,
+                   help="Dask scheduler address (default: an embedded LocalCluster)")
+    p.add_argument("--test", default=None, help="Parquet data set to evaluate on")
+    p.add_argument("--model", default=None, help="write the fitted estimator (joblib)")
+    p.add_argument("--json", default=None, help="write a JSON report here ('-': stdout)")
+    p.set_defaults(func=cmd_stream)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The full ``randsvm-dist`` command line with ``stream`` registered (for
+    ``python -m randsvm_dist.stream_commands stream ...`` until cli.py lists this module).
+
+    Returns:
+        the exit code.
+    """
+    from . import cli
+
+    name = "randsvm_dist.stream_commands"
+    if name not in cli.COMMAND_MODULES:
+        cli.COMMAND_MODULES = (*cli.COMMAND_MODULES, name)
+    return cli.main(argv)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -212,6 +212,25 @@ def meb_of_balls(G, radii, tol=1e-13):
     return best_mu, best_R
 
 
+@njit(cache=True)
+def meb_of_points_warm(G, mu, tol=1e-13):
+    """Exact MEB of points (all radii 0) from a warm start mu on the simplex (in place).
+
+    Returns:
+        (mu, R) as meb_of_balls.
+    """
+    m = G.shape[0]
+    scale = 0.0
+    for j in range(m):
+        scale = max(scale, abs(G[j, j]))
+    bvec = np.empty(m)
+    for j in range(m):
+        bvec[j] = G[j, j]
+    Gmu = G @ mu
+    _pairwise_fw(G, bvec, mu, Gmu, tol * max(scale, 1e-300), 200000)
+    return mu, _radius_for(G, np.zeros(m), mu)
+
+
 # --------------------------------------------------------------------------------------
 # kernels inside the compiled loops (LIBSVM parameter meanings)
 # --------------------------------------------------------------------------------------
@@ -539,12 +558,13 @@ def dual_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, eps, beta, inv
 
 
 @njit(cache=True)
-def dual_pass(X, y, start, A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, L, eps,
+def dual_pass(X, y, start, A, bb, Q, ee, rr, st, S, Sn, Ks, BX, By, Bf, Bn, kmax, L, eps,
               beta, invC, kid, gamma, degree, coef0, coreset):
     """One pass of the ball cover over dense rows X[start:], kernel (dual) form.
 
     coreset: build each new ball as the MEB of the live balls' core points and the
-    buffer (Blurred Ball cover) instead of the MEB of the newest ball and the buffer.
+    buffer (Blurred Ball cover) instead of the MEB of the newest ball and the buffer;
+    Ks then caches the kernel matrix of the store (unused otherwise).
 
     Returns the index of the first unprocessed row: it stops early when the store
     might not hold the next flush (the caller grows the store and calls again).
@@ -567,6 +587,8 @@ def dual_pass(X, y, start, A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, L,
                 return r
             S[M, :] = X[r, :]
             Sn[M] = xx
+            if coreset:
+                Ks[M, M] = _kdiag(kid, xx, gamma, degree, coef0)
             A[0, :] = 0.0
             A[0, M] = yr
             bb[0] = beta * yr
@@ -618,8 +640,8 @@ def dual_pass(X, y, start, A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, L,
             if k + 1 >= L:
                 stale = True
                 if coreset:
-                    coreset_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bn, kmax, eps, beta,
-                                  invC, kid, gamma, degree, coef0, False)
+                    coreset_flush(A, bb, Q, ee, rr, st, S, Sn, Ks, BX, By, Bn, kmax, eps,
+                                  beta, invC, kid, gamma, degree, coef0, False)
                 else:
                     dual_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, eps, beta,
                                invC, kid, gamma, degree, coef0)
@@ -627,13 +649,14 @@ def dual_pass(X, y, start, A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, L,
 
 
 @njit(cache=True)
-def coreset_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bn, kmax, eps, beta, invC,
+def coreset_flush(A, bb, Q, ee, rr, st, S, Sn, Ks, BX, By, Bn, kmax, eps, beta, invC,
                   kid, gamma, degree, coef0, force):
     """Blurred ball cover step: the new ball is the exact MEB of the core points of every
     live ball plus the buffered points; its core set = the points with weight > 0.
 
-    The store must have room for the buffer. A stored point's label is the sign of any
-    non-zero coefficient (coefficients are a_n y_n with a_n > 0).
+    The store must have room for the buffer; Ks[:M, :M] is the store's kernel matrix
+    (kept up to date here). A stored point's label is the sign of any non-zero
+    coefficient (coefficients are a_n y_n with a_n > 0).
     """
     nbuf = int(st[ST_NBUF])
     if nbuf == 0 and not force:
@@ -652,30 +675,47 @@ def coreset_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bn, kmax, eps, beta, invC
                 nc += 1
                 break
     m = nc + nbuf
-    P = np.empty((m, D))
-    Pn = np.empty(m)
     Py = np.empty(m)
     for a in range(nc):
-        P[a, :] = S[cand[a], :]
-        Pn[a] = Sn[cand[a]]
         Py[a] = cy[a]
     for i in range(nbuf):
-        P[nc + i, :] = BX[i, :]
-        Pn[nc + i] = Bn[i]
         Py[nc + i] = By[i]
+    Kc = np.empty((m, m))
+    for a in range(nc):
+        for c in range(a, nc):
+            Kc[a, c] = Ks[cand[a], cand[c]]
+    for i in range(nbuf):
+        for a in range(nc):
+            d = 0.0
+            for t in range(D):
+                d += S[cand[a], t] * BX[i, t]
+            Kc[a, nc + i] = _kval(kid, d, Sn[cand[a]], Bn[i], gamma, degree, coef0)
+        for k in range(i, nbuf):
+            d = 0.0
+            for t in range(D):
+                d += BX[i, t] * BX[k, t]
+            Kc[nc + i, nc + k] = _kval(kid, d, Bn[i], Bn[k], gamma, degree, coef0)
     G = np.empty((m, m))
     for a in range(m):
         for c in range(a, m):
-            d = 0.0
-            for t in range(D):
-                d += P[a, t] * P[c, t]
-            g = Py[a] * Py[c] * (_kval(kid, d, Pn[a], Pn[c], gamma, degree, coef0)
-                                 + beta * beta)
+            g = Py[a] * Py[c] * (Kc[a, c] + beta * beta)
             if a == c:
                 g += invC
             G[a, c] = g
             G[c, a] = g
-    mu, R = meb_of_balls(G, np.zeros(m))
+    # warm start: the newest ball's weights over its core points
+    mu = np.zeros(m)
+    tot = 0.0
+    for a in range(nc):
+        w_ = abs(A[nb - 1, cand[a]])
+        mu[a] = w_
+        tot += w_
+    if tot > 0.0:
+        for a in range(nc):
+            mu[a] /= tot
+    else:
+        mu[0] = 1.0
+    mu, R = meb_of_points_warm(G, mu, 1e-10)  # the radius is exact for any mu
     slot = _slot_for_new_ball(nb, kmax)
     if slot == kmax:
         nb = _drop_front(A, bb, Q, ee, rr, nb, 1)
@@ -692,6 +732,13 @@ def coreset_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bn, kmax, eps, beta, invC
         if w_ > 0.0:
             S[M, :] = BX[i, :]
             Sn[M] = Bn[i]
+            for s_ in range(M + 1):
+                d = 0.0
+                for t in range(D):
+                    d += S[s_, t] * S[M, t]
+                kv = _kval(kid, d, Sn[s_], Sn[M], gamma, degree, coef0)
+                Ks[s_, M] = kv
+                Ks[M, s_] = kv
             a_new[M] = w_ * By[i]
             M += 1
             added += 1

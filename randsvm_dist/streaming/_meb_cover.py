@@ -79,6 +79,7 @@ class BallCover:
             self.S = np.zeros((cap, D))
             self.Sn = np.zeros(cap)
             self.A = np.zeros((k, cap))
+            self.Ks = np.zeros((cap, cap) if self.coreset else (1, 1))
         else:
             self.W = np.zeros((k, D))
 
@@ -128,6 +129,8 @@ class BallCover:
         self.Sn[:k] = self.Sn[used]
         self.A[:, :k] = self.A[:, used]
         self.A[:, k:] = 0.0
+        if self.coreset:
+            self.Ks[:k, :k] = self.Ks[np.ix_(used, used)]
         self.st[M.ST_NSTORE] = k
 
     def _grow_store(self) -> None:
@@ -143,6 +146,10 @@ class BallCover:
         A = np.zeros((self.kmax, new))
         A[:, :cap] = self.A
         self.S, self.Sn, self.A = S, Sn, A
+        if self.coreset:
+            Ks = np.zeros((new, new))
+            Ks[:cap, :cap] = self.Ks
+            self.Ks = Ks
 
     def _prep(self, X):
         """Rows scaled to unit L2 norm when normalize is on (zero rows stay zero)."""
@@ -179,7 +186,7 @@ class BallCover:
             r = 0
             while r < Xc.shape[0]:
                 r = M.dual_pass(Xc, yc, r, self.A, self.bb, self.Q, self.ee, self.rr,
-                                self.st, self.S, self.Sn, self.BX, self.By, self.Bf,
+                                self.st, self.S, self.Sn, self.Ks, self.BX, self.By, self.Bf,
                                 self.Bn, self.kmax, self.L, self.eps, self.beta, self.invC,
                                 *self._kargs(), self.coreset)
                 if r < Xc.shape[0]:
@@ -199,8 +206,8 @@ class BallCover:
                 out._grow_store()
             if out.coreset:
                 M.coreset_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
-                                out.BX, out.By, out.Bn, out.kmax, out.eps, out.beta,
-                                out.invC, *out._kargs(), False)
+                                out.Ks, out.BX, out.By, out.Bn, out.kmax, out.eps,
+                                out.beta, out.invC, *out._kargs(), False)
                 return out
             M.dual_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
                          out.BX, out.By, out.Bf, out.Bn, out.kmax, out.eps, out.beta,
@@ -355,6 +362,12 @@ class BallCover:
         out.S[:ma], out.S[ma:ma + mb] = a.S[:ma], b.S[:mb]
         out.Sn = np.zeros(cap)
         out.Sn[:ma], out.Sn[ma:ma + mb] = a.Sn[:ma], b.Sn[:mb]
+        out.Ks = np.zeros((cap, cap))
+        out.Ks[:ma, :ma] = a.Ks[:ma, :ma]
+        out.Ks[ma:ma + mb, ma:ma + mb] = b.Ks[:mb, :mb]
+        cross = M.cross_gram(a.S[:ma], a.Sn[:ma], b.S[:mb], b.Sn[:mb], *self._kargs())
+        out.Ks[:ma, ma:ma + mb] = cross
+        out.Ks[ma:ma + mb, :ma] = cross.T
         rows = np.zeros((na + nb + 1, cap))
         rows[:na, :ma] = a.A[:na, :ma]
         rows[na:na + nb, ma:ma + mb] = b.A[:nb, :mb]
@@ -380,7 +393,7 @@ class BallCover:
         out.st[M.ST_NSTORE] = ma + mb
         out.st[M.ST_NCORE] = a.st[M.ST_NCORE] + b.st[M.ST_NCORE]
         M.coreset_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
-                        out.BX, out.By, out.Bn, k + 1, 0.0, out.beta, out.invC,
+                        out.Ks, out.BX, out.By, out.Bn, k + 1, 0.0, out.beta, out.invC,
                         *out._kargs(), True)
         # drop the placeholder (index nbl - 1); the new ball is at nbl
         idx = [i for i in range(nbl + 1) if i != nbl - 1]

@@ -28,7 +28,10 @@ Classification (``rule``):
   to the largest ball.
 - ``'support'``: the majority vote ``sum sign f_i(x)`` over the support (ties: largest
   ball).
-- ``'largest'``: the largest (newest) ball alone, as StreamSVM.
+- ``'largest'``: the largest ball alone (the newest one with ``cover='balls'``).
+
+Merging two covers of disjoint streams keeps the largest balls of both and appends the
+exact MEB of all their core points (their e_n parts are orthogonal).
 """
 
 from __future__ import annotations
@@ -52,11 +55,12 @@ class BlurredBallSVM(StreamingClassifier):
         epsilon: blur; points inside a (1+epsilon)-expanded ball are skipped, balls
             smaller than epsilon/4 of the newest are discarded.
         lookahead: buffer size L of outside points before a new ball is built.
-        kernel, gamma, degree, coef0: as StreamSVM ('linear' is primal).
+        kernel, gamma, degree, coef0: as StreamSVM (cover='points' stores core points
+            for every kernel; cover='balls' with 'linear' keeps explicit w's).
         fit_intercept: learn a bias (augmented coordinate).
         normalize: unit-norm rows ('auto': all kernels but rbf), as StreamSVM; the paper
             normalises the augmented points onto a sphere.
-        max_balls: cap on the balls kept (memory is max_balls x n_features).
+        max_balls: cap on the balls kept.
         rule: 'score' (default), 'support' or 'largest' (see the module docstring).
         cover: 'points' (default, the paper's: a new ball is the exact MEB of the live
             balls' core points and the buffer; points are stored, even for the linear

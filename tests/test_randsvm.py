@@ -181,3 +181,39 @@ def test_screening_is_exact():
     f0 = decision_values(X, snaps[0].X, snaps[0].coef, snaps[0].intercept, kernel)
     f1 = decision_values(X, snaps[1].X, snaps[1].coef, snaps[1].intercept, kernel)
     assert np.max(np.abs(f1 - f0)) <= dw + db + 1e-3
+
+
+@pytest.mark.parametrize("kernel, extra", [("linear", ""), ("poly", "-d 2 -r 1"),
+                                           ("sigmoid", "-r 0")])
+def test_other_kernels_reach_libsvm_optimum(dask_client, kernel, extra):
+    from libsvm.svmutil import svm_parameter, svm_problem, svm_train
+
+    from randsvm_dist.kernels import LIBSVM_KERNEL_TYPE
+
+    X, y = make_arrays("twonorm", 1500, seed=4)
+    X = X / 4.0
+    degree, coef0 = (2, 1.0) if kernel == "poly" else (3, 0.0)
+    est = RandSVMClassifier(kernel=kernel, C=0.5, gamma=0.1, degree=degree, coef0=coef0,
+                            k=5000, sample_size=600, tol=1e-4, random_state=0,
+                            client=dask_client).fit(X, y)
+    assert est.optimal_
+    model = svm_train(svm_problem(y.astype(float), sp.csr_matrix(X, dtype=np.float64)),
+                      svm_parameter(f"-s 0 -t {LIBSVM_KERNEL_TYPE[kernel]} -c 0.5 -g 0.1 "
+                                    f"{extra} -e 0.0001 -q"))
+    idx = np.asarray(model.get_sv_indices()) - 1
+    coef = np.array([c[0] for c in model.get_sv_coef()])
+    sign = 1.0 if model.get_labels()[0] == 1 else -1.0
+    f_full = sign * decision_values(X, X[idx], coef, -model.rho[0], est.kernel_)
+    assert np.max(np.abs(est.decision_function(X) - f_full)) < 1e-2
+
+
+def test_class_weight_shifts_the_boundary(dask_client):
+    X, y = make_arrays("gauss", 1500, seed=6)
+    kw = dict(C=1.0, gamma=0.5, k=5000, sample_size=800, max_iter=10, random_state=0,
+              client=dask_client)
+    plain = RandSVMClassifier(**kw).fit(X, y)
+    heavy = RandSVMClassifier(**kw, class_weight={1: 5.0}).fit(X, y)
+    assert (heavy.predict(X) == 1).sum() > (plain.predict(X) == 1).sum()
+    assert np.abs(heavy.dual_coef_[heavy.dual_coef_ > 0]).max() <= 5.0 + 1e-9
+    balanced = RandSVMClassifier(**kw, class_weight="balanced").fit(X, y)
+    assert balanced.n_iter_ >= 1

@@ -3,8 +3,8 @@
 Each measurement runs in its own subprocess so its peak memory (ru_maxrss) is its own:
 the LIBSVM baseline trains libsvm-official on every training row in one process; RandSVM
 runs its driver in the subprocess against a LocalCluster of 2 single-threaded workers and
-reads the Parquet partitions there. Reports training time, test accuracy, #SV, iterations,
-driver peak RSS, and the time ratio.
+reads the Parquet partitions there. Reports training time (wall and CPU: driver plus workers
+for RandSVM), test accuracy, #SV, iterations, driver peak RSS, and the time ratios.
 
     python benchmarks/bench_randsvm.py --sets checkerboard ringnorm --sizes 100000 300000 \\
         --out benchmarks/results/randsvm.json
@@ -40,6 +40,12 @@ LIBSVM_REFERENCE = {
     ("checkerboard", 1_000_000): {"seconds": 220.0, "accuracy": 0.9992, "n_support": 20737},
     ("ringnorm", 1_000_000): {"seconds": 2725.0, "accuracy": 0.9890, "n_support": 38800},
 }
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process (less sensitive to a busy machine)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def _peak_rss_mb() -> float:
@@ -100,13 +106,14 @@ def run_libsvm(train: Path, test: Path, C: float, gamma: float) -> dict:
     X, y = Dataset.open(train).to_arrays(max_bytes=8 << 30)
     Xt, yt = Dataset.open(test).to_arrays(max_bytes=8 << 30)
     X64 = sp.csr_matrix(X, dtype=np.float64)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu_seconds()
     model = svm_train(svm_problem(np.asarray(y, float), X64),
                       f"-s 0 -t 2 -c {C} -g {gamma} -m 1000 -q")
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, _cpu_seconds() - c0
     pred, _, _ = svm_predict(np.asarray(yt, float), sp.csr_matrix(Xt, dtype=np.float64),
                              model, "-q")
-    return {"seconds": seconds, "accuracy": float(np.mean(np.asarray(pred) == yt)),
+    return {"seconds": seconds, "cpu_seconds": cpu,
+            "accuracy": float(np.mean(np.asarray(pred) == yt)),
             "n_support": int(model.get_nr_sv()), "peak_rss_mb": _peak_rss_mb()}
 
 
@@ -124,15 +131,43 @@ def run_randsvm(train: Path, test: Path, C: float, gamma: float, gap_tol: float,
         client.run(lambda: __import__("libsvm.svmutil"))  # worker imports, as a warm cluster
         est = RandSVMClassifier(C=C, gamma=gamma, gap_tol=gap_tol, random_state=0,
                                 client=client)
-        t0 = time.perf_counter()
+        w0, t0, c0 = client.run(_cpu_seconds), time.perf_counter(), _cpu_seconds()
         est.fit(str(train))
-        seconds = time.perf_counter() - t0
+        seconds, w1 = time.perf_counter() - t0, client.run(_cpu_seconds)
+        cpu = _cpu_seconds() - c0 + sum(w1[w] - w0.get(w, 0.0) for w in w1)
         Xt, yt = Dataset.open(test).to_arrays()
         acc = float(np.mean(est.predict(Xt) == yt))
-    return {"seconds": seconds, "accuracy": acc, "n_support": int(len(est.support_)),
+    return {"seconds": seconds, "cpu_seconds": cpu, "accuracy": acc,
+            "n_support": int(len(est.support_)),
             "iterations": est.n_iter_, "stop": est.stop_reasons_[0], "k": est.k_,
             "sample_size": est.sample_size_, "peak_rss_mb": _peak_rss_mb(),
             "history": est.history_}
+
+
+def markdown_table(path: str) -> str:
+    """The results recorded in a JSON-lines file as a Markdown table (last run per row)."""
+    rows: dict = {}
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        rows[(r["set"], r["n"])] = r
+    out = ["| set | n | LIBSVM s | LIBSVM CPU s | LIBSVM acc | LIBSVM #SV | RandSVM s | "
+           "RandSVM CPU s | RandSVM acc | RandSVM #SV | iters | stop | driver RSS MB | "
+           "wall ratio | CPU ratio | acc diff (pts) |",
+           "|" + "---|" * 16]
+    for (name, n), r in rows.items():
+        lib, rnd = r["libsvm"], r["randsvm"]
+        ref = "" if lib.get("source", "run") == "run" else " (ref.)"
+        lcpu, rcpu = lib.get("cpu_seconds"), rnd.get("cpu_seconds")
+        cpu_ratio = f"{lcpu / rcpu:.1f}x" if lcpu and rcpu else "-"
+        out.append(
+            f"| {name} | {n:,} | {lib['seconds']:.1f}{ref} | "
+            f"{'-' if lcpu is None else round(lcpu, 1)} | {100 * lib['accuracy']:.2f} | "
+            f"{lib['n_support']:,} | {rnd['seconds']:.1f} | "
+            f"{'-' if rcpu is None else round(rcpu, 1)} | {100 * rnd['accuracy']:.2f} | "
+            f"{rnd['n_support']:,} | {rnd['iterations']} | {rnd['stop']} | "
+            f"{rnd['peak_rss_mb']:.0f} | {lib['seconds'] / rnd['seconds']:.1f}x | "
+            f"{cpu_ratio} | {100 * (rnd['accuracy'] - lib['accuracy']):+.2f} |")
+    return "\n".join(out)
 
 
 def _subprocess(args: list[str], env: dict | None = None) -> dict:
@@ -156,7 +191,12 @@ def main(argv=None) -> int:
                    help="OMP_NUM_THREADS for LIBSVM (default: its own, 2 here); use 1 when "
                         "the machine is busy: its OpenMP threads then slow it down ~3x")
     p.add_argument("--out", default=None, help="append JSON lines of results here")
+    p.add_argument("--report", default=None,
+                   help="print a Markdown table of a results file and exit")
     args = p.parse_args(argv)
+    if args.report:
+        print(markdown_table(args.report))
+        return 0
     print(f"{'set':14s} {'n':>9s} | {'LIBSVM s':>9s} {'acc':>7s} {'#SV':>7s} | "
           f"{'RandSVM s':>9s} {'acc':>7s} {'#SV':>7s} {'it':>3s} {'stop':>9s} "
           f"{'RSS MB':>7s} | {'speed-up':>8s} {'d-acc':>6s}", flush=True)

@@ -298,3 +298,21 @@ def test_bad_input_gives_clear_errors():
         with pytest.raises(ParameterError):
             StreamSVM(**kw).fit(X, y)
     assert StreamSVM(C=2.0, lookahead=3).get_params()["lookahead"] == 3
+
+
+def test_pickle_clone_and_merge_of_kernel_models():
+    import pickle
+
+    from sklearn.base import clone
+
+    X, y = blobs(400, 4, seed=13)
+    m = StreamSVM(lookahead=5, kernel="rbf", gamma=0.5).fit(X[:200], y[:200])
+    m2 = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(m.decision_function(X), m2.decision_function(X))
+    c = clone(m)
+    assert c.get_params() == m.get_params() and not hasattr(c, "learners_")
+    other = StreamSVM(lookahead=5, kernel="rbf", gamma=0.5).fit(X[200:], y[200:])
+    merged = m.merge(other)
+    assert merged.radius_ >= max(m.radius_, other.radius_) - 1e-12
+    assert merged.n_core_ <= m.n_core_ + other.n_core_
+    assert merged.score(X, y) > 0.6

@@ -110,39 +110,10 @@ SHRINK_MARGIN = 0.5
 
 
 @njit(cache=True)
-def _ramp_gain(k, qdiag, alpha, g, state, C, tol):
-    """(violation, new alpha, dual gain) of a one-variable step on slot k; violation 0 when
-    k is not a KKT violator of V beyond tol. The step is eq. (14) derived:
-    alpha <- clip(alpha + g/Q_kk, 0, C); the gain is eq. (13): g d - Q_kk d^2 / 2."""
-    if state[k] != 2:
-        return 0.0, 0.0, 0.0
-    gk = g[k]
-    ak = alpha[k]
-    if gk > 0.0 and ak < C:
-        viol = gk
-    elif gk < 0.0 and ak > 0.0:
-        viol = -gk
-    else:
-        return 0.0, 0.0, 0.0
-    if viol <= tol:
-        return 0.0, 0.0, 0.0
-    q = qdiag[k]
-    if q > 1e-12:
-        new = ak + gk / q
-        if new < 0.0:
-            new = 0.0
-        elif new > C:
-            new = C
-    else:
-        new = C if gk > 0.0 else 0.0
-    d = new - ak
-    return viol, new, gk * d - 0.5 * q * d * d
-
-
-@njit(cache=True)
 def _ramp_select(idx, n_idx, qdiag, alpha, g, state, fpar):
-    """Working-set choice over slots idx[:n_idx]: the KKT violator of V (beyond tol) with
-    the largest dual gain. Returns (slot or -1, new alpha, gain, max violation)."""
+    """Working-set choice over slots idx[:n_idx] in V: the KKT violator (beyond tol) with the
+    largest dual gain (eq. 13, derived form: gain = g d - Q_jj d^2 / 2 with
+    d = clip(alpha + g/Q_jj, 0, C) - alpha). Returns (slot or -1, new alpha, gain, max viol)."""
     C, tol = fpar[F_C], fpar[F_TOL]
     best = -1
     best_gain = 0.0
@@ -150,9 +121,31 @@ def _ramp_select(idx, n_idx, qdiag, alpha, g, state, fpar):
     max_viol = 0.0
     for t in range(n_idx):
         k = idx[t]
-        viol, new, gain = _ramp_gain(k, qdiag, alpha, g, state, C, tol)
+        if state[k] != 2:
+            continue
+        gk = g[k]
+        ak = alpha[k]
+        if gk > 0.0 and ak < C:
+            viol = gk
+        elif gk < 0.0 and ak > 0.0:
+            viol = -gk
+        else:
+            continue
+        if viol <= tol:
+            continue
         if viol > max_viol:
             max_viol = viol
+        q = qdiag[k]
+        if q > 1e-12:
+            new = ak + gk / q
+            if new < 0.0:
+                new = 0.0
+            elif new > C:
+                new = C
+        else:
+            new = C if gk > 0.0 else 0.0
+        d = new - ak
+        gain = gk * d - 0.5 * q * d * d
         if gain > best_gain:
             best_gain = gain
             best = k
@@ -166,13 +159,13 @@ def _ramp_smo(act, na, Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, g
     """Single-variable SMO steps (eqs. 12-15) on the slots act[:na] until the KKT rule
     (max violation <= tol) or the dual-gain rule (best gain < gain_tol) stops it.
 
-    Gradients are kept up to date on act only (the caller reconstructs the others); the
-    gradient update of one step and the working-set choice of the next share one pass.
+    Gradients are kept up to date on act only (the caller reconstructs the others).
     Returns False when a Gram row is needed and none is free.
     """
-    C, gain_tol, tol = fpar[F_C], fpar[F_GAIN], fpar[F_TOL]
-    best, best_new, best_gain, max_viol = _ramp_select(act, na, qdiag, alpha, g, state, fpar)
+    gain_tol, tol = fpar[F_GAIN], fpar[F_TOL]
     while True:
+        best, best_new, best_gain, max_viol = _ramp_select(act, na, qdiag, alpha, g, state,
+                                                           fpar)
         if best < 0 or max_viol <= tol or best_gain < gain_tol:
             return True
         r = row_of[best]
@@ -187,21 +180,10 @@ def _ramp_smo(act, na, Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, g
         d = best_new - alpha[best]
         alpha[best] = best_new
         c = d * y[best]
-        cnt[C_SMO] += 1
-        best = -1
-        best_gain = 0.0
-        best_new = 0.0
-        max_viol = 0.0
         for t in range(na):
             k = act[t]
             g[k] -= c * y[k] * G[r, k]
-            viol, new, gain = _ramp_gain(k, qdiag, alpha, g, state, C, tol)
-            if viol > max_viol:
-                max_viol = viol
-            if gain > best_gain:
-                best_gain = gain
-                best = k
-                best_new = new
+        cnt[C_SMO] += 1
 
 
 @njit(cache=True)

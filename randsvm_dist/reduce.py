@@ -272,8 +272,8 @@ def fit_streaming(estimator: StreamingClassifier, data, client=None,
         "merge_seconds": float(sum(s["seconds"] for lv in stats[1:] for s in lv)),
         "gamma": gamma, "n_core_": model.n_core_, "levels": levels,
     }
-    log.info("fit_streaming: %d rows, %d partitions, tree depth %d, %.2f s, n_core %d",
-             model.reduce_info_["rows"], len(parts), len(tree) - 1, seconds, model.n_core_)
+    log.debug("fit_streaming: %d rows, %d partitions, tree depth %d, %.2f s, n_core %d",
+              model.reduce_info_["rows"], len(parts), len(tree) - 1, seconds, model.n_core_)
     return model
 
 

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from .exceptions import ParameterError
+from .exceptions import ParameterError, SchemaError
 
 # method -> (class name in randsvm_dist.streaming, options it takes besides C/random-state)
 METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -76,28 +76,36 @@ def cmd_stream(args) -> int:
     """Fit a streaming learner per partition, tree-merge, save, optionally evaluate."""
     import joblib
 
+    from .cluster import dask_client
     from .predict import evaluate_dataset
     from .reduce import fit_streaming
 
     est = build_estimator(args.method, C=args.C, random_state=args.random_state,
                           **{k: getattr(args, k) for k in OPTIONAL})
-    client = args.scheduler or None
-    model = fit_streaming(est, args.data, client=client, fan_in=args.fan_in)
-    info = model.reduce_info_
-    report = {"data": args.data, "method": args.method,
-              "estimator": type(model).__name__,
-              "params": model.get_params(deep=False), "model": args.model,
-              "reduce": info}
-    if args.model:
-        joblib.dump(model, args.model)
-    print(f"{type(model).__name__}: {info['rows']} rows, {info['partitions_used']} "
-          f"partitions, tree depth {info['depth']}, {info['seconds']:.1f} s, "
-          f"{info['n_core_']} core points"
-          + (f"; model written to {args.model}" if args.model else ""))
-    if args.test:
-        report["test"] = evaluate_dataset(model, args.test, client=client)
-        print(f"test accuracy {report['test']['accuracy']:.4f} on "
-              f"{report['test']['rows']} rows")
+    if args.test:  # fail before training, not after
+        from .inputs import open_dataset
+
+        train, test = open_dataset(args.data), open_dataset(args.test)
+        if train.n_features != test.n_features:
+            raise SchemaError(f"--test {test} has {test.n_features} features; the training "
+                              f"set has {train.n_features}")
+    with dask_client(args.scheduler or None) as client:  # one cluster for fit and test
+        model = fit_streaming(est, args.data, client=client, fan_in=args.fan_in)
+        info = model.reduce_info_
+        report = {"data": args.data, "method": args.method,
+                  "estimator": type(model).__name__,
+                  "params": model.get_params(deep=False), "model": args.model,
+                  "reduce": info}
+        if args.model:
+            joblib.dump(model, args.model)
+        print(f"{type(model).__name__}: {info['rows']} rows, {info['partitions_used']} "
+              f"partitions, tree depth {info['depth']}, {info['seconds']:.1f} s, "
+              f"{info['n_core_']} core points"
+              + (f"; model written to {args.model}" if args.model else ""))
+        if args.test:
+            report["test"] = evaluate_dataset(model, args.test, client=client)
+            print(f"test accuracy {report['test']['accuracy']:.4f} on "
+                  f"{report['test']['rows']} rows")
     _write_json(args.json, report)
     return 0
 

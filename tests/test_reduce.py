@@ -62,7 +62,8 @@ ESTIMATORS = [
     pytest.param(StreamSVM(C=1.0, lookahead=5, random_state=3), id="streamsvm-linear"),
     pytest.param(StreamSVM(C=2.0, lookahead=3, kernel="rbf", gamma=0.05, random_state=3),
                  id="streamsvm-rbf"),
-    pytest.param(BudgetedSGD(C=1.0, budget=30, gamma="scale", random_state=3), id="bsgd"),
+    pytest.param(BudgetedSGD(C=1.0, budget=30, gamma="scale", epochs=2, random_state=3),
+                 id="bsgd-2-epochs"),  # epochs > 1 draw permutations: seeds matter
 ]
 
 
@@ -225,6 +226,11 @@ def test_stream_command(dask_client, twonorm, tmp_path, capsys):
     assert cli_main(["stream", ds.url, "--method", "streamsvm", "--budget", "5",
                      "--scheduler", addr]) == 2
     assert "does not take --budget" in capsys.readouterr().err
+    X3, y3 = make_arrays("clusters3", 40, seed=0)
+    small = write_arrays(X3, y3, tmp_path / "three", partitions=1)
+    assert cli_main(["stream", ds.url, "--method", "streamsvm", "--test", small.url,
+                     "--scheduler", addr]) == 2
+    assert "has 3 features; the training set has 20" in capsys.readouterr().err
 
 
 def test_build_estimator():

@@ -234,7 +234,7 @@ def meb_of_points_warm(G, mu, tol=1e-13):
 # --------------------------------------------------------------------------------------
 # kernels inside the compiled loops (LIBSVM parameter meanings)
 # --------------------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _kval(kid, dot, nu, nv, gamma, degree, coef0):
     if kid == LINEAR:
         return dot
@@ -374,7 +374,7 @@ def primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, kmax, eps, beta, invC):
         st[ST_NCORE] = added
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _outside_all(fs, Q, ee, rr, nb, y, xx, beta, invC, eps, fnew):
     """True if the point lies outside every (1+eps)-expanded ball; fnew = f of newest."""
     for i in range(nb):

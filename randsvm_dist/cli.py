@@ -17,6 +17,7 @@ from .exceptions import RandSVMError
 COMMAND_MODULES = (
     "randsvm_dist.data.commands",
     "randsvm_dist.commands",
+    "randsvm_dist.stream_commands",
 )
 
 

@@ -69,29 +69,46 @@ def cmd_train(args) -> int:
     return 0
 
 
-def cmd_predict(args) -> int:
-    """Predict a Parquet data set with a saved model; writes Parquet files to OUT."""
+def load_model(path: str):
+    """A saved model: a LIBSVM model file (with or without our meta file) or a joblib pickle
+    of a streaming learner (``randsvm-dist stream --model``)."""
     from .estimators import RandSVMClassifier
 
-    est = RandSVMClassifier.load(args.model)
-    out = est.predict_dataset(args.data, args.out, client=_client_arg(args))
+    with open(path, "rb") as f:
+        head = f.read(16)
+    if head.startswith((b"svm_type", b"{")):
+        return RandSVMClassifier.load(path)
+    import joblib
+
+    return joblib.load(path)
+
+
+def cmd_predict(args) -> int:
+    """Predict a Parquet data set with a saved model; writes Parquet files to OUT."""
+    from .predict import predict_dataset
+
+    est = load_model(args.model)
+    out = predict_dataset(est, args.data, args.out, client=_client_arg(args))
     print(f"wrote predictions of {out['rows']} rows to {out['out']} in {out['seconds']:.1f} s")
     return 0
 
 
 def cmd_evaluate(args) -> int:
     """Accuracy, confusion matrix, #SV and time of a saved model on a Parquet data set."""
-    from .estimators import RandSVMClassifier
+    from .predict import evaluate_dataset
 
     t0 = time.perf_counter()
-    est = RandSVMClassifier.load(args.model)
-    report = est.evaluate(args.data, client=_client_arg(args))
+    est = load_model(args.model)
+    report = evaluate_dataset(est, args.data, client=_client_arg(args))
+    report["n_support"] = int(len(est.support_)) if hasattr(est, "support_") \
+        else int(est.n_core_)
     report["seconds"] = time.perf_counter() - t0
     if args.json:
         _write_json("-" if args.json is True else args.json, report)
     else:
         print(f"accuracy {report['accuracy']:.4f} on {report['rows']} rows, "
-              f"{report['n_support']} support vectors, {report['seconds']:.1f} s")
+              f"{report['n_support']} support vectors (or core points), "
+              f"{report['seconds']:.1f} s")
         print(f"confusion matrix (rows: true, columns: predicted; classes "
               f"{report['classes']}):")
         for row in report["confusion_matrix"]:

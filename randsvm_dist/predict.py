@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from .cluster import dask_client, put
 from .exceptions import SchemaError
+from .validation import class_index
 
 
 def _check_features(estimator, ds) -> None:
@@ -73,12 +74,7 @@ def _confusion_partition(estimator, ds, i: int) -> np.ndarray:
     X, y = ds.read_partition(i)
     classes = estimator.classes_
     pred = estimator.predict(X)
-    t = np.searchsorted(classes, y)
-    known = (t < len(classes)) & (classes[np.minimum(t, len(classes) - 1)] == y)
-    if not known.all():
-        row = int(np.flatnonzero(~known)[0])
-        raise SchemaError(f"{ds}, partition {i}, row {row}: label {y[row]!r} is not among "
-                          f"the model's classes {classes.tolist()}")
+    t = class_index(np.asarray(y), classes, where=f"{ds}, partition {i}")
     p = np.searchsorted(classes, pred)
     cm = np.zeros((len(classes), len(classes)), dtype=np.int64)
     np.add.at(cm, (t, p), 1)

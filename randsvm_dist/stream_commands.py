@@ -9,9 +9,9 @@ estimator (streaming models are not LIBSVM support-vector models); load it with
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from .commands import _number_or_name, _write_json
 from .exceptions import ParameterError, SchemaError
 
 # method -> (class name in randsvm_dist.streaming, options it takes besides C/random-state)
@@ -22,13 +22,6 @@ METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ramp": ("OnlineRampSVM", ("gamma", "kernel")),
 }
 OPTIONAL = ("gamma", "lookahead", "kernel", "epsilon", "budget")
-
-
-def _number_or_name(value: str):
-    try:
-        return float(value)
-    except ValueError:
-        return value
 
 
 def build_estimator(method: str, *, C: float | None = None, random_state: int = 0,
@@ -61,15 +54,6 @@ def build_estimator(method: str, *, C: float | None = None, random_state: int = 
     if C is not None:
         params["C"] = C
     return getattr(streaming, cls_name)(**params)
-
-
-def _write_json(path: str | None, report: dict) -> None:
-    text = json.dumps(report, indent=2, default=str)
-    if path == "-":
-        print(text)
-    elif path:
-        with open(path, "w") as f:
-            f.write(text + "\n")
 
 
 def cmd_stream(args) -> int:

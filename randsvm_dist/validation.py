@@ -97,3 +97,18 @@ def check_positive(value: float, name: str, *, allow_zero: bool = False) -> floa
         bound = ">= 0" if allow_zero else "> 0"
         raise ParameterError(f"{name} must be {bound}; got {value!r}")
     return v
+
+
+def class_index(y: np.ndarray, classes: np.ndarray, *, where: str = "y") -> np.ndarray:
+    """Index of each label in the sorted ``classes`` (int32).
+
+    Raises:
+        SchemaError: a label not among classes, naming its row.
+    """
+    idx = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
+    bad = classes[idx] != y
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise SchemaError(f"{where}, row {row}: label {y[row]!r} is not among classes "
+                          f"{np.asarray(classes).tolist()}")
+    return idx.astype(np.int32)

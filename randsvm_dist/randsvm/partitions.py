@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..exceptions import SchemaError
+from ..validation import class_index
 
 
 @dataclass
@@ -33,26 +33,15 @@ class Partition:
         return int(self.X.shape[0])
 
 
-def encode_classes(y: np.ndarray, classes: np.ndarray, where: str) -> np.ndarray:
-    """Class index of each label; raises SchemaError naming the first unknown label."""
-    idx = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
-    bad = classes[idx] != y
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise SchemaError(f"{where}, row {row}: label {y[row]!r} is not among the classes "
-                          f"{classes.tolist()}")
-    return idx.astype(np.int32)
-
-
 def load_dataset_partition(dataset, i: int, offset: int, classes: np.ndarray) -> Partition:
     """Read partition i of a Dataset into a Partition (runs on a worker)."""
     X, y = dataset.read_partition(i)
-    return Partition(X, encode_classes(np.asarray(y), classes, f"partition {i}"), offset)
+    return Partition(X, class_index(np.asarray(y), classes, where=f"partition {i}"), offset)
 
 
 def make_array_partition(X, y: np.ndarray, offset: int, classes: np.ndarray) -> Partition:
     """Wrap an array chunk as a Partition (runs on a worker; the chunk is the task's input)."""
-    return Partition(X, encode_classes(np.asarray(y), classes, f"rows from {offset}"), offset)
+    return Partition(X, class_index(np.asarray(y), classes, where=f"rows from {offset}"), offset)
 
 
 def take_rows(part: Partition, global_rows: np.ndarray):

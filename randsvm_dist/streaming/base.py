@@ -22,7 +22,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ..exceptions import NotFittedError, SchemaError
-from ..validation import check_classes, check_features, check_labels
+from ..validation import check_classes, check_features, check_labels, class_index
 
 
 def seed_for(random_state, *keys: int) -> int:
@@ -66,21 +66,23 @@ class StreamingClassifier(ClassifierMixin, BaseEstimator):
             self.learners_ = [self._new_binary(X.shape[1], seed_for(rs, k))
                               for k in range(n_learners)]
             self.n_seen_ = 0
-        idx = np.searchsorted(self.classes_, y)
-        idx = np.clip(idx, 0, len(self.classes_) - 1)
-        bad = self.classes_[idx] != y
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise SchemaError(
-                f"y holds label {y[row]!r} at row {row}, not among classes "
-                f"{self.classes_.tolist()}"
-            )
+        targets = self._targets(y)
         if X.shape[0]:
-            for k, learner in enumerate(self.learners_):
-                pos = self.classes_[1] if len(self.learners_) == 1 else self.classes_[k]
-                learner.partial_fit(X, np.where(y == pos, 1.0, -1.0))
+            for learner, t in zip(self.learners_, targets):
+                learner.partial_fit(X, t)
             self.n_seen_ += X.shape[0]
         return self
+
+    def _targets(self, y: np.ndarray) -> list[np.ndarray]:
+        """±1 targets per binary learner; SchemaError naming the first unknown label."""
+        classes = self.classes_
+        if len(classes) == 2:  # comparisons: cheaper than a search on long streams
+            is_pos = y == classes[1]
+            if (~is_pos & (y != classes[0])).any():
+                class_index(y, classes)  # raises, naming the row
+            return [is_pos * 2.0 - 1.0]
+        idx = class_index(y, classes)
+        return [np.where(idx == k, 1.0, -1.0) for k in range(len(classes))]
 
     def fit(self, X, y):
         """Forget what was learnt and make one pass over (X, y) in row order.

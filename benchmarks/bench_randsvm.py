@@ -118,7 +118,7 @@ def run_libsvm(train: Path, test: Path, C: float, gamma: float) -> dict:
 
 
 def run_randsvm(train: Path, test: Path, C: float, gamma: float, gap_tol: float,
-                workers: int) -> dict:
+                workers: int, k="auto") -> dict:
     """RandSVMClassifier fitted from Parquet on a LocalCluster (cluster start excluded)."""
     import numpy as np
     from distributed import Client, LocalCluster
@@ -130,7 +130,7 @@ def run_randsvm(train: Path, test: Path, C: float, gamma: float, gap_tol: float,
             Client(lc) as client:
         client.run(lambda: __import__("libsvm.svmutil"))  # worker imports, as a warm cluster
         est = RandSVMClassifier(C=C, gamma=gamma, gap_tol=gap_tol, random_state=0,
-                                client=client)
+                                client=client, k=k)
         w0, t0, c0 = client.run(_cpu_seconds), time.perf_counter(), _cpu_seconds()
         est.fit(str(train))
         seconds, w1 = time.perf_counter() - t0, client.run(_cpu_seconds)
@@ -149,18 +149,19 @@ def markdown_table(path: str) -> str:
     rows: dict = {}
     for line in Path(path).read_text().splitlines():
         r = json.loads(line)
-        rows[(r["set"], r["n"])] = r
+        rows[(r["set"], r["n"], r.get("k", "auto"))] = r
     out = ["| set | n | LIBSVM s | LIBSVM CPU s | LIBSVM acc | LIBSVM #SV | RandSVM s | "
            "RandSVM CPU s | RandSVM acc | RandSVM #SV | iters | stop | driver RSS MB | "
            "wall ratio | CPU ratio | acc diff (pts) |",
            "|" + "---|" * 16]
-    for (name, n), r in rows.items():
+    for (name, n, k), r in rows.items():
         lib, rnd = r["libsvm"], r["randsvm"]
         ref = "" if lib.get("source", "run") == "run" else " (ref.)"
         lcpu, rcpu = lib.get("cpu_seconds"), rnd.get("cpu_seconds")
         cpu_ratio = f"{lcpu / rcpu:.1f}x" if lcpu and rcpu else "-"
         out.append(
-            f"| {name} | {n:,} | {lib['seconds']:.1f}{ref} | "
+            f"| {name}{'' if k == 'auto' else ' (k=' + k + ')'} | {n:,} | "
+            f"{lib['seconds']:.1f}{ref} | "
             f"{'-' if lcpu is None else round(lcpu, 1)} | {100 * lib['accuracy']:.2f} | "
             f"{lib['n_support']:,} | {rnd['seconds']:.1f} | "
             f"{'-' if rcpu is None else round(rcpu, 1)} | {100 * rnd['accuracy']:.2f} | "
@@ -186,6 +187,7 @@ def main(argv=None) -> int:
     p.add_argument("--sizes", nargs="+", type=int, default=[100_000, 300_000, 1_000_000])
     p.add_argument("--gap-tol", type=float, default=1e-3)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--k", default="auto", help="'auto' (the paper's bound) or 'none'")
     p.add_argument("--libsvm-max-rows", type=int, default=300_000)
     p.add_argument("--libsvm-threads", type=int, default=None,
                    help="OMP_NUM_THREADS for LIBSVM (default: its own, 2 here); use 1 when "
@@ -215,7 +217,8 @@ def main(argv=None) -> int:
                 lib["source"] = "run"
             else:
                 lib = {**LIBSVM_REFERENCE[(name, rows)], "source": "DESIGN.md 2026-11-21"}
-            rnd = _subprocess(["randsvm", *common, str(args.gap_tol), str(args.workers)])
+            rnd = _subprocess(["randsvm", *common, str(args.gap_tol), str(args.workers),
+                               args.k])
             ratio = lib["seconds"] / rnd["seconds"]
             mark = "*" if lib["source"] != "run" else " "
             print(f"{name:14s} {rows:9d} | {lib['seconds']:8.1f}{mark} {lib['accuracy']:7.4f} "
@@ -226,7 +229,7 @@ def main(argv=None) -> int:
             if args.out:
                 with open(args.out, "a") as f:
                     f.write(json.dumps({"set": name, "n": rows, "C": C, "gamma": gamma,
-                                        "gap_tol": args.gap_tol, "libsvm": lib,
+                                        "gap_tol": args.gap_tol, "k": args.k, "libsvm": lib,
                                         "randsvm": rnd, "date": time.strftime("%F %T")})
                             + "\n")
     return 0
@@ -238,8 +241,9 @@ if __name__ == "__main__":
         if engine == "libsvm":
             res = run_libsvm(Path(train), Path(test), float(C), float(gamma))
         else:
+            k = {"auto": "auto", "none": None}[rest[2]] if len(rest) > 2 else "auto"
             res = run_randsvm(Path(train), Path(test), float(C), float(gamma), float(rest[0]),
-                              int(rest[1]))
+                              int(rest[1]), k)
         print(json.dumps(res))
         sys.exit(0)
     sys.exit(main())

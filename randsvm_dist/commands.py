@@ -21,6 +21,10 @@ def _int_or_auto(value: str):
     return value if value == "auto" else int(value)
 
 
+def _bound(value: str):
+    return None if value == "none" else _int_or_auto(value)
+
+
 def _client_arg(args):
     return args.scheduler or None
 
@@ -129,7 +133,9 @@ def register(subparsers) -> None:
     p.add_argument("--degree", type=int, default=3)
     p.add_argument("--coef0", type=float, default=0.0)
     p.add_argument("--class-weight", default=None, help="'balanced' or omit")
-    p.add_argument("--k", type=_int_or_auto, default="auto", help="support-set bound")
+    p.add_argument("--k", type=_bound, default="auto",
+                   help="support-set bound: 'auto' (the paper's estimate), a number, or "
+                        "'none'")
     p.add_argument("--sample-size", type=_int_or_auto, default="auto",
                    help="rows per LIBSVM solve (r)")
     p.add_argument("--epsilon", type=float, default=0.2)

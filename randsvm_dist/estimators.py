@@ -48,8 +48,10 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
         degree, coef0: poly/sigmoid parameters.
         class_weight: None, 'balanced' or {label: weight}; C of a class is C * weight.
         k: the support-set bound: stop when a solve has k or more support vectors. 'auto'
-            is the paper's estimate from epsilon and delta (see ``randsvm.bounds``).
-        sample_size: r, rows per LIBSVM solve. 'auto' is 2 k.
+            is the paper's estimate from epsilon and delta (see ``randsvm.bounds``); None
+            drops the bound (for data far from separable, where the optimum has more support
+            vectors than the estimate: then stop by gap_tol, violators or max_iter).
+        sample_size: r, rows per LIBSVM solve. 'auto' is 2 x the paper's k estimate.
         epsilon, delta, separable: parameters of the k estimate.
         max_iter: most solve/scan iterations per binary problem.
         tol: LIBSVM's tolerance; also the margin slack of a violator (y f(x) < 1 - tol).
@@ -119,6 +121,8 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
             raise ParameterError(f"max_iter must be >= 1; got {self.max_iter!r}")
         for name in ("k", "sample_size"):
             v = getattr(self, name)
+            if name == "k" and v is None:
+                continue
             if v != "auto" and (not isinstance(v, (int, np.integer)) or v < 1):
                 raise ParameterError(f"{name} must be 'auto' or a positive integer; got {v!r}")
         if isinstance(self.gamma, str) and self.gamma not in ("scale", "auto"):
@@ -174,9 +178,9 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
             kernel = Kernel(self.kernel, gamma, int(self.degree), float(self.coef0))
             weights = self._class_weights(classes, counts)
             n = parts.n_rows
-            k = support_bound(n, self.epsilon, self.delta, self.separable) \
-                if self.k == "auto" else int(self.k)
-            r = 2 * k if self.sample_size == "auto" else int(self.sample_size)
+            k_paper = support_bound(n, self.epsilon, self.delta, self.separable)
+            k = {"auto": k_paper, None: n + 1}.get(self.k, self.k)
+            r = 2 * k_paper if self.sample_size == "auto" else int(self.sample_size)
             positives = [1] if len(classes) == 2 else list(range(len(classes)))
             problems = []
             for pos in positives:

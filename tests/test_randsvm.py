@@ -63,7 +63,7 @@ def test_sparse_input_matches_full_libsvm(dask_client, shared_datasets):
                               n_features=123)
     X = sp.csr_matrix(X[:2000], dtype=np.float32)
     y = y[:2000]
-    est = RandSVMClassifier(C=1.0, gamma=0.05, k=5000, sample_size=1500, tol=1e-4,
+    est = RandSVMClassifier(C=1.0, gamma=0.05, k=None, sample_size=1500, tol=1e-4,
                             random_state=0, client=dask_client).fit(X, y)
     assert est.optimal_
     assert sp.issparse(est.support_vectors_)

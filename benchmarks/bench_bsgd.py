@@ -131,7 +131,7 @@ def summarize(paths: list[str]) -> str:
                 base = t if M == 2 else base
                 speed = f"{base / t:.2f}x" if base else "-"
                 lines.append(
-                    f"| {B} ({100 * g[0]['fraction']:.0f}%) | {M} | {len(g)} | {t:.2f} | {speed} | "
+                    f"| {B} ({100 * g[0]['fraction']:g}%) | {M} | {len(g)} | {t:.2f} | {speed} | "
                     f"{acc.mean():.2f} ± {acc.std():.2f} | {acc.min():.2f}-{acc.max():.2f} | "
                     f"{np.mean([r['maintenance'] for r in g]):.0f} | "
                     f"{np.mean([r['violations'] for r in g]):.0f} |")

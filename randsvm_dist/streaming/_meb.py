@@ -294,6 +294,24 @@ def _discard_small(rows, bb, Q, ee, rr, nb, eps):
 # primal (linear kernel, explicit w)
 # --------------------------------------------------------------------------------------
 @njit(cache=True)
+def _commit_ball(A, bb, Q, ee, rr, st, slot, nb, a_new, b_new, mgm, e_new, R, M, added, eps):
+    """Store a new ball in ``slot`` (appending when slot == nb), drop small balls, update
+    the counters in ``st``."""
+    A[slot, :] = a_new
+    bb[slot] = b_new
+    Q[slot] = max(mgm - e_new, 0.0)
+    ee[slot] = e_new
+    rr[slot] = R
+    if slot == nb:
+        nb += 1
+    nb = _discard_small(A, bb, Q, ee, rr, nb, eps)
+    st[ST_NB] = nb
+    st[ST_NBUF] = 0
+    st[ST_NSTORE] = M
+    st[ST_NCORE] += added
+
+
+@njit(cache=True)
 def _primal_init(W, bb, Q, ee, rr, st, x, y, beta, invC):
     D = W.shape[1]
     q = 0.0
@@ -543,18 +561,7 @@ def dual_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, eps, beta, inv
     for i in range(m):
         for k in range(m):
             mgm += mu[i] * mu[k] * G[i, k]
-    A[slot, :] = a_new
-    bb[slot] = b_new
-    Q[slot] = max(mgm - e_new, 0.0)
-    ee[slot] = e_new
-    rr[slot] = R
-    if slot == nb:
-        nb += 1
-    nb = _discard_small(A, bb, Q, ee, rr, nb, eps)
-    st[ST_NB] = nb
-    st[ST_NBUF] = 0
-    st[ST_NSTORE] = M
-    st[ST_NCORE] += added
+    _commit_ball(A, bb, Q, ee, rr, st, slot, nb, a_new, b_new, mgm, e_new, R, M, added, eps)
 
 
 @njit(cache=True)
@@ -748,18 +755,7 @@ def coreset_flush(A, bb, Q, ee, rr, st, S, Sn, Ks, BX, By, Bn, kmax, eps, beta, 
         e_new += mu[a] * mu[a] * invC
         for c in range(m):
             mgm += mu[a] * mu[c] * G[a, c]
-    A[slot, :] = a_new
-    bb[slot] = b_new
-    Q[slot] = max(mgm - e_new, 0.0)
-    ee[slot] = e_new
-    rr[slot] = R
-    if slot == nb:
-        nb += 1
-    nb = _discard_small(A, bb, Q, ee, rr, nb, eps)
-    st[ST_NB] = nb
-    st[ST_NBUF] = 0
-    st[ST_NSTORE] = M
-    st[ST_NCORE] += added
+    _commit_ball(A, bb, Q, ee, rr, st, slot, nb, a_new, b_new, mgm, e_new, R, M, added, eps)
 
 
 @njit(cache=True)

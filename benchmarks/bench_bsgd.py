@@ -5,7 +5,7 @@ epoch with budgets B at fractions of LIBSVM's #SV and merge sizes M, reporting t
 prediction time, test accuracy and the counters. The rows are presented in one fixed random
 order per seed (the paper's SGD samples points in random order), identical for every (B, M).
 
-Usage (see benchmarks/bsgd.md for the recorded runs)::
+Usage (see benchmarks/README.md for the recorded runs)::
 
     OMP_NUM_THREADS=1 python benchmarks/bench_bsgd.py --datasets a9a ijcnn1 w8a skin_nonskin \\
         --fractions 0.05 0.15 0.5 --merge-sizes 2 3 5 10 --json /tmp/bsgd_bench.json

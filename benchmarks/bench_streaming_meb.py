@@ -11,7 +11,7 @@ Every streaming method (and one-pass Perceptron / SGD-hinge) is run on the same
 LIBSVM (linear kernel, C=1) runs once. C of the MEB learners (and epsilon of Blurred
 Ball, cover='points') is chosen per data set on a validation split of the *training*
 rows (75/25, three orders), never on the test rows. Prints Markdown tables (copied into
-streaming_meb.md).
+benchmarks/README.md).
 """
 
 from __future__ import annotations

@@ -367,6 +367,22 @@ def _violates(sqn, beta, n_sv, dots, xsq, y, t, lam, bias, gamma, counters):
 
 
 @njit(cache=True)
+def _admit(sv, sqn, beta, n_sv, xsq, yr, bias, fit_intercept, gamma, budget, merge_size,
+           method, counters):
+    """Admit the point already copied into ``sv[n_sv]`` as a new SV with coefficient y;
+    merge back to the budget when it overflows. Returns (n_sv, bias)."""
+    sqn[n_sv] = xsq
+    beta[n_sv] = yr
+    n_sv += 1
+    counters[C_VIOLATIONS] += 1
+    if fit_intercept:
+        bias += yr
+    if n_sv > budget:
+        n_sv = maintain(sv, sqn, beta, n_sv, gamma, merge_size, method, counters)
+    return n_sv, bias
+
+
+@njit(cache=True)
 def train_dense(X, y, order, sv, sqn, beta, n_sv, t, lam, bias, fit_intercept, gamma,
                 budget, merge_size, method, counters):
     """One pass of budgeted Pegasos over the dense rows X[order].
@@ -391,14 +407,8 @@ def train_dense(X, y, order, sv, sqn, beta, n_sv, t, lam, bias, fit_intercept, g
         _dot_dense(sv, n_sv, x, dots)
         if _violates(sqn, beta, n_sv, dots, xsq, y[r], t, lam, bias, gamma, counters):
             sv[n_sv, :] = x
-            sqn[n_sv] = xsq
-            beta[n_sv] = y[r]
-            n_sv += 1
-            counters[C_VIOLATIONS] += 1
-            if fit_intercept:
-                bias += y[r]
-            if n_sv > budget:
-                n_sv = maintain(sv, sqn, beta, n_sv, gamma, merge_size, method, counters)
+            n_sv, bias = _admit(sv, sqn, beta, n_sv, xsq, y[r], bias, fit_intercept, gamma,
+                                budget, merge_size, method, counters)
     return n_sv, t, bias
 
 
@@ -421,12 +431,6 @@ def train_sparse(indptr, indices, data, y, order, sv, sqn, beta, n_sv, t, lam, b
             sv[n_sv, :] = 0.0
             for k in range(idx.shape[0]):
                 sv[n_sv, idx[k]] = val[k]
-            sqn[n_sv] = xsq
-            beta[n_sv] = y[r]
-            n_sv += 1
-            counters[C_VIOLATIONS] += 1
-            if fit_intercept:
-                bias += y[r]
-            if n_sv > budget:
-                n_sv = maintain(sv, sqn, beta, n_sv, gamma, merge_size, method, counters)
+            n_sv, bias = _admit(sv, sqn, beta, n_sv, xsq, y[r], bias, fit_intercept, gamma,
+                                budget, merge_size, method, counters)
     return n_sv, t, bias

@@ -58,7 +58,9 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
         violator_tol: stop when at most this fraction of rows are violators (0: exact).
         gap_tol: stop when (primal - dual) / primal <= gap_tol, the primal objective taken
             over all rows: a certificate that the model is that close to the optimum of the
-            whole data set (0: run to no violators).
+            whole data set (0: run to no violators). LIBSVM's ``tol`` must be well below it
+            (about gap_tol / 100) when most support vectors are bounded, or the working
+            set's own gap stalls above gap_tol (seen on skin_nonskin).
         cache_size: LIBSVM's kernel cache in MB per solve.
         random_state: seed of every random choice (same value, same model, whatever the
             partitioning or the number of workers).

@@ -328,14 +328,12 @@ def _primal_init(W, bb, Q, ee, rr, st, x, y, beta, invC):
 
 
 @njit(cache=True)
-def primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, kmax, eps, beta, invC):
-    """Replace/extend the cover with the MEB of the newest ball and the buffered points."""
-    nbuf = int(st[ST_NBUF])
-    if nbuf == 0:
-        return
-    nb = int(st[ST_NB])
-    j = nb - 1
-    D = W.shape[1]
+def _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bn, nbuf, beta, invC, kid, gamma, degree,
+                         coef0):
+    """MEB of ball j and the buffered points: the Gram matrix of the augmented centres
+    (ball j first), then meb_of_balls. Returns (G, mu, R). Bn is unused for a linear
+    kernel."""
+    D = BX.shape[1]
     m = nbuf + 1
     G = np.empty((m, m))
     radii = np.zeros(m)
@@ -348,12 +346,27 @@ def primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, kmax, eps, beta, invC):
             s = 0.0
             for t in range(D):
                 s += BX[i, t] * BX[k, t]
-            g = By[i] * By[k] * (s + beta * beta)
+            g = By[i] * By[k] * (_kval(kid, s, Bn[i], Bn[k], gamma, degree, coef0)
+                                 + beta * beta)
             if i == k:
                 g += invC
             G[i + 1, k + 1] = g
             G[k + 1, i + 1] = g
     mu, R = meb_of_balls(G, radii)
+    return G, mu, R
+
+
+@njit(cache=True)
+def primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, kmax, eps, beta, invC):
+    """Replace/extend the cover with the MEB of the newest ball and the buffered points."""
+    nbuf = int(st[ST_NBUF])
+    if nbuf == 0:
+        return
+    nb = int(st[ST_NB])
+    j = nb - 1
+    D = W.shape[1]
+    G, mu, R = _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bf, nbuf, beta, invC, LINEAR,
+                                    0.0, 0, 0.0)
     slot = _slot_for_new_ball(nb, kmax)
     if slot == kmax:  # cover full: drop the oldest ball
         nb = _drop_front(W, bb, Q, ee, rr, nb, 1)
@@ -516,26 +529,9 @@ def dual_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, eps, beta, inv
     nb = int(st[ST_NB])
     M = int(st[ST_NSTORE])
     j = nb - 1
-    D = S.shape[1]
     m = nbuf + 1
-    G = np.empty((m, m))
-    radii = np.zeros(m)
-    G[0, 0] = Q[j] + ee[j]
-    radii[0] = rr[j]
-    for i in range(nbuf):
-        G[0, i + 1] = By[i] * Bf[i]
-        G[i + 1, 0] = G[0, i + 1]
-        for k in range(i, nbuf):
-            s = 0.0
-            for t in range(D):
-                s += BX[i, t] * BX[k, t]
-            kv = _kval(kid, s, Bn[i], Bn[k], gamma, degree, coef0)
-            g = By[i] * By[k] * (kv + beta * beta)
-            if i == k:
-                g += invC
-            G[i + 1, k + 1] = g
-            G[k + 1, i + 1] = g
-    mu, R = meb_of_balls(G, radii)
+    G, mu, R = _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bn, nbuf, beta, invC, kid,
+                                    gamma, degree, coef0)
     slot = _slot_for_new_ball(nb, kmax)
     if slot == kmax:
         nb = _drop_front(A, bb, Q, ee, rr, nb, 1)

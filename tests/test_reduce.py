@@ -18,12 +18,12 @@ import pytest
 from sklearn.base import clone
 from sklearn.svm import LinearSVC
 
+from randsvm_dist.cli import main as cli_main
+from randsvm_dist.cli.stream import build_estimator
 from randsvm_dist.data import make, make_arrays, write_arrays
 from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
 from randsvm_dist.kernels import resolve_gamma
 from randsvm_dist.reduce import PARTITION_STREAM, fit_streaming
-from randsvm_dist.stream_commands import build_estimator
-from randsvm_dist.stream_commands import main as cli_main
 from randsvm_dist.streaming import BudgetedSGD, StreamSVM
 from randsvm_dist.streaming import _meb as M
 from randsvm_dist.streaming.base import seed_for
@@ -212,7 +212,7 @@ def test_stream_command(dask_client, twonorm, tmp_path, capsys):
     model, report = tmp_path / "m.pkl", tmp_path / "r.json"
     rc = cli_main(["stream", ds.url, "--method", "bsgd", "--C", "1", "--budget", "25",
                    "--gamma", "0.05", "--scheduler", addr, "--test", test.url,
-                   "--model", str(model), "--json", str(report)])
+                   "--model", str(model), "--report", str(report)])
     assert rc == 0
     est = joblib.load(model)
     assert isinstance(est, BudgetedSGD) and est.n_core_ <= 25 and est.gamma_ == 0.05

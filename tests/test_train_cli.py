@@ -18,7 +18,7 @@ def test_train_evaluate_predict(dask_client, tmp_path, capsys):
     assert main(["train", str(tmp_path / "train"), "--C", "10", "--gamma", "1",
                  "--k", "3000", "--sample-size", "1000", "--model", str(model),
                  "--scheduler", addr, "--test", str(tmp_path / "test"),
-                 "--json", str(tmp_path / "report.json")]) == 0
+                 "--report", str(tmp_path / "report.json")]) == 0
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["test"]["accuracy"] > 0.95
     assert report["history"] and report["n_support"] > 0

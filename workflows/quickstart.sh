@@ -13,6 +13,6 @@ randsvm-dist data make checkerboard "$OUT/train" --rows "$ROWS" --partitions 8 -
 randsvm-dist data make checkerboard "$OUT/test" --rows 20000 --partitions 2 --seed 2 --no-progress
 randsvm-dist data info "$OUT/train"
 randsvm-dist train "$OUT/train" --kernel rbf --C 100 --gamma 1 --gap-tol 0.001 \
-    --model "$OUT/checkerboard.model" --test "$OUT/test" --json "$OUT/train-report.json"
+    --model "$OUT/checkerboard.model" --test "$OUT/test" --report "$OUT/train-report.json"
 randsvm-dist evaluate "$OUT/checkerboard.model" "$OUT/test"
 randsvm-dist predict "$OUT/checkerboard.model" "$OUT/test" "$OUT/predictions"

@@ -10,13 +10,7 @@ OUT=${OUT:-./stream-out}
 ROWS=${ROWS:-200000}
 rm -rf "$OUT"
 mkdir -p "$OUT"
-# `stream` lives in randsvm_dist.stream_commands; run it through the console script when
-# cli.py registers it, else through the module's own entry point (same command line).
-if randsvm-dist stream --help >/dev/null 2>&1; then
-    STREAM=(randsvm-dist stream)
-else
-    STREAM=(python -m randsvm_dist.stream_commands stream)
-fi
+STREAM=(randsvm-dist stream)
 
 randsvm-dist data make twonorm "$OUT/twonorm-train" --rows "$ROWS" --partitions 8 --seed 1 --no-progress
 randsvm-dist data make twonorm "$OUT/twonorm-test" --rows 20000 --partitions 2 --seed 2 --no-progress
@@ -26,10 +20,10 @@ randsvm-dist data make checkerboard "$OUT/cb-test" --rows 20000 --partitions 2 -
 # twonorm is linear (Bayes accuracy 97.7%): StreamSVM, the streaming minimum enclosing ball
 "${STREAM[@]}" "$OUT/twonorm-train" --method streamsvm --C 1 --lookahead 10 \
     --test "$OUT/twonorm-test" --model "$OUT/twonorm-streamsvm.pkl" \
-    --json "$OUT/twonorm-streamsvm.json"
+    --report "$OUT/twonorm-streamsvm.json"
 # the checkerboard needs a kernel: budgeted SGD (RBF, at most 200 support vectors)
 "${STREAM[@]}" "$OUT/cb-train" --method bsgd --C 10 --gamma 2 --budget 200 \
-    --test "$OUT/cb-test" --model "$OUT/cb-bsgd.pkl" --json "$OUT/cb-bsgd.json"
+    --test "$OUT/cb-test" --model "$OUT/cb-bsgd.pkl" --report "$OUT/cb-bsgd.json"
 
 python - "$OUT" <<'PY'
 import json, sys

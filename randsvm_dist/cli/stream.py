@@ -1,18 +1,16 @@
 """``randsvm-dist stream``: one-pass training with a streaming learner on Dask.
 
 Every partition is learnt by its own task and the learners are tree-merged
-(:func:`randsvm_dist.reduce.fit_streaming`). The model is a joblib pickle of the fitted
-estimator (streaming models are not LIBSVM support-vector models); load it with
-``joblib.load``.
+(:func:`randsvm_dist.reduce.fit_streaming`). The model is a joblib file of the fitted
+estimator (streaming models are not LIBSVM support-vector models).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 
-from .commands import _number_or_name, _write_json
-from .exceptions import ParameterError, SchemaError
+from ..exceptions import ParameterError, SchemaError
+from .options import add_output, add_random_state, add_scheduler, emit, number_or_name, say
 
 # method -> (class name in randsvm_dist.streaming, options it takes besides C/random-state)
 METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -40,7 +38,7 @@ def build_estimator(method: str, *, C: float | None = None, random_state: int = 
     Raises:
         ParameterError: unknown method, or an option the method does not take.
     """
-    from . import streaming
+    from .. import streaming
 
     if method not in METHODS:
         raise ParameterError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
@@ -56,41 +54,48 @@ def build_estimator(method: str, *, C: float | None = None, random_state: int = 
     return getattr(streaming, cls_name)(**params)
 
 
-def cmd_stream(args) -> int:
-    """Fit a streaming learner per partition, tree-merge, save, optionally evaluate."""
+def cmd_stream(args: argparse.Namespace) -> int:
+    """Fit a streaming learner per partition, tree-merge, save, optionally evaluate (all on
+    one cluster).
+
+    Returns:
+        0.
+
+    Raises:
+        ParameterError: an option the method does not take.
+        SchemaError: ``--test`` does not match the training set.
+    """
     import joblib
 
-    from .cluster import dask_client
-    from .predict import evaluate_dataset
-    from .reduce import fit_streaming
+    from ..predict import evaluate_dataset
+    from ..reduce import fit_streaming
 
     est = build_estimator(args.method, C=args.C, random_state=args.random_state,
                           **{k: getattr(args, k) for k in OPTIONAL})
     if args.test:  # fail before training, not after
-        from .inputs import open_dataset
+        from ..inputs import open_dataset
 
         train, test = open_dataset(args.data), open_dataset(args.test)
         if train.n_features != test.n_features:
             raise SchemaError(f"--test {test} has {test.n_features} features; the training "
                               f"set has {train.n_features}")
-    with dask_client(args.scheduler or None) as client:  # one cluster for fit and test
-        model = fit_streaming(est, args.data, client=client, fan_in=args.fan_in)
-        info = model.reduce_info_
-        report = {"data": args.data, "method": args.method,
-                  "estimator": type(model).__name__,
-                  "params": model.get_params(deep=False), "model": args.model,
-                  "reduce": info}
-        if args.model:
-            joblib.dump(model, args.model)
-        print(f"{type(model).__name__}: {info['rows']} rows, {info['partitions_used']} "
-              f"partitions, tree depth {info['depth']}, {info['seconds']:.1f} s, "
-              f"{info['n_core_']} core points"
-              + (f"; model written to {args.model}" if args.model else ""))
-        if args.test:
-            report["test"] = evaluate_dataset(model, args.test, client=client)
-            print(f"test accuracy {report['test']['accuracy']:.4f} on "
-                  f"{report['test']['rows']} rows")
-    _write_json(args.json, report)
+    client = args.session.client()
+    model = fit_streaming(est, args.data, client=client, fan_in=args.fan_in)
+    info = model.reduce_info_
+    result = {"data": args.data, "method": args.method, "estimator": type(model).__name__,
+              "params": model.get_params(deep=False), "model": args.model, "reduce": info}
+    if args.model:
+        joblib.dump(model, args.model)
+    summary = (f"{type(model).__name__}: {info['rows']} rows, {info['partitions_used']} "
+               f"partitions, tree depth {info['depth']}, {info['seconds']:.1f} s, "
+               f"{info['n_core_']} core points"
+               + (f"; model written to {args.model}" if args.model else ""))
+    if args.test:
+        say(args, summary)
+        result["test"] = evaluate_dataset(model, args.test, client=client)
+        summary = (f"test accuracy {result['test']['accuracy']:.4f} on "
+                   f"{result['test']['rows']} rows")
+    emit(args, result, summary)
     return 0
 
 
@@ -107,7 +112,7 @@ def register(subparsers) -> None:
                    help="streamsvm: StreamSVM (MEB); blurred: BlurredBallSVM; bsgd: "
                         "BudgetedSGD; ramp: OnlineRampSVM")
     p.add_argument("--C", type=float, default=None, help="cost")
-    p.add_argument("--gamma", type=_number_or_name, default=None,
+    p.add_argument("--gamma", type=number_or_name, default=None,
                    help="kernel width: number, 'scale' or 'auto' (resolved once for the "
                         "whole data set)")
     p.add_argument("--kernel", default=None, choices=["linear", "rbf", "poly", "sigmoid"],
@@ -116,29 +121,9 @@ def register(subparsers) -> None:
     p.add_argument("--lookahead", type=int, default=None, help="streamsvm/blurred: L")
     p.add_argument("--epsilon", type=float, default=None, help="blurred: blur epsilon")
     p.add_argument("--fan-in", type=int, default=2, help="models merged per tree node")
-    p.add_argument("--random-state", type=int, default=0)
-    p.add_argument("--scheduler", default=None,
-                   help="Dask scheduler address (default: an embedded LocalCluster)")
+    add_random_state(p)
+    add_scheduler(p)
     p.add_argument("--test", default=None, help="Parquet data set to evaluate on")
     p.add_argument("--model", default=None, help="write the fitted estimator (joblib)")
-    p.add_argument("--json", default=None, help="write a JSON report here ('-': stdout)")
+    add_output(p)
     p.set_defaults(func=cmd_stream)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The full ``randsvm-dist`` command line with ``stream`` registered (for
-    ``python -m randsvm_dist.stream_commands stream ...`` until cli.py lists this module).
-
-    Returns:
-        the exit code.
-    """
-    from . import cli
-
-    name = "randsvm_dist.stream_commands"
-    if name not in cli.COMMAND_MODULES:
-        cli.COMMAND_MODULES = (*cli.COMMAND_MODULES, name)
-    return cli.main(argv)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

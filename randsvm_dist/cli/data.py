@@ -1,15 +1,14 @@
-"""``randsvm-dist data convert|make|info``: the data command group."""
+"""``randsvm-dist data convert|make|info``: convert, generate and describe Parquet data sets."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 
 import numpy as np
 
-from .generators import GENERATORS
+from ..data.generators import GENERATORS
+from .options import add_output, add_overwrite_progress, emit
 
 
 def register(subparsers) -> None:
@@ -41,9 +40,7 @@ def register(subparsers) -> None:
     p.add_argument("--header", choices=["auto", "yes", "no"], default="auto",
                    help="CSV: does line 1 hold column names (default: auto)")
     p.add_argument("--delimiter", default=None, help="CSV field separator (default ',')")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing DST")
-    p.add_argument("--no-progress", dest="progress", action="store_false",
-                   help="no progress bar")
+    add_overwrite_progress(p)
     p.set_defaults(func=_convert)
 
     p = sub.add_parser(
@@ -56,16 +53,14 @@ def register(subparsers) -> None:
     p.add_argument("--rows", type=int, required=True, help="number of rows")
     _add_partitioning(p)
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing DST")
-    p.add_argument("--no-progress", dest="progress", action="store_false",
-                   help="no progress bar")
+    add_overwrite_progress(p)
     p.set_defaults(func=_make)
 
     p = sub.add_parser("info", help="rows, features, partitions, classes and bytes of a set",
                        description="Describe a Parquet data set from its metadata.")
     p.add_argument("dst", help="data set directory, file or URL")
     p.add_argument("--label-column", default="label", help="label column (default: label)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    add_output(p, report=False)
     p.set_defaults(func=_info)
 
 
@@ -78,7 +73,7 @@ def _add_partitioning(p: argparse.ArgumentParser) -> None:
 
 
 def _convert(args) -> int:
-    from .convert import convert
+    from ..data.convert import convert
 
     header = {"auto": "auto", "yes": True, "no": False}[args.header]
     t0 = time.perf_counter()
@@ -95,7 +90,7 @@ def _convert(args) -> int:
 
 
 def _make(args) -> int:
-    from .generators import make
+    from ..data.generators import make
 
     t0 = time.perf_counter()
     ds = make(args.name, args.dst, rows=args.rows, partitions=args.partitions,
@@ -135,14 +130,15 @@ def _py(v):
 
 
 def _info(args) -> int:
-    from .dataset import Dataset
+    from ..data.dataset import Dataset
 
     ds = Dataset.open(args.dst, label_column=args.label_column)
     info = describe(ds)
-    if args.json:
-        json.dump(info, sys.stdout, indent=2)
-        print()
-        return 0
+    emit(args, info, "" if args.json else _info_text(info))
+    return 0
+
+
+def _info_text(info: dict) -> str:
     rows = info["partition_rows"]
     lines = [
         f"path         {info['path']}",
@@ -165,5 +161,4 @@ def _info(args) -> int:
         lines.append("  warning: one class only; an SVM needs at least two")
     for k, v in info["source"].items():
         lines.append(f"{k:<12} {v}")
-    print("\n".join(lines))
-    return 0
+    return "\n".join(lines)

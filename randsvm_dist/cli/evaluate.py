@@ -1,0 +1,43 @@
+"""``randsvm-dist evaluate``: accuracy and confusion matrix of a saved model."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from .models import load_model
+from .options import add_output, add_scheduler, emit
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """Accuracy, confusion matrix, #SV (or core points) and seconds on a Parquet data set.
+
+    Returns:
+        0.
+    """
+    from ..predict import evaluate_dataset
+
+    t0 = time.perf_counter()
+    est = load_model(args.model)
+    result = evaluate_dataset(est, args.data, client=args.session.client())
+    result["n_support"] = (int(len(est.support_)) if hasattr(est, "support_")
+                           else int(est.n_core_))
+    result["seconds"] = time.perf_counter() - t0
+    lines = [f"accuracy {result['accuracy']:.4f} on {result['rows']} rows, "
+             f"{result['n_support']} support vectors (or core points), "
+             f"{result['seconds']:.1f} s",
+             f"confusion matrix (rows: true, columns: predicted; classes "
+             f"{result['classes']}):"]
+    lines += ["  " + " ".join(f"{v:9d}" for v in row) for row in result["confusion_matrix"]]
+    emit(args, result, "\n".join(lines))
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add the ``evaluate`` command."""
+    p = subparsers.add_parser("evaluate", help="accuracy and confusion matrix of a model")
+    p.add_argument("model", help="model file (train --model or stream --model)")
+    p.add_argument("data", help="Parquet data set with labels")
+    add_scheduler(p)
+    add_output(p)
+    p.set_defaults(func=cmd_evaluate)

@@ -1,0 +1,35 @@
+"""``randsvm-dist predict``: predictions of a saved model on a Parquet data set."""
+
+from __future__ import annotations
+
+import argparse
+
+from .models import load_model
+from .options import add_output, add_scheduler, emit
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    """Predict ``args.data`` with the model at ``args.model``; write Parquet files to
+    ``args.out``.
+
+    Returns:
+        0.
+    """
+    from ..predict import predict_dataset
+
+    est = load_model(args.model)
+    out = predict_dataset(est, args.data, args.out, client=args.session.client())
+    emit(args, out, f"wrote predictions of {out['rows']} rows to {out['out']} in "
+                    f"{out['seconds']:.1f} s")
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add the ``predict`` command."""
+    p = subparsers.add_parser("predict", help="predict a Parquet data set with a saved model")
+    p.add_argument("model", help="model file (train --model or stream --model)")
+    p.add_argument("data", help="Parquet data set")
+    p.add_argument("out", help="directory for the prediction Parquet files")
+    add_scheduler(p)
+    add_output(p, report=False)
+    p.set_defaults(func=cmd_predict)

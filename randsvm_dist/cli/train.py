@@ -1,0 +1,95 @@
+"""``randsvm-dist train``: fit a RandSVMClassifier on a Parquet data set, save the model."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..exceptions import ParameterError
+from .options import (
+    add_output,
+    add_random_state,
+    add_scheduler,
+    bound,
+    emit,
+    int_or_auto,
+    number_or_name,
+    say,
+)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """Train, save the LIBSVM model, and with ``--test`` evaluate on the same cluster.
+
+    Returns:
+        0.
+
+    Raises:
+        ParameterError: a bad option value.
+    """
+    from ..estimators import RandSVMClassifier
+
+    if args.class_weight not in (None, "balanced"):
+        raise ParameterError(f"--class-weight must be 'balanced'; got {args.class_weight!r}")
+    client = args.session.client()
+    est = RandSVMClassifier(
+        kernel=args.kernel, C=args.C, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
+        class_weight=args.class_weight, k=args.k, sample_size=args.sample_size,
+        epsilon=args.epsilon, delta=args.delta, separable=args.separable,
+        max_iter=args.max_iter, tol=args.tol, violator_tol=args.violator_tol,
+        gap_tol=args.gap_tol, cache_size=args.cache_size, random_state=args.random_state,
+        client=client,
+    )
+    est.fit(args.data)
+    est.save(args.model)
+    result = {
+        "data": args.data, "model": args.model, "fit_seconds": est.fit_time_,
+        "n_support": int(len(est.support_)), "n_iter": est.n_iter_,
+        "stop_reasons": est.stop_reasons_, "optimal": est.optimal_, "k": est.k_,
+        "sample_size": est.sample_size_, "gamma": est.gamma_, "history": est.history_,
+    }
+    summary = (f"trained in {est.fit_time_:.1f} s: {len(est.support_)} support vectors, "
+               f"{est.n_iter_} iterations, stop: {', '.join(est.stop_reasons_)}; "
+               f"model written to {args.model}")
+    if args.test:
+        say(args, summary)
+        result["test"] = est.evaluate(args.test, client=client)
+        summary = (f"test accuracy {result['test']['accuracy']:.4f} on "
+                   f"{result['test']['rows']} rows")
+    emit(args, result, summary)
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add the ``train`` command."""
+    p = subparsers.add_parser("train", help="train a kernel SVM with RandSVM on Dask",
+                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("data", help="Parquet data set (directory or URL)")
+    p.add_argument("--model", required=True, help="where to write the LIBSVM model file")
+    p.add_argument("--kernel", default="rbf", choices=["linear", "poly", "rbf", "sigmoid"])
+    p.add_argument("--C", type=float, default=1.0)
+    p.add_argument("--gamma", type=number_or_name, default="scale",
+                   help="number, 'scale' or 'auto'")
+    p.add_argument("--degree", type=int, default=3)
+    p.add_argument("--coef0", type=float, default=0.0)
+    p.add_argument("--class-weight", default=None, help="'balanced' or omit")
+    p.add_argument("--k", type=bound, default="auto",
+                   help="support-set bound: 'auto' (the paper's estimate), a number, or "
+                        "'none'")
+    p.add_argument("--sample-size", type=int_or_auto, default="auto",
+                   help="rows per LIBSVM solve (r)")
+    p.add_argument("--epsilon", type=float, default=0.2)
+    p.add_argument("--delta", type=float, default=0.9)
+    p.add_argument("--separable", action="store_true", help="use the separable k bound")
+    p.add_argument("--max-iter", type=int, default=50)
+    p.add_argument("--tol", type=float, default=1e-3)
+    p.add_argument("--violator-tol", type=float, default=0.0,
+                   help="stop at this fraction of violators")
+    p.add_argument("--gap-tol", type=float, default=0.0,
+                   help="stop at this relative primal-dual gap (certified on all rows)")
+    p.add_argument("--cache-size", type=float, default=200.0)
+    add_random_state(p)
+    add_scheduler(p)
+    p.add_argument("--test", default=None,
+                   help="Parquet data set to evaluate on afterwards (same cluster)")
+    add_output(p)
+    p.set_defaults(func=cmd_train)

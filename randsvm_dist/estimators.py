@@ -23,6 +23,7 @@ from .validation import check_features, check_positive
 log = logging.getLogger("randsvm_dist")
 
 META_SUFFIX = ".meta.json"
+RANGE_SUFFIX = ".range"
 
 
 def _log_iteration(record: dict) -> None:
@@ -67,12 +68,17 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
         client: None (the default Dask client, else an embedded LocalCluster), a scheduler
             address, or a ``distributed.Client``. Never saved or pickled with the model.
         n_partitions: chunks for array input (default 2 per worker).
+        scale: None, 'minmax' (svm-scale's [-1, 1]; [0, 1] keeping zeros for sparse data),
+            'standard', or a ``preprocessing.FeatureScaler``: learnt on the training rows on
+            the workers, applied before training and by predict/evaluate, saved with the
+            model (and as an svm-scale range file ``<model>.range``).
 
     Fitted attributes: ``classes_``, ``n_features_in_``, ``support_`` (global row
     indices), ``support_vectors_``, ``dual_coef_`` (n_problems, n_SV), ``intercept_``,
     ``n_support_`` (per class), ``history_``, ``n_iter_``, ``stop_reasons_``, ``optimal_``
     (|V| = 0 reached for every problem: the model is optimal for the whole data set),
-    ``gamma_``, ``k_``, ``sample_size_``, ``fit_time_``.
+    ``gamma_``, ``k_``, ``sample_size_``, ``fit_time_``, ``scaler_`` (None or the fitted
+    ``FeatureScaler``).
     """
 
     def __init__(self, kernel: str = "rbf", C: float = 1.0, gamma="scale", degree: int = 3,
@@ -81,7 +87,7 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
                  max_iter: int = 50, tol: float = 1e-3, violator_tol: float = 0.0,
                  gap_tol: float = 0.0, cache_size: float = 200.0,
                  random_state: int | None = None, client=None,
-                 n_partitions: int | None = None):
+                 n_partitions: int | None = None, scale=None):
         self.kernel = kernel
         self.C = C
         self.gamma = gamma
@@ -101,6 +107,7 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.client = client
         self.n_partitions = n_partitions
+        self.scale = scale
 
     # -- pickling: the client never travels with the model -----------------------------
     def __getstate__(self):
@@ -170,6 +177,12 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
             if dataset_kwargs and open_dataset(data) is None and isinstance(data, str):
                 data = open_dataset(data, **dataset_kwargs)
             parts, classes = load_partitions(client, data, y, self.n_partitions)
+            self.scaler_ = None
+            if self.scale is not None:
+                from .preprocessing import make_scaler
+
+                self.scaler_ = make_scaler(self.scale).fit_partitions(client, parts)
+                parts = self.scaler_.transform_partitions(client, parts)
             ds = open_dataset(data) if y is None else None
             counts = (np.asarray(ds.class_counts) if ds is not None
                       else np.array([(np.asarray(y) == c).sum() for c in classes]))
@@ -247,6 +260,8 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
         """
         self._check_fitted()
         X = check_features(X, self.n_features_in_)
+        if getattr(self, "scaler_", None) is not None:
+            X = self.scaler_.transform(X)
         f = decision_values(X, self.support_vectors_, self.dual_coef_.T, self.intercept_,
                             self.kernel_)
         return f[:, 0] if f.shape[1] == 1 else f
@@ -297,6 +312,10 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
     def save(self, path: str | os.PathLike) -> None:
         """Save in LIBSVM's model format (plus ``<path>.meta.json`` for this package).
 
+        A model trained with ``scale`` holds support vectors in the scaled space: its
+        scaling is in the meta file and in ``<path>.range`` (svm-scale's range file, so
+        ``svm-scale -r <path>.range`` prepares rows for stock LIBSVM's ``svm-predict``).
+
         Two classes: ``path`` is one LIBSVM model file (stock LIBSVM loads it and predicts
         the same labels; non-integer labels are written as -1/+1 and mapped back by the
         meta file). K > 2 classes (one-vs-rest): ``path.class<k>`` holds class k against
@@ -314,9 +333,13 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
             "n_features": int(self.n_features_in_),
             "model_files": [os.path.basename(f) for f in files],
             "support": self.support_.tolist(),
-            "params": {k: v for k, v in self.get_params().items() if k != "client"},
+            "params": {k: getattr(v, "method", v) for k, v in self.get_params().items()
+                       if k != "client"},
             "history": self.history_,
         }
+        if getattr(self, "scaler_", None) is not None:
+            meta["scaling"] = self.scaler_.to_dict()
+            self.scaler_.save_range(path + RANGE_SUFFIX)
         meta_path = path if len(models) > 1 else path + META_SUFFIX
         tmp = f"{meta_path}.tmp{os.getpid()}"
         with open(tmp, "w") as fh:
@@ -372,6 +395,11 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
         est._set_fitted(problems, classes, models[0].kernel, n_features, True)
         est.support_vectors_ = _maybe_dense(est.support_vectors_)
         est.history_ = (meta or {}).get("history", [])
+        est.scaler_ = None
+        if (meta or {}).get("scaling"):
+            from .preprocessing import FeatureScaler
+
+            est.scaler_ = FeatureScaler.from_dict(meta["scaling"])
         return est
 
 

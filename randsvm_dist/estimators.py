@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -17,13 +16,9 @@ from .kernels import KERNELS, Kernel, decision_values, resolve_gamma
 from .randsvm.bounds import support_bound
 from .randsvm.driver import Problem, RunConfig, run_randsvm
 from .solvers.libsvm_adapter import SolverParams
-from .solvers.model_file import BinaryModel, read_libsvm_model, write_libsvm_model
 from .validation import check_features, check_positive
 
 log = logging.getLogger("randsvm_dist")
-
-META_SUFFIX = ".meta.json"
-RANGE_SUFFIX = ".range"
 
 
 def _log_iteration(record: dict) -> None:
@@ -290,130 +285,35 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
         out["n_support"] = int(len(self.support_))
         return out
 
-    # -- model files -----------------------------------------------------------------------
-    def binary_models(self) -> list[BinaryModel]:
-        """One BinaryModel per binary problem (class k against the rest for K > 2)."""
-        self._check_fitted()
-        out = []
-        integral = all(float(c) == int(c) for c in self.classes_) \
-            if np.issubdtype(self.classes_.dtype, np.number) else False
-        for j in range(len(self.intercept_)):
-            keep = self.dual_coef_[j] != 0
-            if len(self.intercept_) == 1:
-                labels = ((int(self.classes_[0]), int(self.classes_[1])) if integral
-                          else (-1, 1))
-            else:
-                labels = (-1, 1)
-            out.append(BinaryModel(self.kernel_, self.support_vectors_[keep],
-                                   self.dual_coef_[j, keep], float(self.intercept_[j]),
-                                   labels))
-        return out
-
+    # -- model files (see randsvm_dist.io) ------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
-        """Save in LIBSVM's model format (plus ``<path>.meta.json`` for this package).
+        """Save as one LIBSVM model file that stock LIBSVM reads, with this package's
+        allow-listed metadata in a trailer (see ``randsvm_dist.io``).
 
         A model trained with ``scale`` holds support vectors in the scaled space: its
-        scaling is in the meta file and in ``<path>.range`` (svm-scale's range file, so
-        ``svm-scale -r <path>.range`` prepares rows for stock LIBSVM's ``svm-predict``).
+        scaling is in the metadata and, for stock LIBSVM, in ``<path>.range`` (svm-scale's
+        range file: ``svm-scale -r <path>.range`` prepares rows for ``svm-predict``).
 
-        Two classes: ``path`` is one LIBSVM model file (stock LIBSVM loads it and predicts
-        the same labels; non-integer labels are written as -1/+1 and mapped back by the
-        meta file). K > 2 classes (one-vs-rest): ``path.class<k>`` holds class k against
-        the rest, each a LIBSVM model file; ``path`` itself is then the meta file.
+        Raises:
+            NotFittedError: not fitted.
         """
-        path = os.fspath(path)
-        models = self.binary_models()
-        files = [path] if len(models) == 1 else [f"{path}.class{j}" for j in
-                                                   range(len(models))]
-        for f, m in zip(files, models):
-            write_libsvm_model(f, m)
-        meta = {
-            "format": "randsvm-dist/1",
-            "classes": self.classes_.tolist(),
-            "n_features": int(self.n_features_in_),
-            "model_files": [os.path.basename(f) for f in files],
-            "support": self.support_.tolist(),
-            "params": {k: getattr(v, "method", v) for k, v in self.get_params().items()
-                       if k != "client"},
-            "history": self.history_,
-        }
-        if getattr(self, "scaler_", None) is not None:
-            meta["scaling"] = self.scaler_.to_dict()
-            self.scaler_.save_range(path + RANGE_SUFFIX)
-        meta_path = path if len(models) > 1 else path + META_SUFFIX
-        tmp = f"{meta_path}.tmp{os.getpid()}"
-        with open(tmp, "w") as fh:
-            json.dump(meta, fh, default=_json_default)
-        os.replace(tmp, meta_path)
+        from .io import save_model
+
+        save_model(self, path)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> RandSVMClassifier:
         """Load a model written by ``save`` (or a stock LIBSVM binary model file).
 
         Raises:
-            FileNotFoundError, DataFormatError.
+            FileNotFoundError, DataFormatError (truncated, corrupt or disallowed metadata).
         """
-        path = os.fspath(path)
-        meta = None
-        if os.path.exists(path + META_SUFFIX):
-            with open(path + META_SUFFIX) as fh:
-                meta = json.load(fh)
-            files = [path]
-        else:
-            with open(path) as fh:
-                head = fh.read(1)
-            if head == "{":
-                with open(path) as fh:
-                    meta = json.load(fh)
-                base = os.path.dirname(path)
-                files = [os.path.join(base, f) for f in meta["model_files"]]
-            else:
-                files = [path]
-        n_features = meta["n_features"] if meta else None
-        models = [read_libsvm_model(f, n_features) for f in files]
-        if n_features is None:
-            n_features = max(m.support_vectors.shape[1] for m in models)
-            models = [read_libsvm_model(f, n_features) for f in files]
-        params = {k: v for k, v in (meta or {}).get("params", {}).items()
-                  if k in cls().get_params()}
-        est = cls(**params)
-        if meta:
-            classes = np.asarray(meta["classes"])
-        else:
-            classes = np.asarray(models[0].labels)
-        problems, offset = [], 0
-        for j, m in enumerate(models):
-            p = Problem(j if len(models) > 1 else 1, SolverParams(kernel=m.kernel))
-            # each file lists its own SVs; a row shared by two problems appears twice
-            n_sv = m.support_vectors.shape[0]
-            p.sv_rows = np.arange(offset, offset + n_sv, dtype=np.int64)
-            offset += n_sv
-            p.sv_X = m.support_vectors
-            p.dual_coef = m.dual_coef
-            p.intercept = m.intercept
-            problems.append(p)
-        est._set_fitted(problems, classes, models[0].kernel, n_features, True)
-        est.support_vectors_ = _maybe_dense(est.support_vectors_)
-        est.history_ = (meta or {}).get("history", [])
-        est.scaler_ = None
-        if (meta or {}).get("scaling"):
-            from .preprocessing import FeatureScaler
+        from .io import load_randsvm_model, read_bytes
 
-            est.scaler_ = FeatureScaler.from_dict(meta["scaling"])
-        return est
+        return load_randsvm_model(read_bytes(path), os.fspath(path))
 
 
 def _maybe_dense(X):
     if sp.issparse(X) and X.shape[1] <= 4096 and X.nnz > 0.25 * X.shape[0] * X.shape[1]:
         return np.ascontiguousarray(X.toarray(), dtype=np.float32)
     return X
-
-
-def _json_default(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"cannot serialize {type(o).__name__}")

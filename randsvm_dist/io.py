@@ -482,16 +482,21 @@ def _decode(node, arrays: dict, classes: dict, where: str):
     raise DataFormatError(f"{where}: unknown entry {tag!r} in the model header")
 
 
-def check_model_path(path: str | os.PathLike, overwrite: bool = True) -> None:
-    """Fail now, before any training, if ``path`` cannot be written as a model file.
+def check_model_path(path: str | os.PathLike, overwrite: bool = False) -> None:
+    """Fail now, before any training, if ``path`` cannot take a model file.
+
+    Args:
+        path: the model file to be written (local path; URLs are checked by the write).
+        overwrite: replace an existing file, which must itself be a randsvm-dist model.
 
     Raises:
         ParameterError: the parent directory is missing or not writable, ``path`` is a
-            directory, or it exists and ``overwrite`` is False.
+            directory, it exists without ``overwrite``, or it exists and is not a model
+            file this project wrote.
     """
     path = os.fspath(path)
     if "://" in path:
-        return  # remote: checked by the write itself; nothing cheap and reliable to probe
+        return
     parent = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise ParameterError(f"model path {path} is a directory; give a file name")
@@ -499,5 +504,25 @@ def check_model_path(path: str | os.PathLike, overwrite: bool = True) -> None:
         raise ParameterError(f"model path {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise ParameterError(f"model path {path}: directory {parent} is not writable")
-    if os.path.exists(path) and not overwrite:
+    if not os.path.exists(path):
+        return
+    if not overwrite:
         raise ParameterError(f"model path {path} exists; pass --overwrite to replace it")
+    if not is_model_file(path):
+        raise ParameterError(f"model path {path} exists and is not a randsvm-dist model "
+                             "file; --overwrite replaces only files this project wrote")
+
+
+def is_model_file(path: str | os.PathLike) -> bool:
+    """True when ``path`` is a model file written by ``save_model``."""
+    try:
+        data = read_bytes(path)
+    except OSError:
+        return False
+    if data.startswith(b"PK"):
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as z:
+                return "header" in z.files
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError):
+            return False
+    return data.startswith(b"svm_type") and (META_TAG.encode() in data)

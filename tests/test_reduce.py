@@ -12,7 +12,6 @@ import threading
 import time
 
 import dask
-import joblib
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -22,6 +21,7 @@ from randsvm_dist.cli import main as cli_main
 from randsvm_dist.cli.stream import build_estimator
 from randsvm_dist.data import make, make_arrays, write_arrays
 from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
+from randsvm_dist.io import load_model
 from randsvm_dist.kernels import resolve_gamma
 from randsvm_dist.reduce import PARTITION_STREAM, fit_streaming
 from randsvm_dist.streaming import BudgetedSGD, StreamSVM
@@ -209,12 +209,12 @@ def test_bad_inputs(dask_client, twonorm, tmp_path):
 def test_stream_command(dask_client, twonorm, tmp_path, capsys):
     ds, test = twonorm
     addr = dask_client.scheduler.address
-    model, report = tmp_path / "m.pkl", tmp_path / "r.json"
+    model, report = tmp_path / "m.npz", tmp_path / "r.json"
     rc = cli_main(["stream", ds.url, "--method", "bsgd", "--C", "1", "--budget", "25",
                    "--gamma", "0.05", "--scheduler", addr, "--test", test.url,
                    "--model", str(model), "--report", str(report)])
     assert rc == 0
-    est = joblib.load(model)
+    est = load_model(model)
     assert isinstance(est, BudgetedSGD) and est.n_core_ <= 25 and est.gamma_ == 0.05
     rep = json.loads(report.read_text())
     assert rep["reduce"]["partitions"] == 4 and rep["reduce"]["depth"] == 2

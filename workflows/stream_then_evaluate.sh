@@ -2,7 +2,7 @@
 # One-pass training with the streaming learners on the embedded default (a LocalCluster):
 # generate twonorm (200,000 rows) and a 4x4 checkerboard (100,000 rows) as Parquet, learn
 # every partition with a streaming SVM on the Dask workers, tree-merge the learners into
-# one model (randsvm-dist stream), evaluate it on a held-out set, write the model (joblib)
+# one model (randsvm-dist stream), evaluate it on a held-out set, write the model (.npz, no pickle)
 # and a JSON report, then reload the model and predict a few rows in-process.
 # About a minute on 2 cores. Output goes to ${OUT:-./stream-out}.
 set -euo pipefail
@@ -19,22 +19,21 @@ randsvm-dist data make checkerboard "$OUT/cb-test" --rows 20000 --partitions 2 -
 
 # twonorm is linear (Bayes accuracy 97.7%): StreamSVM, the streaming minimum enclosing ball
 "${STREAM[@]}" "$OUT/twonorm-train" --method streamsvm --C 1 --lookahead 10 \
-    --test "$OUT/twonorm-test" --model "$OUT/twonorm-streamsvm.pkl" \
+    --test "$OUT/twonorm-test" --model "$OUT/twonorm-streamsvm.npz" \
     --report "$OUT/twonorm-streamsvm.json"
 # the checkerboard needs a kernel: budgeted SGD (RBF, at most 200 support vectors)
 "${STREAM[@]}" "$OUT/cb-train" --method bsgd --C 10 --gamma 2 --budget 200 \
-    --test "$OUT/cb-test" --model "$OUT/cb-bsgd.pkl" --report "$OUT/cb-bsgd.json"
+    --test "$OUT/cb-test" --model "$OUT/cb-bsgd.npz" --report "$OUT/cb-bsgd.json"
 
 python - "$OUT" <<'PY'
 import json, sys
 
-import joblib
-
 from randsvm_dist.data import Dataset
+from randsvm_dist.io import load_model
 
 out = sys.argv[1]
 for name, test in (("twonorm-streamsvm", "twonorm-test"), ("cb-bsgd", "cb-test")):
-    model = joblib.load(f"{out}/{name}.pkl")
+    model = load_model(f"{out}/{name}.npz")
     report = json.load(open(f"{out}/{name}.json"))
     X, y = Dataset.open(f"{out}/{test}").read_partition(0)
     info = report["reduce"]

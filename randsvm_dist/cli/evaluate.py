@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from .models import load_model
+from .models import add_model_input, load_model
 from .options import add_output, add_scheduler, emit
 
 
@@ -18,7 +18,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from ..predict import evaluate_dataset
 
     t0 = time.perf_counter()
-    est = load_model(args.model)
+    est = load_model(args)
     result = evaluate_dataset(est, args.data, client=args.session.client())
     result["n_support"] = (int(len(est.support_)) if hasattr(est, "support_")
                            else int(est.n_core_))
@@ -36,7 +36,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def register(subparsers) -> None:
     """Add the ``evaluate`` command."""
     p = subparsers.add_parser("evaluate", help="accuracy and confusion matrix of a model")
-    p.add_argument("model", help="model file (train --model or stream --model)")
+    add_model_input(p)
     p.add_argument("data", help="Parquet data set with labels")
     add_scheduler(p)
     add_output(p)

@@ -2,26 +2,27 @@
 
 from __future__ import annotations
 
+import argparse
 
-def load_model(path: str):
-    """A saved model: a LIBSVM model file (with or without our meta file) or a joblib file
-    of a streaming learner (``randsvm-dist stream --model``).
 
-    Args:
-        path: the model file.
+def add_model_input(p: argparse.ArgumentParser) -> None:
+    """The ``model`` argument and ``--allow-pickle`` (old joblib models, trusted files only)."""
+    p.add_argument("model", help="model file (train --model or stream --model)")
+    p.add_argument("--allow-pickle", action="store_true",
+                   help="also load an old joblib pickle model; a pickle can run any code, "
+                        "use only for a file you trust")
+
+
+def load_model(args: argparse.Namespace):
+    """The model named by ``args.model`` (see :func:`randsvm_dist.io.load_model`).
 
     Returns:
         the fitted estimator.
 
     Raises:
+        DataFormatError: truncated, corrupt, or a pickle without ``--allow-pickle``.
         OSError: the file cannot be read.
     """
-    from ..estimators import RandSVMClassifier
+    from ..io import load_model as load
 
-    with open(path, "rb") as f:
-        head = f.read(16)
-    if head.startswith((b"svm_type", b"{")):
-        return RandSVMClassifier.load(path)
-    import joblib
-
-    return joblib.load(path)
+    return load(args.model, allow_pickle=args.allow_pickle)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -61,6 +62,24 @@ def add_overwrite_progress(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing DST")
     p.add_argument("--no-progress", dest="progress", action="store_false",
                    help="no progress bar")
+
+
+def check_report_path(args: argparse.Namespace) -> None:
+    """Fail before any work if ``--report FILE`` cannot be written (its directory is missing
+    or it is a directory).
+
+    Raises:
+        ParameterError: the report path is not writable.
+    """
+    from ..exceptions import ParameterError
+
+    path = getattr(args, "report", None)
+    if not path:
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        raise ParameterError(f"--report {path}: not a writable file path (its directory "
+                             f"{parent} must exist)")
 
 
 def to_json(result: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .models import load_model
+from .models import add_model_input, load_model
 from .options import add_output, add_scheduler, emit
 
 
@@ -17,7 +17,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     """
     from ..predict import predict_dataset
 
-    est = load_model(args.model)
+    est = load_model(args)
     out = predict_dataset(est, args.data, args.out, client=args.session.client())
     emit(args, out, f"wrote predictions of {out['rows']} rows to {out['out']} in "
                     f"{out['seconds']:.1f} s")
@@ -27,7 +27,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def register(subparsers) -> None:
     """Add the ``predict`` command."""
     p = subparsers.add_parser("predict", help="predict a Parquet data set with a saved model")
-    p.add_argument("model", help="model file (train --model or stream --model)")
+    add_model_input(p)
     p.add_argument("data", help="Parquet data set")
     p.add_argument("out", help="directory for the prediction Parquet files")
     add_scheduler(p)

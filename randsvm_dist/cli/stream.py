@@ -1,8 +1,8 @@
 """``randsvm-dist stream``: one-pass training with a streaming learner on Dask.
 
 Every partition is learnt by its own task and the learners are tree-merged
-(:func:`randsvm_dist.reduce.fit_streaming`). The model is a joblib file of the fitted
-estimator (streaming models are not LIBSVM support-vector models).
+(:func:`randsvm_dist.reduce.fit_streaming`). The model is a .npz file
+(JSON header and arrays, see :mod:`randsvm_dist.io`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,15 @@ from __future__ import annotations
 import argparse
 
 from ..exceptions import ParameterError, SchemaError
-from .options import add_output, add_random_state, add_scheduler, emit, number_or_name, say
+from .options import (
+    add_output,
+    add_random_state,
+    add_scheduler,
+    check_report_path,
+    emit,
+    number_or_name,
+    say,
+)
 
 # method -> (class name in randsvm_dist.streaming, options it takes besides C/random-state)
 METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -65,8 +73,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
         ParameterError: an option the method does not take.
         SchemaError: ``--test`` does not match the training set.
     """
-    import joblib
-
+    from ..io import check_model_path, save_model
     from ..predict import evaluate_dataset
     from ..reduce import fit_streaming
 
@@ -79,13 +86,16 @@ def cmd_stream(args: argparse.Namespace) -> int:
         if train.n_features != test.n_features:
             raise SchemaError(f"--test {test} has {test.n_features} features; the training "
                               f"set has {train.n_features}")
+    if args.model:
+        check_model_path(args.model, args.overwrite)
+    check_report_path(args)
     client = args.session.client()
     model = fit_streaming(est, args.data, client=client, fan_in=args.fan_in)
     info = model.reduce_info_
     result = {"data": args.data, "method": args.method, "estimator": type(model).__name__,
               "params": model.get_params(deep=False), "model": args.model, "reduce": info}
     if args.model:
-        joblib.dump(model, args.model)
+        save_model(model, args.model)
     summary = (f"{type(model).__name__}: {info['rows']} rows, {info['partitions_used']} "
                f"partitions, tree depth {info['depth']}, {info['seconds']:.1f} s, "
                f"{info['n_core_']} core points"
@@ -124,6 +134,9 @@ def register(subparsers) -> None:
     add_random_state(p)
     add_scheduler(p)
     p.add_argument("--test", default=None, help="Parquet data set to evaluate on")
-    p.add_argument("--model", default=None, help="write the fitted estimator (joblib)")
+    p.add_argument("--model", default=None,
+                   help="write the fitted estimator (.npz: JSON header and arrays, no pickle)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing model file written by randsvm-dist")
     add_output(p)
     p.set_defaults(func=cmd_stream)

@@ -10,6 +10,7 @@ from .options import (
     add_random_state,
     add_scheduler,
     bound,
+    check_report_path,
     emit,
     int_or_auto,
     number_or_name,
@@ -27,9 +28,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         ParameterError: a bad option value.
     """
     from ..estimators import RandSVMClassifier
+    from ..io import check_model_path
 
     if args.class_weight not in (None, "balanced"):
         raise ParameterError(f"--class-weight must be 'balanced'; got {args.class_weight!r}")
+    check_model_path(args.model, args.overwrite)
+    check_report_path(args)
     client = args.session.client()
     est = RandSVMClassifier(
         kernel=args.kernel, C=args.C, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
@@ -65,6 +69,8 @@ def register(subparsers) -> None:
                               formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("data", help="Parquet data set (directory or URL)")
     p.add_argument("--model", required=True, help="where to write the LIBSVM model file")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing model file written by randsvm-dist")
     p.add_argument("--kernel", default="rbf", choices=["linear", "poly", "rbf", "sigmoid"])
     p.add_argument("--C", type=float, default=1.0)
     p.add_argument("--gamma", type=number_or_name, default="scale",

@@ -1,0 +1,540 @@
+"""Cross-validated (C, gamma) grid search for the RBF C-SVM as a Dask job, as in LIBSVM's guide.
+
+The guide ("A Practical Guide to Support Vector Classification", Hsu, Chang, Lin) scales the
+features, cross-validates an RBF SVM on the exponential grid C = 2^-5, 2^-3, ..., 2^15 and
+gamma = 2^3, 2^1, ..., 2^-15 (its ``grid.py``), refines around the best point with a finer
+step, and trains on all rows with the best pair. :class:`GridSearch` does each step on a
+Dask cluster:
+
+* **Folds** are stratified and seeded, and computed from the global row index: within each
+  class, rows in data-set order form blocks of ``n_folds`` consecutive rows, and each block
+  sends one row to every fold by a random permutation drawn from per-row keys
+  (``sampling.row_keys`` of the class's stream). Every fold gets the same share of every
+  class (to one row), and the folds are the same whatever the partitioning.
+* **Every (fold, C, gamma) is its own task set.** When the training part of a fold has at
+  most ``libsvm_max_rows`` rows, one task per fold gathers the fold's rows on a worker and
+  one task per (C, gamma) runs LIBSVM (``svm_train`` + ``svm_predict``, exactly what
+  LIBSVM's own ``-v`` does on those folds) there; all of them are submitted at once and run
+  concurrently. Larger folds are trained by the RandSVM driver on the fold's partitions
+  (several drivers at once, one per worker), and the held-out rows are scored on the
+  workers. The default switch-over, 50,000 training rows, is where RandSVM stopped losing
+  to LIBSVM in ``benchmarks/README.md`` (ijcnn1 49,990 rows: 1.0x; a9a 32,561: 0.5x;
+  checkerboard 100,000: 1.8x).
+* **No warm starts.** libsvm-official has no way to start a solve from given alphas, and
+  the RandSVM driver takes no initial working set, so neighbouring grid points share none.
+* **Progress** (points done / total, best so far, ETA) goes to the ``randsvm_dist`` logger.
+* **Nothing finished is lost.** Each (fold, C, gamma) result is appended to the fold CSV
+  (``results=``) as soon as it arrives; a rerun with the same file skips what it holds,
+  and a worker that dies only costs the tasks it was running (Dask reruns them).
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import DataFormatError, ParameterError
+from .randsvm.sampling import row_keys, stream_id
+
+log = logging.getLogger("randsvm_dist")
+
+GUIDE_LOG2C = (-5.0, 15.0, 2.0)
+GUIDE_LOG2GAMMA = (3.0, -15.0, -2.0)
+GUIDE_FINE_STEP = 0.25
+LIBSVM_MAX_ROWS = 50_000
+FOLD_COLUMNS = ("fold", "log2C", "log2gamma", "correct", "n", "seconds", "solver")
+
+
+# -- grids ---------------------------------------------------------------------------------
+def exponent_range(begin: float, end: float, step: float) -> list[float]:
+    """grid.py's ``begin,end,step`` of base-2 exponents (both ends included when hit).
+
+    Raises:
+        ParameterError: step 0 or pointing away from ``end``.
+    """
+    if step == 0 or (end - begin) * step < 0:
+        raise ParameterError(f"exponent range {begin},{end},{step}: the step must be non-zero "
+                             "and go from begin towards end")
+    n = int(np.floor((end - begin) / step + 1e-9)) + 1
+    return [round(begin + i * step, 10) for i in range(n)]
+
+
+def parse_exponent_range(text: str) -> tuple[float, float, float]:
+    """``"2^-5..2^15"`` or ``"2^-5..2^15:2"`` (or ``"-5,15,2"``, grid.py's form) -> (b, e, s).
+
+    The default step is 2 towards ``end`` (the guide's coarse grid).
+
+    Raises:
+        ParameterError: anything else.
+    """
+    t = text.replace(" ", "")
+    try:
+        if ".." in t:
+            span, _, step = t.partition(":")
+            a, b = span.split("..")
+            if not (a.startswith("2^") and b.startswith("2^")):
+                raise ValueError
+            begin, end = float(a[2:]), float(b[2:])
+            s = float(step) if step else 2.0
+        else:
+            begin, end, s = (float(v) for v in t.split(","))
+    except ValueError:
+        raise ParameterError(f"grid range {text!r}: expected '2^A..2^B' or '2^A..2^B:STEP' "
+                             "(exponents of 2) or grid.py's 'A,B,STEP'") from None
+    s = abs(s) if end >= begin else -abs(s)
+    exponent_range(begin, end, s)
+    return begin, end, s
+
+
+def fine_grid(best: tuple[float, float], coarse_step: tuple[float, float],
+              fine_step: float) -> tuple[list[float], list[float]]:
+    """The guide's refinement: best +- one coarse step, at ``fine_step`` (exponents)."""
+    out = []
+    for centre, step in zip(best, coarse_step, strict=True):
+        span = abs(step)
+        out.append(exponent_range(centre - span, centre + span, fine_step))
+    return out[0], out[1]
+
+
+# -- folds ---------------------------------------------------------------------------------
+def assign_folds(cls: np.ndarray, n_folds: int, random_state: int | None,
+                 class_start: np.ndarray | None = None) -> np.ndarray:
+    """Stratified fold of each row (see the module docstring), from global class ranks.
+
+    Args:
+        cls: class index of each row of a block of consecutive rows of the data set.
+        n_folds: number of folds (>= 2).
+        random_state: seed.
+        class_start: per class, how many rows of that class come before this block
+            (None: the block starts the data set).
+
+    Returns:
+        int32 fold of each row, in [0, n_folds).
+    """
+    cls = np.asarray(cls, dtype=np.int64)
+    k = int(n_folds)
+    n_classes = int(cls.max()) + 1 if len(cls) else 0
+    start = (np.zeros(n_classes, np.int64) if class_start is None
+             else np.asarray(class_start, np.int64))
+    folds = np.empty(len(cls), np.int32)
+    for c in range(n_classes):
+        rows = np.flatnonzero(cls == c)
+        if not len(rows):
+            continue
+        rank = start[c] + np.arange(len(rows))
+        b0, b1 = rank[0] // k, rank[-1] // k + 1
+        keys = row_keys(stream_id(random_state, 0xF01D, c), b0 * k, (b1 - b0) * k)
+        perm = np.argsort(np.argsort(keys.reshape(-1, k), axis=1, kind="stable"), axis=1)
+        folds[rows] = perm[rank // k - b0, rank % k]
+    return folds
+
+
+def _class_counts(part, n_classes: int) -> np.ndarray:
+    return np.bincount(part.cls, minlength=n_classes)
+
+
+def _partition_folds(part, n_folds: int, random_state, class_start) -> np.ndarray:
+    return assign_folds(part.cls, n_folds, random_state, class_start)
+
+
+def _fold_counts(folds: np.ndarray, n_folds: int) -> np.ndarray:
+    return np.bincount(folds, minlength=n_folds)
+
+
+def distributed_folds(client, parts, n_classes: int, n_folds: int, random_state):
+    """Fold futures per partition (and per-partition fold sizes) for a PartitionSet."""
+    counts = client.gather([client.submit(_class_counts, f, n_classes, pure=False, retries=2)
+                            for f in parts.futures])
+    starts = np.cumsum([np.zeros(n_classes, np.int64)] + counts[:-1], axis=0)
+    folds = [client.submit(_partition_folds, f, n_folds, random_state, starts[i], pure=False,
+                           retries=2) for i, f in enumerate(parts.futures)]
+    sizes = np.array(client.gather([client.submit(_fold_counts, f, n_folds, pure=False)
+                                    for f in folds]))
+    return folds, sizes
+
+
+# -- one point: LIBSVM on a gathered fold ----------------------------------------------------
+def _fold_arrays(f: int, parts: list, folds: list) -> tuple:
+    """The fold's training and held-out rows (float64 CSR, class labels) in row order."""
+    Xs = [p.X if sp.issparse(p.X) else sp.csr_matrix(p.X) for p in parts]
+    X = sp.vstack(Xs, format="csr", dtype=np.float64)
+    y = np.concatenate([p.cls for p in parts]).astype(np.float64)
+    fold = np.concatenate(folds)
+    train, test = fold != f, fold == f
+    return X[train], y[train], X[test], y[test]
+
+
+def libsvm_options(C: float, gamma: float, tol: float, cache_size: float) -> str:
+    """LIBSVM's option string of one grid point (C-SVC, RBF kernel)."""
+    return f"-s 0 -t 2 -c {C!r} -g {gamma!r} -e {tol!r} -m {cache_size!r} -q"
+
+
+def _libsvm_point(fold_data: tuple, C: float, gamma: float, tol: float,
+                  cache_size: float) -> tuple[int, int, float]:
+    from libsvm.svmutil import svm_parameter, svm_predict, svm_problem, svm_train
+
+    t0 = time.perf_counter()
+    Xtr, ytr, Xte, yte = fold_data
+    model = svm_train(svm_problem(ytr, Xtr), svm_parameter(libsvm_options(C, gamma, tol,
+                                                                          cache_size)))
+    pred, _, _ = svm_predict(yte, Xte, model, "-q")
+    return int((np.asarray(pred) == yte).sum()), len(yte), time.perf_counter() - t0
+
+
+# -- one point: RandSVM on the fold's partitions ----------------------------------------------
+def _train_rows(part, folds: np.ndarray, f: int, offset: int):
+    keep = folds != f
+    return replace(part, X=part.X[keep], cls=part.cls[keep], offset=offset)
+
+
+def _held_out_correct(part, folds: np.ndarray, f: int, models: list, kernel) -> tuple:
+    from .kernels import decision_values
+
+    keep = folds == f
+    X, cls = part.X[keep], part.cls[keep]
+    if not len(cls):
+        return 0, 0
+    scores = np.column_stack([decision_values(X, sv, coef, b, kernel)
+                              for sv, coef, b in models])
+    pred = (scores[:, 0] > 0).astype(int) if len(models) == 1 else np.argmax(scores, axis=1)
+    return int((pred == cls).sum()), len(cls)
+
+
+# -- the search --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Point:
+    fold: int
+    log2C: float
+    log2gamma: float
+
+
+class GridSearch:
+    """Cross-validated grid search of an RBF C-SVM over (C, gamma), on Dask.
+
+    Args:
+        log2C, log2gamma: grid.py's (begin, end, step) of base-2 exponents; default the
+            guide's coarse grid C = 2^-5..2^15 step 2^2, gamma = 2^3..2^-15 step 2^-2.
+        n_folds: cross-validation folds (stratified, seeded, layout-independent).
+        refine: after the coarse grid, search best +- one coarse step at ``fine_step``.
+        fine_step: exponent step of the fine grid (the guide: 0.25).
+        scale: None, 'minmax', 'standard' or a FeatureScaler, learnt on all rows before the
+            search (the guide's order) and kept by the refit model.
+        libsvm_max_rows: folds whose training part has at most this many rows are solved by
+            LIBSVM directly, larger ones by the RandSVM driver (``solver`` overrides).
+        solver: 'auto', 'libsvm' or 'randsvm'.
+        tol, cache_size: LIBSVM's -e and -m.
+        gap_tol, max_iter: the RandSVM driver's stop rules for large folds (and the refit).
+        random_state: seed of the folds (and of RandSVM's draws).
+        client: None (default client, else a LocalCluster), an address or a Client.
+        results: CSV of every finished (fold, C, gamma); read back on a rerun to skip them.
+
+    Attributes after ``fit``: ``best_params_`` ({'C', 'gamma'}), ``best_score_`` (mean
+    accuracy), ``points_`` (one dict per (C, gamma): log2C, log2gamma, C, gamma,
+    mean_accuracy, std_accuracy, fold accuracies, seconds, solver), ``n_rows_``,
+    ``search_seconds_``, ``best_estimator_`` (after ``refit``).
+    """
+
+    def __init__(self, log2C=GUIDE_LOG2C, log2gamma=GUIDE_LOG2GAMMA, n_folds: int = 5,
+                 refine: bool = True, fine_step: float = GUIDE_FINE_STEP, scale=None,
+                 libsvm_max_rows: int = LIBSVM_MAX_ROWS, solver: str = "auto",
+                 tol: float = 1e-3, cache_size: float = 200.0, gap_tol: float = 1e-3,
+                 max_iter: int = 50, random_state: int | None = 0, client=None,
+                 results: str | os.PathLike | None = None):
+        self.log2C = tuple(log2C)
+        self.log2gamma = tuple(log2gamma)
+        self.n_folds = n_folds
+        self.refine = refine
+        self.fine_step = fine_step
+        self.scale = scale
+        self.libsvm_max_rows = libsvm_max_rows
+        self.solver = solver
+        self.tol = tol
+        self.cache_size = cache_size
+        self.gap_tol = gap_tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.client = client
+        self.results = results
+
+    # -- public -------------------------------------------------------------------------
+    def fit(self, data, y=None) -> GridSearch:
+        """Run the coarse grid (and the fine one when ``refine``) on ``data``.
+
+        Args:
+            data: a Dataset, a Parquet path/URL, or X (then y).
+
+        Returns:
+            self
+
+        Raises:
+            ParameterError: bad grid, folds or solver; SchemaError: bad data.
+        """
+        from .cluster import dask_client
+        from .inputs import load_partitions
+
+        if int(self.n_folds) < 2:
+            raise ParameterError(f"n_folds must be >= 2; got {self.n_folds!r}")
+        if self.solver not in ("auto", "libsvm", "randsvm"):
+            raise ParameterError(f"solver must be 'auto', 'libsvm' or 'randsvm'; got "
+                                 f"{self.solver!r}")
+        cs, gs = exponent_range(*self.log2C), exponent_range(*self.log2gamma)
+        t0 = time.perf_counter()
+        self._done = self._read_results()
+        with dask_client(self.client) as client:
+            parts, classes = load_partitions(client, data, y)
+            self.scaler_ = None
+            if self.scale is not None:
+                from .preprocessing import make_scaler
+
+                self.scaler_ = make_scaler(self.scale).fit_partitions(client, parts)
+                parts = self.scaler_.transform_partitions(client, parts)
+            self.classes_, self.n_rows_ = classes, parts.n_rows
+            folds, fold_sizes = distributed_folds(client, parts, len(classes),
+                                                  int(self.n_folds), self.random_state)
+            self.fold_sizes_ = fold_sizes.sum(axis=0)
+            run = _Run(self, client, parts, folds, fold_sizes, len(classes))
+            run.evaluate([(c, g) for c in cs for g in gs])
+            if self.refine:
+                fc, fg = fine_grid(self._best(run), (self.log2C[2], self.log2gamma[2]),
+                                   float(self.fine_step))
+                run.evaluate([(c, g) for c in fc for g in fg])
+        self.points_ = run.points()
+        best = self._best(run)
+        self.best_params_ = {"C": 2.0 ** best[0], "gamma": 2.0 ** best[1]}
+        self.best_score_ = next(p["mean_accuracy"] for p in self.points_
+                                if (p["log2C"], p["log2gamma"]) == best)
+        self.search_seconds_ = time.perf_counter() - t0
+        log.info("grid search: best C=2^%g gamma=2^%g, CV accuracy %.4f, %d points in %.1f s",
+                 best[0], best[1], self.best_score_, len(self.points_), self.search_seconds_)
+        return self
+
+    def refit(self, data, y=None, model_path: str | os.PathLike | None = None):
+        """Train a RandSVMClassifier with the best (C, gamma) on all rows (and save it).
+
+        Returns:
+            the fitted RandSVMClassifier (also ``best_estimator_``).
+        """
+        from .estimators import RandSVMClassifier
+
+        est = RandSVMClassifier(kernel="rbf", C=self.best_params_["C"],
+                                gamma=self.best_params_["gamma"], k=None,
+                                gap_tol=self.gap_tol, tol=self.tol, max_iter=self.max_iter,
+                                cache_size=self.cache_size, random_state=self.random_state,
+                                client=self.client, scale=self.scaler_ if self.scale is not
+                                None else None)
+        est.fit(data, y)
+        if model_path is not None:
+            est.save(model_path)
+        self.best_estimator_ = est
+        return est
+
+    def write_points(self, path: str | os.PathLike) -> None:
+        """Write every (C, gamma) with its mean/std CV accuracy as CSV."""
+        cols = ["log2C", "log2gamma", "C", "gamma", "mean_accuracy", "std_accuracy",
+                "n_folds", "seconds", "solver"]
+        with open(path, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
+            w.writeheader()
+            w.writerows(self.points_)
+
+    def plot(self, path: str | os.PathLike) -> None:
+        """A contour plot of CV accuracy over lg(C), lg(gamma), like grid.py's."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        c = np.array([p["log2C"] for p in self.points_])
+        g = np.array([p["log2gamma"] for p in self.points_])
+        a = 100 * np.array([p["mean_accuracy"] for p in self.points_])
+        fig, ax = plt.subplots(figsize=(6, 5))
+        if len(np.unique(c)) > 1 and len(np.unique(g)) > 1:
+            levels = np.unique(np.round(np.linspace(a.min(), a.max(), 10), 2))
+            if len(levels) > 1:
+                cs = ax.tricontour(c, g, a, levels=levels, linewidths=0.8, cmap="viridis")
+                ax.clabel(cs, fontsize=7, fmt="%.1f")
+        ax.scatter(c, g, s=4, c="grey")
+        bc, bg = np.log2(self.best_params_["C"]), np.log2(self.best_params_["gamma"])
+        ax.plot([bc], [bg], "r*", ms=12)
+        ax.set_xlabel("lg(C)")
+        ax.set_ylabel("lg(gamma)")
+        ax.set_title(f"CV accuracy (%): best C=2^{bc:g}, gamma=2^{bg:g}, "
+                     f"{100 * self.best_score_:.2f}%", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+
+    # -- internals ------------------------------------------------------------------------
+    def _best(self, run: _Run) -> tuple[float, float]:
+        # highest mean accuracy; ties go to the smaller C, then the smaller gamma
+        pts = run.points()
+        top = max(pts, key=lambda p: (p["mean_accuracy"], -p["log2C"], -p["log2gamma"]))
+        return top["log2C"], top["log2gamma"]
+
+    def _read_results(self) -> dict:
+        done: dict = {}
+        if self.results is None or not os.path.exists(self.results):
+            return done
+        with open(self.results, newline="") as fh:
+            reader = csv.DictReader(fh)
+            if tuple(reader.fieldnames or ()) != FOLD_COLUMNS + ("n_folds", "random_state"):
+                raise DataFormatError(f"{self.results}: not a grid-search results file "
+                                      f"(columns {reader.fieldnames})")
+            for row in reader:
+                if int(row["n_folds"]) != int(self.n_folds) or \
+                        row["random_state"] != str(self.random_state):
+                    raise DataFormatError(
+                        f"{self.results}: written with n_folds={row['n_folds']}, "
+                        f"random_state={row['random_state']}; this search has "
+                        f"n_folds={self.n_folds}, random_state={self.random_state}: use "
+                        "another results file")
+                p = _Point(int(row["fold"]), float(row["log2C"]), float(row["log2gamma"]))
+                done[p] = (int(row["correct"]), int(row["n"]), float(row["seconds"]),
+                           row["solver"])
+        log.info("grid search: %d finished (fold, C, gamma) read from %s", len(done),
+                 self.results)
+        return done
+
+    def _record(self, p: _Point, result: tuple) -> None:
+        self._done[p] = result
+        if self.results is None:
+            return
+        new = not os.path.exists(self.results)
+        with open(self.results, "a", newline="") as fh:
+            w = csv.writer(fh)
+            if new:
+                w.writerow(FOLD_COLUMNS + ("n_folds", "random_state"))
+            w.writerow([p.fold, p.log2C, p.log2gamma, *result, self.n_folds,
+                        self.random_state])
+
+
+class _Run:
+    """One search's state on the cluster: partitions, folds, per-fold task sets."""
+
+    def __init__(self, search: GridSearch, client, parts, folds, fold_sizes, n_classes):
+        self.s, self.client, self.parts = search, client, parts
+        self.folds, self.fold_sizes, self.n_classes = folds, fold_sizes, n_classes
+        self.k = int(search.n_folds)
+        self.fold_data: dict = {}
+        self.pairs: set = set()
+
+    def _solver(self, f: int) -> str:
+        if self.s.solver != "auto":
+            return self.s.solver
+        n_train = int(self.parts.n_rows - self.fold_sizes[:, f].sum())
+        return "libsvm" if n_train <= int(self.s.libsvm_max_rows) else "randsvm"
+
+    def evaluate(self, grid: list[tuple[float, float]]) -> None:
+        """Evaluate every fold of every (log2C, log2gamma) not done yet; blocks until done."""
+        from distributed import as_completed
+
+        todo = [_Point(f, c, g) for c, g in grid for f in range(self.k)
+                if _Point(f, c, g) not in self.s._done]
+        self.pairs.update(grid)
+        total, t0 = len(todo), time.perf_counter()
+        if not total:
+            return
+        log.info("grid search: %d (fold, C, gamma) to run, %d already done", total,
+                 len(grid) * self.k - total)
+        small = [p for p in todo if self._solver(p.fold) == "libsvm"]
+        large = [p for p in todo if self._solver(p.fold) == "randsvm"]
+        futures = {}
+        for p in small:
+            fut = self.client.submit(_libsvm_point, self._fold_data(p.fold), 2.0 ** p.log2C,
+                                     2.0 ** p.log2gamma, float(self.s.tol),
+                                     float(self.s.cache_size), pure=False, retries=2)
+            futures[fut] = p
+        done = 0
+
+        def finished(p: _Point, result: tuple) -> None:
+            nonlocal done
+            self.s._record(p, result)
+            done += 1
+            elapsed = time.perf_counter() - t0
+            best = self.s._best(self) if self.points() else None
+            log.info("grid %d/%d  fold %d C=2^%g gamma=2^%g acc %.4f  best so far %s  "
+                     "ETA %.0f s", done, total, p.fold, p.log2C, p.log2gamma,
+                     result[0] / max(result[1], 1),
+                     f"C=2^{best[0]:g} gamma=2^{best[1]:g}" if best else "-",
+                     elapsed / done * (total - done))
+
+        with ThreadPoolExecutor(max_workers=max(1, _n_workers(self.client))) as pool:
+            pending = {pool.submit(self._randsvm_point, p): p for p in large}
+            for fut, result in as_completed(futures, with_results=True):
+                finished(futures[fut], (*result, "libsvm"))
+            for fut, p in pending.items():
+                finished(p, (*fut.result(), "randsvm"))
+
+    def _fold_data(self, f: int):
+        if f not in self.fold_data:
+            self.fold_data[f] = self.client.submit(_fold_arrays, f, self.parts.futures,
+                                                   self.folds, pure=False, retries=2)
+        return self.fold_data[f]
+
+    def _randsvm_point(self, p: _Point) -> tuple[int, int, float]:
+        from .kernels import Kernel
+        from .randsvm.bounds import support_bound
+        from .randsvm.driver import PartitionSet, Problem, RunConfig, run_randsvm
+        from .solvers.libsvm_adapter import SolverParams
+
+        t0 = time.perf_counter()
+        c = self.client
+        train_sizes = self.parts.sizes - self.fold_sizes[:, p.fold]
+        offsets = np.concatenate([[0], np.cumsum(train_sizes)[:-1]]).astype(np.int64)
+        futures = [c.submit(_train_rows, part, fo, p.fold, int(offsets[i]), pure=False,
+                            retries=2)
+                   for i, (part, fo) in enumerate(zip(self.parts.futures, self.folds))]
+        train = PartitionSet(futures, offsets, train_sizes, self.parts.n_features,
+                             self.parts.is_sparse)
+        kernel = Kernel("rbf", 2.0 ** p.log2gamma)
+        solver = SolverParams(2.0 ** p.log2C, kernel, tol=float(self.s.tol),
+                              cache_size=float(self.s.cache_size))
+        positives = [1] if self.n_classes == 2 else list(range(self.n_classes))
+        problems = [Problem(pos, solver) for pos in positives]
+        n = train.n_rows
+        r = 2 * support_bound(n, 0.2, 0.9, False)
+        run_randsvm(c, train, problems, RunConfig(n + 1, r, int(self.s.max_iter), 0.0,
+                                                  float(self.s.gap_tol), float(self.s.tol),
+                                                  self.s.random_state))
+        models = [(q.sv_X if q.sv_X is not None else _empty(train), q.dual_coef, q.intercept)
+                  for q in problems]
+        got = c.gather([c.submit(_held_out_correct, part, fo, p.fold, models, kernel,
+                                 pure=False, retries=2)
+                        for part, fo in zip(self.parts.futures, self.folds)])
+        return (sum(g[0] for g in got), sum(g[1] for g in got), time.perf_counter() - t0)
+
+    def points(self) -> list[dict]:
+        """Per (C, gamma) of the grids run so far with every fold done: the CV summary."""
+        out = []
+        by_pair: dict = {}
+        for p, r in self.s._done.items():
+            by_pair.setdefault((p.log2C, p.log2gamma), {})[p.fold] = r
+        for (c, g), folds in sorted(by_pair.items()):
+            if len(folds) < self.k or (c, g) not in self.pairs:
+                continue
+            acc = np.array([folds[f][0] / max(folds[f][1], 1) for f in range(self.k)])
+            correct = sum(folds[f][0] for f in range(self.k))
+            n = sum(folds[f][1] for f in range(self.k))
+            out.append({"log2C": c, "log2gamma": g, "C": 2.0 ** c, "gamma": 2.0 ** g,
+                        "mean_accuracy": correct / max(n, 1), "std_accuracy": float(acc.std()),
+                        "fold_accuracy": acc.tolist(), "n_folds": self.k,
+                        "seconds": sum(folds[f][2] for f in range(self.k)),
+                        "solver": "/".join(sorted({folds[f][3] for f in range(self.k)}))})
+        return out
+
+
+def _empty(parts):
+    d = parts.n_features
+    return sp.csr_matrix((0, d), dtype=np.float32) if parts.is_sparse else \
+        np.zeros((0, d), np.float32)
+
+
+def _n_workers(client) -> int:
+    return len(client.scheduler_info().get("workers", {}))

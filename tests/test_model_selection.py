@@ -1,0 +1,193 @@
+"""Grid search: folds, equality with a serial loop of LIBSVM cross-validations, resuming,
+the RandSVM path, outputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from randsvm_dist.data import Dataset, make_arrays, write_arrays
+from randsvm_dist.exceptions import DataFormatError, ParameterError
+from randsvm_dist.inputs import load_partitions
+from randsvm_dist.model_selection import (
+    GridSearch,
+    assign_folds,
+    distributed_folds,
+    exponent_range,
+    fine_grid,
+    libsvm_options,
+    parse_exponent_range,
+)
+
+GRID = dict(log2C=(-1, 5, 3), log2gamma=(1, -5, -3), n_folds=3, refine=False)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    X, y = make_arrays("ringnorm", 240, seed=3)
+    y = np.where(y > 0, 7, 2)  # labels other than -1/+1
+    y[:30] = 2  # unbalanced classes
+    root = tmp_path_factory.mktemp("grid")
+    for p in (1, 3, 5):
+        write_arrays(X, y, root / f"p{p}", partitions=p)
+    return X, y, root
+
+
+def test_exponent_ranges_follow_grid_py():
+    assert exponent_range(-5, 15, 2) == [-5, -3, -1, 1, 3, 5, 7, 9, 11, 13, 15]
+    assert exponent_range(3, -15, -2)[-1] == -15 and len(exponent_range(3, -15, -2)) == 10
+    assert parse_exponent_range("2^-5..2^15") == (-5, 15, 2)
+    assert parse_exponent_range("2^3..2^-15") == (3, -15, -2)
+    assert parse_exponent_range("2^1..2^5:0.25") == (1, 5, 0.25)
+    assert parse_exponent_range("-5,15,2") == (-5, 15, 2)
+    with pytest.raises(ParameterError, match="2\\^A..2\\^B"):
+        parse_exponent_range("1e-3..10")
+    c, g = fine_grid((3.0, -5.0), (2.0, -2.0), 0.25)
+    assert c[0] == 1 and c[-1] == 5 and len(c) == 17 and g[0] == -7 and g[-1] == -3
+
+
+def test_folds_are_stratified_and_seeded():
+    cls = np.r_[np.zeros(103, int), np.ones(47, int)]
+    f = assign_folds(cls, 5, 0)
+    for c in (0, 1):
+        counts = np.bincount(f[cls == c], minlength=5)
+        assert counts.max() - counts.min() <= 1
+    assert not np.array_equal(f, assign_folds(cls, 5, 1))
+    np.testing.assert_array_equal(f, assign_folds(cls, 5, 0))
+    # not a fixed pattern: the within-block order varies
+    assert len({tuple(f[cls == 0][i:i + 5]) for i in range(0, 100, 5)}) > 5
+
+
+def test_same_folds_whatever_the_partitioning(dask_client, small):
+    X, y, root = small
+    ref = None
+    for p in (1, 3, 5):
+        parts, classes = load_partitions(dask_client, Dataset.open(root / f"p{p}"))
+        folds, sizes = distributed_folds(dask_client, parts, len(classes), 4, 11)
+        got = np.concatenate(dask_client.gather(folds))
+        assert sizes.sum() == len(y)
+        if ref is None:
+            ref = got
+            np.testing.assert_array_equal(got, assign_folds(np.searchsorted(classes, y), 4, 11))
+        np.testing.assert_array_equal(got, ref)
+
+
+def _serial_libsvm_cv(X, y, folds, k, C, gamma):
+    from libsvm.svmutil import svm_parameter, svm_predict, svm_problem, svm_train
+
+    Xc = sp.csr_matrix(X.astype(np.float32), dtype=np.float64)
+    correct = 0
+    for f in range(k):
+        tr, te = folds != f, folds == f
+        m = svm_train(svm_problem(y[tr].astype(float), Xc[tr]),
+                      svm_parameter(libsvm_options(C, gamma, 1e-3, 200.0)))
+        pred, _, _ = svm_predict(y[te].astype(float), Xc[te], m, "-q")
+        correct += int((np.asarray(pred) == y[te]).sum())
+    return correct / len(y)
+
+
+def test_grid_equals_a_serial_loop_of_libsvm_cross_validations(dask_client, small, tmp_path):
+    X, y, root = small
+    gs = GridSearch(**GRID, random_state=5, client=dask_client,
+                    results=tmp_path / "folds.csv").fit(str(root / "p3"))
+    classes = np.unique(y)
+    folds = assign_folds(np.searchsorted(classes, y), 3, 5)
+    assert len(gs.points_) == 9
+    for p in gs.points_:
+        assert p["solver"] == "libsvm"
+        expected = _serial_libsvm_cv(X, np.searchsorted(classes, y), folds, 3, p["C"],
+                                     p["gamma"])
+        assert p["mean_accuracy"] == expected, p
+    best = max(gs.points_, key=lambda p: (p["mean_accuracy"], -p["log2C"], -p["log2gamma"]))
+    assert gs.best_params_ == {"C": best["C"], "gamma": best["gamma"]}
+    # a rerun with the same results file recomputes nothing and agrees
+    again = GridSearch(**GRID, random_state=5, client=dask_client,
+                       results=tmp_path / "folds.csv")
+    again._read_results()
+    assert len(again._read_results()) == 27
+    again.fit(str(root / "p5"))
+    assert again.points_ == gs.points_
+    with pytest.raises(DataFormatError, match="random_state=5"):
+        GridSearch(**GRID, random_state=6, client=dask_client,
+                   results=tmp_path / "folds.csv").fit(str(root / "p3"))
+    # outputs
+    gs.write_points(tmp_path / "points.csv")
+    assert (tmp_path / "points.csv").read_text().count("\n") == 10
+    gs.plot(tmp_path / "grid.png")
+    assert (tmp_path / "grid.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_refine_and_refit_with_scaling(dask_client, tmp_path):
+    from randsvm_dist.estimators import RandSVMClassifier
+
+    X, y = make_arrays("twonorm", 200, seed=8)
+    X = X * 300 + 1000  # unscaled: the scaling inside the search matters
+    gs = GridSearch(log2C=(-1, 3, 4), log2gamma=(-3, -7, -4), n_folds=2, fine_step=2,
+                    scale="minmax", client=dask_client)
+    gs.fit(X, y)
+    coarse = {(c, g) for c in (-1, 3) for g in (-3, -7)}
+    pairs = {(p["log2C"], p["log2gamma"]) for p in gs.points_}
+    top = max((p for p in gs.points_ if (p["log2C"], p["log2gamma"]) in coarse),
+              key=lambda p: (p["mean_accuracy"], -p["log2C"], -p["log2gamma"]))
+    fc, fg = fine_grid((top["log2C"], top["log2gamma"]), (4, -4), 2)
+    assert len(fc) == len(fg) == 5
+    assert pairs == coarse | {(c, g) for c in fc for g in fg}
+    assert gs.best_score_ > 0.9
+    est = gs.refit(X, y, model_path=tmp_path / "best.model")
+    assert est.scaler_ is not None and est.score(X, y) > 0.9
+    back = RandSVMClassifier.load(tmp_path / "best.model")
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+
+
+def test_randsvm_path_finds_libsvm_accuracies(dask_client, small):
+    _, _, root = small
+    grid = dict(log2C=(1, 1, 1), log2gamma=(-3, -3, -1), n_folds=3, refine=False,
+                random_state=2, client=dask_client)
+    lib = GridSearch(**grid, solver="libsvm").fit(str(root / "p3"))
+    rand = GridSearch(**grid, solver="randsvm", gap_tol=0.0).fit(str(root / "p3"))
+    assert rand.points_[0]["solver"] == "randsvm"
+    assert abs(rand.best_score_ - lib.best_score_) <= 2 / 240
+
+
+def test_auto_solver_switches_by_training_rows(dask_client, small):
+    _, _, root = small
+    gs = GridSearch(log2C=(0, 0, 1), log2gamma=(-3, -3, -1), n_folds=3, refine=False,
+                    libsvm_max_rows=100, client=dask_client).fit(str(root / "p3"))
+    assert gs.points_[0]["solver"] == "randsvm"  # 160 training rows > 100
+
+
+def test_a_killed_worker_loses_no_finished_point(small, tmp_path):
+    from distributed import Client, LocalCluster
+
+    _, _, root = small
+    grid = dict(log2C=(-1, 5, 2), log2gamma=(1, -5, -2), n_folds=3, refine=False,
+                random_state=1)
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        ref = GridSearch(**grid, client=client).fit(str(root / "p3"))
+        import logging
+        import threading
+
+        killed = threading.Event()
+
+        class KillOnce(logging.Handler):
+            def emit(self, record):
+                if record.getMessage().startswith("grid 5/") and not killed.is_set():
+                    killed.set()
+                    worker = list(client.scheduler_info()["workers"])[0]
+                    threading.Thread(target=client.retire_workers, args=([worker],),
+                                     kwargs={"close_workers": True}).start()
+
+        h = KillOnce()
+        logging.getLogger("randsvm_dist").addHandler(h)
+        logging.getLogger("randsvm_dist").setLevel(logging.INFO)
+        try:
+            got = GridSearch(**grid, client=client, results=tmp_path / "r.csv").fit(
+                str(root / "p3"))
+        finally:
+            logging.getLogger("randsvm_dist").removeHandler(h)
+    assert killed.is_set()
+    assert got.points_ == [dict(p, seconds=q["seconds"]) for p, q in
+                           zip(ref.points_, got.points_)]
+    assert (tmp_path / "r.csv").read_text().count("\n") == 1 + 16 * 3

@@ -33,6 +33,7 @@ COMMANDS = (
     "predict",
     "evaluate",
     "stream",
+    "grid",
 )
 
 

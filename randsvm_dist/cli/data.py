@@ -63,6 +63,10 @@ def register(subparsers) -> None:
     add_output(p, report=False)
     p.set_defaults(func=_info)
 
+    from .scale import register_data_scale
+
+    register_data_scale(sub)
+
 
 def _add_partitioning(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group()

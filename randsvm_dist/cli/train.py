@@ -41,7 +41,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         epsilon=args.epsilon, delta=args.delta, separable=args.separable,
         max_iter=args.max_iter, tol=args.tol, violator_tol=args.violator_tol,
         gap_tol=args.gap_tol, cache_size=args.cache_size, random_state=args.random_state,
-        client=client,
+        client=client, scale=args.scale,
     )
     est.fit(args.data)
     est.save(args.model)
@@ -93,6 +93,9 @@ def register(subparsers) -> None:
     p.add_argument("--gap-tol", type=float, default=0.0,
                    help="stop at this relative primal-dual gap (certified on all rows)")
     p.add_argument("--cache-size", type=float, default=200.0)
+    p.add_argument("--scale", choices=["minmax", "standard"], default=None,
+                   help="scale the features (learnt on the training rows, kept in the model, "
+                        "applied by predict/evaluate; also written as MODEL.range)")
     add_random_state(p)
     add_scheduler(p)
     p.add_argument("--test", default=None,

@@ -1,0 +1,105 @@
+"""``randsvm-dist grid``: the guide's cross-validated (C, gamma) search as a Dask job."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from .options import add_output, add_random_state, add_scheduler, check_report_path, emit
+
+
+def cmd_grid(args: argparse.Namespace) -> int:
+    """Cross-validate every (C, gamma), refine around the best, write the CSV, the contour
+    plot and (with ``--model``) the best pair trained on all rows.
+
+    Returns:
+        0.
+
+    Raises:
+        ParameterError: a bad grid or option; DataFormatError: a results file of another
+        search.
+    """
+    from ..io import check_model_path
+    from ..model_selection import GridSearch
+
+    if args.model:
+        check_model_path(args.model, args.overwrite)
+    check_report_path(args)
+    os.makedirs(args.out, exist_ok=True)
+    client = args.session.client()
+    gs = GridSearch(log2C=args.C, log2gamma=args.gamma, n_folds=args.folds,
+                    refine=args.refine, fine_step=args.fine_step, scale=args.scale,
+                    libsvm_max_rows=args.libsvm_max_rows, solver=args.solver, tol=args.tol,
+                    cache_size=args.cache_size, gap_tol=args.gap_tol,
+                    random_state=args.random_state, client=client,
+                    results=os.path.join(args.out, "folds.csv"))
+    gs.fit(args.data)
+    gs.write_points(os.path.join(args.out, "grid.csv"))
+    gs.plot(os.path.join(args.out, "grid.png"))
+    result = {"data": args.data, "best": gs.best_params_, "cv_accuracy": gs.best_score_,
+              "rows": gs.n_rows_, "points": len(gs.points_), "folds": args.folds,
+              "search_seconds": gs.search_seconds_, "out": args.out,
+              "solvers": sorted({p["solver"] for p in gs.points_})}
+    summary = (f"best C={gs.best_params_['C']:g} gamma={gs.best_params_['gamma']:g}: "
+               f"{args.folds}-fold CV accuracy {100 * gs.best_score_:.2f}% "
+               f"({len(gs.points_)} points in {gs.search_seconds_:.1f} s); "
+               f"{args.out}/grid.csv, grid.png")
+    if args.model:
+        est = gs.refit(args.data, model_path=args.model)
+        result.update(model=args.model, refit_seconds=est.fit_time_,
+                      n_support=int(len(est.support_)))
+        summary += f"; refit on all rows -> {args.model}"
+    emit(args, result, summary)
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add the ``grid`` command."""
+    from ..model_selection import (
+        GUIDE_FINE_STEP,
+        GUIDE_LOG2C,
+        GUIDE_LOG2GAMMA,
+        LIBSVM_MAX_ROWS,
+        parse_exponent_range,
+    )
+
+    def show(r):
+        return f"2^{r[0]:g}..2^{r[1]:g}:{abs(r[2]):g}"
+
+    p = subparsers.add_parser(
+        "grid", help="cross-validated (C, gamma) grid search of an RBF SVM on Dask",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="LIBSVM guide's grid search: every (fold, C, gamma) is a Dask task set; "
+                    "folds are stratified and seeded; small folds are solved by LIBSVM, "
+                    "large ones by RandSVM. Writes OUT/folds.csv (every finished fold, "
+                    "re-read to resume), OUT/grid.csv (mean/std accuracy per point) and "
+                    "OUT/grid.png (contours like grid.py's).")
+    p.add_argument("data", help="Parquet data set (directory or URL), scaled already or "
+                                "with --scale")
+    p.add_argument("--C", type=parse_exponent_range, default=GUIDE_LOG2C, metavar="2^A..2^B",
+                   help=f"C exponents, optional ':STEP' (default {show(GUIDE_LOG2C)})")
+    p.add_argument("--gamma", type=parse_exponent_range, default=GUIDE_LOG2GAMMA,
+                   metavar="2^A..2^B",
+                   help=f"gamma exponents (default {show(GUIDE_LOG2GAMMA)})")
+    p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--no-refine", dest="refine", action="store_false",
+                   help="only the coarse grid (default: then best +- one step, finer)")
+    p.add_argument("--fine-step", type=float, default=GUIDE_FINE_STEP,
+                   help="exponent step of the fine grid")
+    p.add_argument("--scale", choices=["minmax", "standard"], default=None,
+                   help="scale the features first (learnt on all rows)")
+    p.add_argument("--solver", choices=["auto", "libsvm", "randsvm"], default="auto")
+    p.add_argument("--libsvm-max-rows", type=int, default=LIBSVM_MAX_ROWS,
+                   help="'auto': LIBSVM up to this many training rows per fold, RandSVM above")
+    p.add_argument("--tol", type=float, default=1e-3)
+    p.add_argument("--gap-tol", type=float, default=1e-3,
+                   help="RandSVM's stop gap (large folds and the refit)")
+    p.add_argument("--cache-size", type=float, default=200.0)
+    p.add_argument("--out", default="grid-out", help="directory for the CSVs and the plot")
+    p.add_argument("--model", default=None,
+                   help="train the best (C, gamma) on all rows and save the model here")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --model")
+    add_random_state(p)
+    add_scheduler(p)
+    add_output(p)
+    p.set_defaults(func=cmd_grid)

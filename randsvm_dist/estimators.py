@@ -268,13 +268,13 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
             return self.classes_[(f > 0).astype(int)]
         return self.classes_[np.argmax(f, axis=1)]
 
-    def predict_dataset(self, data, out_dir, client=None) -> dict:
+    def predict_dataset(self, data, out_dir, client=None, *, overwrite: bool = False) -> dict:
         """Predict a Parquet data set on the workers; see ``predict.predict_dataset``."""
         from .predict import predict_dataset
 
         self._check_fitted()
         return predict_dataset(self, data, out_dir, client if client is not None
-                               else self.client)
+                               else self.client, overwrite=overwrite)
 
     def evaluate(self, data, client=None) -> dict:
         """Accuracy and confusion matrix on a Parquet data set, computed on the workers."""

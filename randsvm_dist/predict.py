@@ -2,7 +2,8 @@
 
 The fitted estimator travels to the workers once (it is small: support vectors or a
 summary); each partition is read, scored and, for ``predict_dataset``, written as one
-Parquet file (temporary name, renamed when complete).
+Parquet file into a temporary directory that is published in one step with a completion
+manifest (see :class:`randsvm_dist.data._fs.AtomicDir`); ``read_predictions`` requires it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def _check_features(estimator, ds) -> None:
                           f"{estimator.n_features_in_}")
 
 
-def _predict_partition(estimator, ds, i: int, out_dir: str) -> int:
+def _predict_partition(estimator, ds, i: int, path: str, filesystem) -> int:
     X, y = ds.read_partition(i)
     pred = estimator.predict(X)
     cols = {"prediction": pred}
@@ -33,41 +34,64 @@ def _predict_partition(estimator, ds, i: int, out_dir: str) -> int:
     if scores.ndim == 1:
         cols["decision"] = scores
     cols["label"] = np.asarray(y)
-    path = os.path.join(out_dir, f"part-{i:05d}.parquet")
-    tmp = f"{path}.tmp{os.getpid()}"
-    pq.write_table(pa.table(cols), tmp, use_dictionary=False)
-    os.replace(tmp, path)
+    pq.write_table(pa.table(cols), path, filesystem=filesystem, use_dictionary=False)
     return len(pred)
 
 
-def predict_dataset(estimator, data, out_dir: str | os.PathLike, client=None) -> dict:
+def predict_dataset(estimator, data, out_dir: str | os.PathLike, client=None, *,
+                    overwrite: bool = False) -> dict:
     """Write predictions (and binary decision values, and the true label) per partition.
 
     Args:
         estimator: fitted classifier with predict/decision_function/n_features_in_.
         data: Dataset or path/URL.
-        out_dir: directory to write part-NNNNN.parquet files into (created).
+        out_dir: output directory (local path or URL the workers can write), published
+            with its manifest only when every partition is written.
         client: see ``dask_client``.
+        overwrite: replace an existing ``out_dir`` written by randsvm-dist.
 
     Returns:
         {"rows": n, "partitions": p, "seconds": t, "out": out_dir}.
 
     Raises:
         SchemaError: feature count differs from the model's.
+        DataFormatError: ``out_dir`` exists (without ``overwrite``) or was not written by
+            randsvm-dist; checked before any prediction.
     """
+    from .data._fs import AtomicDir
     from .inputs import open_dataset
 
     ds = open_dataset(data)
     _check_features(estimator, ds)
     out_dir = os.fspath(out_dir)
-    os.makedirs(out_dir, exist_ok=True)
     t0 = time.perf_counter()
-    with dask_client(client) as c:
+    with AtomicDir(out_dir, overwrite=overwrite) as out, dask_client(client) as c:
         est = put(c, estimator)
-        rows = c.gather([c.submit(_predict_partition, est, ds, i, out_dir, pure=False,
+        rows = c.gather([c.submit(_predict_partition, est, ds, i,
+                                  out.path(f"part-{i:05d}.parquet"), out.fs, pure=False,
                                   retries=2) for i in range(ds.n_partitions)])
+        out.commit()
     return {"rows": int(sum(rows)), "partitions": ds.n_partitions,
             "seconds": time.perf_counter() - t0, "out": out_dir}
+
+
+def read_predictions(out_dir: str | os.PathLike) -> pa.Table:
+    """The predictions ``predict_dataset`` published at ``out_dir``, partitions in order.
+
+    Raises:
+        DataFormatError: no manifest (the write did not finish, or not our output), or a
+            listed file is missing or changed.
+    """
+    from .data._fs import MANIFEST, manifest_paths, read_manifest, resolve
+    from .exceptions import DataFormatError
+
+    fs, root = resolve(out_dir)
+    manifest = read_manifest(fs, root)
+    if manifest is None:
+        raise DataFormatError(f"{out_dir} has no {MANIFEST}: not a finished prediction "
+                              "output of randsvm-dist")
+    return pa.concat_tables([pq.read_table(p, filesystem=fs)
+                             for p in manifest_paths(fs, root, manifest, str(out_dir))])
 
 
 def _confusion_partition(estimator, ds, i: int) -> np.ndarray:

@@ -15,10 +15,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
     Returns:
         0.
     """
+    from ..data._fs import check_output_dir
     from ..predict import predict_dataset
 
     est = load_model(args)
-    out = predict_dataset(est, args.data, args.out, client=args.session.client())
+    check_output_dir(args.out, args.overwrite)  # before the cluster starts
+    out = predict_dataset(est, args.data, args.out, client=args.session.client(),
+                          overwrite=args.overwrite)
     emit(args, out, f"wrote predictions of {out['rows']} rows to {out['out']} in "
                     f"{out['seconds']:.1f} s")
     return 0
@@ -29,7 +32,10 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("predict", help="predict a Parquet data set with a saved model")
     add_model_input(p)
     p.add_argument("data", help="Parquet data set")
-    p.add_argument("out", help="directory for the prediction Parquet files")
+    p.add_argument("out", help="directory for the prediction Parquet files (published with "
+                               "a _manifest.json when complete)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing prediction directory written by randsvm-dist")
     add_scheduler(p)
     add_output(p, report=False)
     p.set_defaults(func=cmd_predict)

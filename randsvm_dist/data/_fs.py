@@ -7,8 +7,11 @@ the scheme (``s3://``, ``gs://``, ``hdfs://``, ``file://``) and fsspec otherwise
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
+import time
 import uuid
 from pathlib import Path
 
@@ -82,16 +85,115 @@ def file_size(fs, path: str) -> int:
     return int(fs.size(path))
 
 
+MANIFEST = "_manifest.json"
+MANIFEST_FORMAT = "randsvm-dist-manifest/1"
+_OUR_NAME = re.compile(r"part-\d+\.parquet$")
+
+
+def read_manifest(fs, root: str) -> dict | None:
+    """The completion manifest of output directory ``root``, or None when it has none.
+
+    Raises:
+        DataFormatError: the manifest exists but is not ours or is malformed.
+    """
+    path = f"{root.rstrip('/')}/{MANIFEST}"
+    if not file_exists(fs, path):
+        return None
+    try:
+        if is_pyarrow_fs(fs):
+            with fs.open_input_stream(path) as f:
+                raw = f.read()
+        else:
+            raw = fs.cat_file(path)
+        manifest = json.loads(raw)
+        ok = (manifest.get("format") == MANIFEST_FORMAT
+              and all(isinstance(e["name"], str) and "/" not in e["name"]
+                      and isinstance(e["bytes"], int) for e in manifest["files"]))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        ok = False
+    if not ok:
+        raise DataFormatError(f"{path}: not a valid randsvm-dist manifest")
+    return manifest
+
+
+def manifest_paths(fs, root: str, manifest: dict, where: str) -> list[str]:
+    """The files a manifest lists, checked to be present with the recorded sizes.
+
+    Raises:
+        DataFormatError: a listed file is missing or has another size (the output was
+            changed or damaged after it was published).
+    """
+    out = []
+    for entry in manifest["files"]:
+        path = f"{root.rstrip('/')}/{entry['name']}"
+        if not file_exists(fs, path) or file_size(fs, path) != entry["bytes"]:
+            raise DataFormatError(f"{where}: {entry['name']} is missing or has changed since "
+                                  f"the output was published ({MANIFEST} lists "
+                                  f"{entry['bytes']} bytes); write the output again")
+        out.append(path)
+    return out
+
+
+def _listing(fs, path: str) -> list[tuple[str, bool, int]]:
+    """(name, is a file, bytes) of every entry directly under directory ``path``."""
+    if is_pyarrow_fs(fs):
+        infos = fs.get_file_info(pafs.FileSelector(path, recursive=False))
+        return [(os.path.basename(i.path), i.type == pafs.FileType.File, int(i.size or 0))
+                for i in infos]
+    return [(os.path.basename(e["name"].rstrip("/")), e.get("type") == "file",
+             int(e.get("size") or 0)) for e in fs.ls(path, detail=True)]
+
+
+def _check_replaceable(fs, path: str, overwrite: bool, shown: str) -> None:
+    """Refuse an existing output unless ``overwrite`` and it is one this project wrote
+    (it has our manifest, or, written before manifests, only ``part-N.parquet`` files)."""
+    if is_pyarrow_fs(fs):
+        kind = fs.get_file_info(path).type
+        exists, is_dir = kind != pafs.FileType.NotFound, kind == pafs.FileType.Directory
+    else:
+        exists, is_dir = fs.exists(path), fs.isdir(path)
+    if not exists:
+        return
+    if not is_dir:
+        raise DataFormatError(f"output {shown} exists and is a file, not an output directory")
+    entries = _listing(fs, path)
+    if not entries:
+        return
+    if not overwrite:
+        raise DataFormatError(f"output {shown} already exists; choose a new path or pass "
+                              "--overwrite (overwrite=True)")
+    legacy = all(is_file and _OUR_NAME.match(n) for n, is_file, _ in entries)
+    if not legacy and read_manifest(fs, path) is None:
+        raise DataFormatError(f"output {shown} was not written by randsvm-dist (no "
+                              f"{MANIFEST}); --overwrite replaces only outputs this project "
+                              "wrote, so remove it yourself if it should go")
+
+
+def check_output_dir(path_or_url: str | os.PathLike, overwrite: bool = False) -> None:
+    """Fail early (before any work) if output directory ``path_or_url`` may not be written.
+
+    Raises:
+        DataFormatError: it exists and ``overwrite`` is False, it is a file, or it was not
+            written by randsvm-dist.
+    """
+    fs, path = resolve(path_or_url) if is_url(path_or_url) else (
+        pafs.LocalFileSystem(), str(Path(path_or_url).expanduser().resolve()))
+    _check_replaceable(fs, path, overwrite, str(path_or_url))
+
+
 class AtomicDir:
     """A temporary output directory that becomes ``dst`` only when committed.
 
-    Files are written under a hidden sibling ``.<name>.tmp-<id>``; ``commit()`` renames it to
-    ``dst`` (replacing an existing ``dst`` only when ``overwrite``); ``abort()`` (or leaving a
-    ``with`` block on an exception) deletes it, so no half-written output is left behind.
-    Local paths are renamed atomically; remote URLs are copied into place by fsspec.
+    Files are written under a sibling ``.<name>.tmp-<id>``. ``commit()`` writes the
+    completion manifest (``_manifest.json``: every file with its size) and publishes: a
+    local directory is renamed into place in one step; on fsspec URLs the files are moved
+    and the manifest is written last, so a reader (which requires the manifest) never takes
+    an interrupted write for a complete one. ``abort()`` (or leaving a ``with`` block on an
+    exception) deletes the temporary directory.
 
     Raises:
-        DataFormatError: ``dst`` exists and ``overwrite`` is False.
+        DataFormatError: ``dst`` exists and ``overwrite`` is False, or ``dst`` is not an
+            output this project wrote.
     """
 
     def __init__(self, dst: str | os.PathLike, overwrite: bool = False):
@@ -100,23 +202,17 @@ class AtomicDir:
         self.local = not is_url(dst)
         if self.local:
             self.dst = Path(dst).expanduser().resolve()
-            if self.dst.exists() and not overwrite and not _is_empty_dir(self.dst):
-                raise DataFormatError(
-                    f"output {self.dst} already exists; choose a new path or overwrite it"
-                )
+            self.fs = pafs.LocalFileSystem()
+            _check_replaceable(self.fs, str(self.dst), overwrite, str(self.dst))
             self.dst.parent.mkdir(parents=True, exist_ok=True)
             self.tmp = self.dst.parent / f".{self.dst.name}.tmp-{uuid.uuid4().hex[:8]}"
             self.tmp.mkdir()
-            self.fs = pafs.LocalFileSystem()
             self.tmp_path = str(self.tmp)
         else:
             import fsspec.core
 
             self.fs, self.dst_path = fsspec.core.url_to_fs(self.dst_str)
-            if self.fs.exists(self.dst_path) and not overwrite:
-                raise DataFormatError(
-                    f"output {self.dst_str} already exists; choose a new path or overwrite it"
-                )
+            _check_replaceable(self.fs, self.dst_path, overwrite, self.dst_str)
             base = self.dst_path.rstrip("/")
             self.tmp_path = f"{base}.tmp-{uuid.uuid4().hex[:8]}"
             self.fs.makedirs(self.tmp_path, exist_ok=True)
@@ -126,9 +222,18 @@ class AtomicDir:
         """Path of file ``name`` inside the temporary directory."""
         return f"{self.tmp_path}/{name}"
 
+    def _manifest(self) -> bytes:
+        files = sorted((n, b) for n, is_file, b in _listing(self.fs, self.tmp_path)
+                       if is_file and n != MANIFEST)
+        return json.dumps({"format": MANIFEST_FORMAT, "written_at": time.time(),
+                           "files": [{"name": n, "bytes": b} for n, b in files]},
+                          indent=1).encode()
+
     def commit(self) -> str:
-        """Move the finished directory to ``dst``; returns ``dst`` as given."""
+        """Publish the finished directory at ``dst`` with its manifest; returns ``dst``."""
+        manifest = self._manifest()
         if self.local:
+            (self.tmp / MANIFEST).write_bytes(manifest)
             if self.dst.exists():
                 old = self.dst.parent / f".{self.dst.name}.old-{uuid.uuid4().hex[:8]}"
                 os.replace(self.dst, old)
@@ -138,11 +243,16 @@ class AtomicDir:
                 os.replace(self.tmp, self.dst)
         else:
             if self.fs.exists(self.dst_path):
+                try:  # first un-publish: a reader now sees an incomplete output
+                    self.fs.rm(f"{self.dst_path}/{MANIFEST}")
+                except FileNotFoundError:
+                    pass
                 self.fs.rm(self.dst_path, recursive=True)
             self.fs.mv(self.tmp_path, self.dst_path, recursive=True)
+            with self.fs.open(f"{self.dst_path}/{MANIFEST}", "wb") as f:
+                f.write(manifest)
         self.done = True
         return self.dst_str
-
     def abort(self) -> None:
         """Delete the temporary directory (idempotent)."""
         if self.done:
@@ -166,5 +276,3 @@ class AtomicDir:
             self.abort()
 
 
-def _is_empty_dir(p: Path) -> bool:
-    return p.is_dir() and not any(p.iterdir())

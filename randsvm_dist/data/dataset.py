@@ -25,7 +25,15 @@ import scipy.sparse as sp
 
 from ..exceptions import DataFormatError, ParameterError, SchemaError
 from ..validation import check_classes
-from ._fs import file_exists, file_size, list_files, resolve
+from ._fs import (
+    MANIFEST,
+    file_exists,
+    file_size,
+    list_files,
+    manifest_paths,
+    read_manifest,
+    resolve,
+)
 from .writer import LABEL, META_KEY
 
 DEFAULT_MAX_BYTES = 2 << 30
@@ -82,6 +90,10 @@ class Dataset:
         url = str(path_or_url)
         fs, root = resolve(url)
         paths = list_files(fs, root)
+        manifest = read_manifest(fs, root) if paths is not None else None
+        if manifest is not None:  # a published output: exactly the files it lists
+            paths = [p for p in manifest_paths(fs, root, manifest, url)
+                     if p.endswith(".parquet")]
         if paths is None:
             if file_exists(fs, root):
                 paths = [root]
@@ -108,6 +120,10 @@ class Dataset:
             raw = (schema.metadata or {}).get(META_KEY)
             metas.append(json.loads(raw) if raw else None)
 
+        if paths != [root] and manifest is None and any(
+                m is not None and m.get("version", 1) >= 2 for m in metas):
+            raise DataFormatError(f"{url} has no {MANIFEST}: its write did not finish (the "
+                                  "writer was interrupted); write the data set again")
         names = schema0.names
         if label_column not in names:
             raise SchemaError(

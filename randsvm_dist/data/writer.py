@@ -26,7 +26,7 @@ from ..validation import check_features, check_labels
 from ._fs import AtomicDir
 
 META_KEY = b"randsvm_dist"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: published with a completion manifest, which readers require
 LABEL = "label"
 DEFAULT_ROWS_PER_PARTITION = 1_000_000
 ROW_GROUP_ROWS = 1 << 18  # bounds the Parquet writer's buffers

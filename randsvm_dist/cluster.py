@@ -80,11 +80,6 @@ def dask_client(client=None):
                 cluster.close()
 
 
-def n_workers(client) -> int:
-    """Number of workers currently connected."""
-    return len(client.scheduler_info().get("workers", {}))
-
-
 def _identity(obj):
     return obj
 

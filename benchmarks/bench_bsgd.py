@@ -85,7 +85,7 @@ def run_libsvm(X, y, Xt, yt, C: float, gamma: float) -> dict:
 def run_bsgd(X, y, Xt, yt, C: float, gamma: float, budget: int, M: int, method: str,
              fit_intercept: bool) -> dict:
     """One epoch of BudgetedSGD in the given row order. Returns time, accuracy, counters."""
-    est = BudgetedSGD(C=C, gamma=gamma, budget=budget, merge_size=M, merge=method,
+    est = BudgetedSGD(C=C, gamma=gamma, budget=budget, merge_size=M, merge_method=method,
                       fit_intercept=fit_intercept)
     t0 = time.perf_counter()
     est.fit(X, y)
@@ -167,8 +167,8 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     Xw = rng.normal(size=(50, 3))
     for m in ("golden", "gradient"):
-        BudgetedSGD(budget=5, merge_size=3, merge=m).fit(Xw, Xw[:, 0] > 0)
-        BudgetedSGD(budget=5, merge_size=3, merge=m).fit(sp.csr_matrix(Xw), Xw[:, 0] > 0)
+        BudgetedSGD(budget=5, merge_size=3, merge_method=m).fit(Xw, Xw[:, 0] > 0)
+        BudgetedSGD(budget=5, merge_size=3, merge_method=m).fit(sp.csr_matrix(Xw), Xw[:, 0] > 0)
 
     for name in args.datasets:
         C, gamma = DATASETS[name][:2]

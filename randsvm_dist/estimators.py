@@ -15,6 +15,7 @@ from .exceptions import NotFittedError, ParameterError
 from .kernels import KERNELS, Kernel, decision_values, resolve_gamma
 from .randsvm.bounds import support_bound
 from .randsvm.driver import Problem, RunConfig, run_randsvm
+from .seeds import resolve_seed
 from .solvers.libsvm_adapter import SolverParams
 from .validation import check_features, check_positive
 
@@ -59,7 +60,8 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
             set's own gap stalls above gap_tol (seen on skin_nonskin).
         cache_size: LIBSVM's kernel cache in MB per solve.
         random_state: seed of every random choice (same value, same model, whatever the
-            partitioning or the number of workers).
+            partitioning or the number of workers); None draws a fresh seed at each fit,
+            recorded as ``random_seed_``.
         client: None (the default Dask client, else an embedded LocalCluster), a scheduler
             address, or a ``distributed.Client``. Never saved or pickled with the model.
         n_partitions: chunks for array input (default 2 per worker).
@@ -156,6 +158,12 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, data, y=None, *, dataset_kwargs: dict | None = None):
         """Train on a Dataset, a Parquet path/URL, or arrays (X, y).
 
+        Args:
+            data: Dataset, Parquet path/URL, or X (dense, scipy sparse or dask).
+            y: labels when data is X.
+            dataset_kwargs: options of ``Dataset.open`` for a path/URL (label_column,
+                feature_columns, n_features).
+
         Returns:
             self
 
@@ -168,9 +176,10 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
 
         self._check_params()
         t0 = time.perf_counter()
+        self.random_seed_ = resolve_seed(self.random_state)
+        if dataset_kwargs:
+            data = open_dataset(data, **dataset_kwargs)
         with dask_client(self.client) as client:
-            if dataset_kwargs and open_dataset(data) is None and isinstance(data, str):
-                data = open_dataset(data, **dataset_kwargs)
             parts, classes = load_partitions(client, data, y, self.n_partitions)
             self.scaler_ = None
             if self.scale is not None:
@@ -199,7 +208,7 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
                                       float(self.tol), float(self.cache_size))
                 problems.append(Problem(pos, solver))
             cfg = RunConfig(k, r, int(self.max_iter), float(self.violator_tol),
-                            float(self.gap_tol), float(self.tol), self.random_state)
+                            float(self.gap_tol), float(self.tol), self.random_seed_)
             log.info("RandSVM: %d rows, %d features, %d partitions, %d problem(s), k=%d, "
                      "r=%d", n, parts.n_features, len(parts.futures), len(problems), k, r)
             history = run_randsvm(client, parts, problems, cfg, progress=_log_iteration)
@@ -243,6 +252,14 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
                                        dtype=np.int32)
 
     # -- prediction ------------------------------------------------------------------------
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "dual_coef_")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
     def _check_fitted(self) -> None:
         if not hasattr(self, "dual_coef_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet")
@@ -254,7 +271,7 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
             NotFittedError, SchemaError (wrong feature count, NaN).
         """
         self._check_fitted()
-        X = check_features(X, self.n_features_in_)
+        X = check_features(X, self.n_features_in_, model=type(self).__name__)
         if getattr(self, "scaler_", None) is not None:
             X = self.scaler_.transform(X)
         f = decision_values(X, self.support_vectors_, self.dual_coef_.T, self.intercept_,

@@ -6,6 +6,8 @@ expected.
 
 from __future__ import annotations
 
+from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
+
 
 class RandSVMError(Exception):
     """Base class of every error raised by randsvm-dist."""
@@ -19,8 +21,9 @@ class SchemaError(RandSVMError, ValueError):
     """A data set's columns, feature count or labels do not match what is expected."""
 
 
-class NotFittedError(RandSVMError, AttributeError):
-    """A model was used before it was fitted."""
+class NotFittedError(RandSVMError, _SklearnNotFittedError):
+    """A model was used before it was fitted (also scikit-learn's NotFittedError, hence a
+    ValueError and an AttributeError)."""
 
 
 class ClusterError(RandSVMError, RuntimeError):

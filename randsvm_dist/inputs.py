@@ -12,7 +12,7 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
-from .exceptions import SchemaError
+from .exceptions import ParameterError, SchemaError
 from .randsvm.driver import PartitionSet
 from .randsvm.partitions import (
     Partition,
@@ -23,14 +23,23 @@ from .validation import check_classes, check_features, check_labels
 
 
 def open_dataset(data, **kwargs):
-    """A Dataset from a Dataset, a path or a URL (others: None)."""
+    """A Dataset from a Dataset, a path or a URL (others: None).
+
+    Args:
+        data: Dataset, path/URL, or anything else (arrays: None is returned).
+        kwargs: options of ``Dataset.open`` (label_column, feature_columns, n_features).
+
+    Raises:
+        ParameterError: kwargs given with something that is not a path/URL.
+    """
     from .data import Dataset
 
-    if isinstance(data, Dataset):
-        return data
     if isinstance(data, (str, os.PathLike)):
         return Dataset.open(data, **kwargs)
-    return None
+    if kwargs:
+        raise ParameterError(f"dataset options {sorted(kwargs)} apply to a Parquet path/URL "
+                             f"only; got {type(data).__name__}")
+    return data if isinstance(data, Dataset) else None
 
 
 def partition_moments(part: Partition) -> tuple[int, float, float]:

@@ -28,13 +28,14 @@ import scipy.sparse as sp
 from .cluster import dask_client
 from .exceptions import DataFormatError, ParameterError, SchemaError
 from .kernels import resolve_gamma, row_sq_norms
-from .streaming.base import StreamingClassifier, seed_for
+from .seeds import derive_seed, resolve_seed
+from .streaming.base import StreamingClassifier
 from .validation import check_classes
 
 log = logging.getLogger("randsvm_dist")
 
-# Second key of the per-partition seed (seed_for(random_state, PARTITION_STREAM, i)), so
-# partition streams never coincide with the per-class streams seed_for(random_state, k).
+# Second key of the per-partition seed (derive_seed(seed, PARTITION_STREAM, i)), so
+# partition streams never coincide with the per-class streams derive_seed(seed, k).
 PARTITION_STREAM = 0x5EED
 
 
@@ -140,14 +141,9 @@ def _check_fan_in(fan_in) -> int:
 
 
 def _check_random_state(estimator) -> int | None:
+    """The estimator's random_state resolved into a seed (None if it has none)."""
     params = estimator.get_params(deep=False)
-    if "random_state" not in params:
-        return None
-    rs = params["random_state"]
-    if rs is not None and (isinstance(rs, bool) or not isinstance(rs, Integral) or rs < 0):
-        raise ParameterError("fit_streaming needs random_state None or a non-negative "
-                             f"integer (per-partition seeds are derived from it); got {rs!r}")
-    return rs
+    return resolve_seed(params["random_state"]) if "random_state" in params else None
 
 
 def _check_against_fitted(estimator: StreamingClassifier, ds, classes: np.ndarray) -> None:
@@ -185,8 +181,9 @@ def fit_streaming(estimator: StreamingClassifier, data, client=None,
     """Train a streaming learner on a Parquet data set in one distributed pass.
 
     Each partition is learnt by its own task (a clone of ``estimator`` with random_state
-    ``seed_for(random_state, PARTITION_STREAM, i)``), then the learners are merged by a tree
-    of Dask tasks of fan-in ``fan_in``; only the final model is gathered.
+    ``derive_seed(seed, PARTITION_STREAM, i)``, seed = ``random_state`` resolved once),
+    then the learners are merged by a tree of Dask tasks of fan-in ``fan_in``; only the
+    final model is gathered.
 
     Args:
         estimator: a :class:`~randsvm_dist.streaming.StreamingClassifier` (StreamSVM,
@@ -242,7 +239,7 @@ def fit_streaming(estimator: StreamingClassifier, data, client=None,
             template = _unfitted_copy(template)
             template.set_params(gamma=gamma)
         seeds = {i: None if "random_state" not in estimator.get_params(deep=False)
-                 else seed_for(rs, PARTITION_STREAM, i) for i in parts}
+                 else derive_seed(rs, PARTITION_STREAM, i) for i in parts}
         level = [c.submit(fit_partition, template, ds, i, seeds[i], classes, pure=False,
                           retries=2) for i in parts]
         tree = [list(level)]  # per level: the nodes computed there (not carried ones)
@@ -260,6 +257,7 @@ def fit_streaming(estimator: StreamingClassifier, data, client=None,
         model = estimator.merge(model)
     else:
         model.set_params(**estimator.get_params(deep=False))
+        model.random_seed_ = rs
     levels = [{"nodes": len(lv), "rows": [s["rows"] for s in lv],
                "n_core": [s["n_core"] for s in lv],
                "seconds": [s["seconds"] for s in lv],

@@ -6,39 +6,45 @@ from collections.abc import Iterable
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils import check_array
+from sklearn.utils.multiclass import type_of_target
 
 from .exceptions import ParameterError, SchemaError
 
-Matrix = "np.ndarray | sp.csr_matrix"
 
-
-def check_features(X, n_features: int | None = None, *, name: str = "X"):
+def check_features(X, n_features: int | None = None, *, name: str = "X",
+                   min_rows: int = 0, model: str = "the model"):
     """Return X as float32 C-contiguous ndarray or float32 CSR matrix, checked.
+
+    The conversion is scikit-learn's ``check_array`` (so object arrays of numbers are
+    accepted and complex data, 1-D arrays and zero features are refused with its messages).
 
     Args:
         X: array-like of shape (n_rows, n_features), dense or scipy sparse.
         n_features: expected feature count; None accepts any.
         name: what to call X in error messages.
+        min_rows: fewest rows accepted (1 when fitting).
+        model: what to call the model expecting n_features (e.g. its class name).
 
     Returns:
         np.ndarray (float32, C order) or scipy.sparse.csr_matrix (float32, sorted indices).
 
     Raises:
-        SchemaError: X is not 2-D, has the wrong feature count, or holds NaN/inf.
+        SchemaError: X is not 2-D, has no features, too few rows, the wrong feature count,
+            non-numeric or complex values, or holds NaN/inf (naming the row and feature).
+        TypeError: an object array holding values that are not numbers.
     """
+    try:
+        X = check_array(X, accept_sparse="csr", dtype=np.float32, order="C",
+                        ensure_all_finite=False, ensure_min_samples=min_rows,
+                        input_name=name)
+    except ValueError as e:
+        raise SchemaError(f"{name}: {e}") from None
     if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float32)
+        X = sp.csr_matrix(X)
         X.sort_indices()
         values = X.data
     else:
-        X = np.asarray(X)
-        if X.ndim == 1:
-            raise SchemaError(f"{name} must be 2-D (n_rows, n_features); got a 1-D array")
-        if X.ndim != 2:
-            raise SchemaError(f"{name} must be 2-D (n_rows, n_features); got shape {X.shape}")
-        if not np.issubdtype(X.dtype, np.number) and X.dtype != bool:
-            raise SchemaError(f"{name} must be numeric; got dtype {X.dtype}")
-        X = np.ascontiguousarray(X, dtype=np.float32)
         values = X
     if values.size and not np.isfinite(values).all():
         bad = np.argwhere(~np.isfinite(X.toarray() if sp.issparse(X) else X))[0]
@@ -48,7 +54,8 @@ def check_features(X, n_features: int | None = None, *, name: str = "X"):
         )
     if n_features is not None and X.shape[1] != n_features:
         raise SchemaError(
-            f"{name} has {X.shape[1]} features; the model expects {n_features}"
+            f"{name} has {X.shape[1]} features, but {model} is expecting {n_features} "
+            "features as input"
         )
     return X
 
@@ -59,6 +66,9 @@ def check_labels(y, n_rows: int, *, name: str = "y") -> np.ndarray:
     Raises:
         SchemaError: wrong shape/length or NaN labels.
     """
+    if y is None:
+        raise SchemaError(f"this classifier requires {name} to be passed, but the target "
+                          f"{name} is None")
     y = np.asarray(y)
     if y.ndim != 1:
         y = y.reshape(-1) if y.ndim == 2 and 1 in y.shape else y
@@ -73,13 +83,17 @@ def check_labels(y, n_rows: int, *, name: str = "y") -> np.ndarray:
 
 
 def check_classes(classes: Iterable, *, where: str = "the labels") -> np.ndarray:
-    """Return the sorted distinct classes, requiring at least two.
+    """Return the sorted distinct classes, requiring at least two discrete ones.
 
     Raises:
-        SchemaError: fewer than two classes.
+        SchemaError: fewer than two classes, or continuous (non-integral float) labels.
     """
     classes = np.unique(np.asarray(list(classes) if not isinstance(classes, np.ndarray)
                                    else classes))
+    kind = type_of_target(classes)
+    if kind.startswith("continuous"):
+        raise SchemaError(f"Unknown label type: {where} are {kind} values "
+                          f"({classes[:5].tolist()}...); a classifier needs discrete labels")
     if len(classes) < 2:
         raise SchemaError(
             f"{where} hold one class only ({classes.tolist()}); an SVM needs at least two"

@@ -188,7 +188,7 @@ def test_merge_size_2_reproduces_plain_bsgd(method):
     X = X.astype(np.float32)
     ypm = np.where(y == 1, 1.0, -1.0)
     C, gamma, B = 5.0, 1.5, 12
-    est = BudgetedSGD(C=C, gamma=gamma, budget=B, merge_size=2, merge=method).fit(X, y)
+    est = BudgetedSGD(C=C, gamma=gamma, budget=B, merge_size=2, merge_method=method).fit(X, y)
     S, A = reference_bsgd(X, ypm, 1.0 / (len(X) * C), gamma, B)
     assert est.n_maintenance_ > 20  # the budget was really maintained
     assert est.n_support_.sum() == len(A)
@@ -211,7 +211,7 @@ def moons():
 @pytest.mark.parametrize("M", [2, 3, 5])
 def test_budget_never_exceeded(moons, method, M):
     X, y, _, _ = moons
-    est = BudgetedSGD(C=10, gamma=2, budget=20, merge_size=M, merge=method, random_state=0)
+    est = BudgetedSGD(C=10, gamma=2, budget=20, merge_size=M, merge_method=method, random_state=0)
     for s in range(0, len(X), 200):
         est.partial_fit(X[s:s + 200], y[s:s + 200], classes=[0, 1])
         assert est.n_support_.sum() <= 20
@@ -225,7 +225,7 @@ def test_budget_never_exceeded(moons, method, M):
 def test_accuracy_close_to_svc_on_moons(moons, method):
     X, y, Xt, yt = moons
     svc = SVC(C=10, gamma=2).fit(X, y).score(Xt, yt)
-    est = BudgetedSGD(C=10, gamma=2, budget=60, merge_size=3, merge=method, epochs=2,
+    est = BudgetedSGD(C=10, gamma=2, budget=60, merge_size=3, merge_method=method, epochs=2,
                       random_state=0).fit(X, y)
     assert est.score(Xt, yt) >= svc - 0.03
     assert est.n_support_.sum() <= 60
@@ -270,7 +270,7 @@ def test_merge_two_learners(moons):
     ab = a.merge(b)
     assert ab is not a and ab.n_support_.sum() <= 30
     np.testing.assert_array_equal(a.dual_coef_, before)
-    assert a.merge == "golden"  # still the parameter
+    assert a.merge_method == "golden"
     assert ab.n_seen_ == len(X)
     assert ab.score(Xt, yt) >= min(a.score(Xt, yt), b.score(Xt, yt)) - 0.03
     assert ab.score(Xt, yt) >= 0.9
@@ -319,15 +319,14 @@ def test_intercept_and_lambda(moons):
 
 def test_sklearn_protocol(moons):
     X, y, Xt, _ = moons
-    est = BudgetedSGD(C=3, gamma=2, budget=20, merge="gradient", merge_size=4)
+    est = BudgetedSGD(C=3, gamma=2, budget=20, merge_method="gradient", merge_size=4)
     assert clone(est).get_params() == est.get_params()
-    assert est.get_params()["merge"] == "gradient"
-    est.set_params(merge="golden")
-    assert est.merge == "golden"
+    assert est.get_params()["merge_method"] == "gradient"
+    est.set_params(merge_method="golden")
+    assert est.merge_method == "golden"
     est.fit(X, y)
     again = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(again.decision_function(Xt), est.decision_function(Xt))
-    assert BudgetedSGD.merge is not None
 
 
 # -- errors -------------------------------------------------------------------------------
@@ -353,7 +352,7 @@ def test_bad_input_errors(moons):
 @pytest.mark.parametrize("params,match", [
     (dict(budget=0), "budget"), (dict(budget=2.5), "budget"), (dict(budget="10"), "budget"),
     (dict(merge_size=1), "merge_size"), (dict(budget=3, merge_size=5), "merge_size"),
-    (dict(merge="fast"), "merge"), (dict(C=1, lambda_=0.1), "not both"),
+    (dict(merge_method="fast"), "merge_method"), (dict(C=1, lambda_=0.1), "not both"),
     (dict(C=-1), "C"), (dict(lambda_=0), "lambda_"), (dict(epochs=0), "epochs"),
     (dict(gamma=-2), "gamma"), (dict(gamma="wide"), "gamma"),
     (dict(fit_intercept="yes"), "fit_intercept"), (dict(n_rows=0), "n_rows"),

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..seeds import derive_seed
+
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-def stream_id(random_state: int | None, *keys: int) -> int:
-    """A 64-bit stream identifier derived from random_state and integer keys."""
-    base = 0 if random_state is None else int(random_state)
-    return int(np.random.SeedSequence([base, *keys]).generate_state(1, np.uint64)[0])
+def stream_id(seed: int, *keys: int) -> int:
+    """A 64-bit stream identifier derived from a resolved seed and integer keys."""
+    return derive_seed(seed, *keys, bits=64)
 
 
 def row_keys(stream: int, start: int, n: int) -> np.ndarray:

@@ -11,7 +11,8 @@ learner* per class pair (binary problems) or per class (one-vs-rest). Subclasses
 
 This base class does everything else: ``partial_fit(X, y, classes=)``, ``fit``,
 ``predict``, ``decision_function``, ``score``, ``merge`` and per-class seeding from one
-``random_state`` (so results do not depend on which worker ran what).
+``random_state`` (so results do not depend on which worker ran what; None draws a fresh
+seed at the first ``partial_fit``, recorded as ``random_seed_``).
 """
 
 from __future__ import annotations
@@ -22,13 +23,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ..exceptions import NotFittedError, SchemaError
+from ..seeds import derive_seed, resolve_seed
 from ..validation import check_classes, check_features, check_labels, class_index
-
-
-def seed_for(random_state, *keys: int) -> int:
-    """A 32-bit seed derived from random_state and integer keys (SeedSequence)."""
-    base = 0 if random_state is None else int(random_state)
-    return int(np.random.SeedSequence([base, *keys]).generate_state(1)[0])
 
 
 class StreamingClassifier(ClassifierMixin, BaseEstimator):
@@ -57,13 +53,14 @@ class StreamingClassifier(ClassifierMixin, BaseEstimator):
             if classes is None:
                 raise SchemaError("classes= is required on the first call to partial_fit")
             self.classes_ = check_classes(classes, where="classes=")
-        X = check_features(X, None if first else self.n_features_in_)
+        X = check_features(X, None if first else self.n_features_in_,
+                           model=type(self).__name__)
         y = check_labels(y, X.shape[0])
         if first:
             self.n_features_in_ = X.shape[1]
             n_learners = 1 if len(self.classes_) == 2 else len(self.classes_)
-            rs = getattr(self, "random_state", None)
-            self.learners_ = [self._new_binary(X.shape[1], seed_for(rs, k))
+            self.random_seed_ = resolve_seed(getattr(self, "random_state", None))
+            self.learners_ = [self._new_binary(X.shape[1], derive_seed(self.random_seed_, k))
                               for k in range(n_learners)]
             self.n_seen_ = 0
         targets = self._targets(y)
@@ -90,12 +87,21 @@ class StreamingClassifier(ClassifierMixin, BaseEstimator):
         Raises:
             SchemaError: bad X/y or fewer than two classes in y.
         """
-        for attr in ("learners_", "classes_", "n_features_in_", "n_seen_"):
+        for attr in ("learners_", "classes_", "n_features_in_", "n_seen_", "random_seed_"):
             self.__dict__.pop(attr, None)
-        y_arr = np.asarray(y)
+        X = check_features(X, min_rows=1)
+        y_arr = check_labels(y, X.shape[0])
         return self.partial_fit(X, y_arr, classes=check_classes(np.unique(y_arr), where="y"))
 
     # -- prediction ------------------------------------------------------------------------
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "learners_")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
     def _check_fitted(self):
         if not hasattr(self, "learners_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet")
@@ -104,7 +110,7 @@ class StreamingClassifier(ClassifierMixin, BaseEstimator):
         """Signed scores: (n_rows,) for two classes (positive means classes_[1]),
         (n_rows, n_classes) one-vs-rest otherwise."""
         self._check_fitted()
-        X = check_features(X, self.n_features_in_)
+        X = check_features(X, self.n_features_in_, model=type(self).__name__)
         scores = [learner.decision_function(X) for learner in self.learners_]
         return scores[0] if len(scores) == 1 else np.column_stack(scores)
 

@@ -9,8 +9,8 @@ Gaussian kernel by SGD, learning rate ``eta_t = 1 / (lambda t)``: each step scal
 model hold ``budget + 1`` support vectors, budget maintenance merges ``merge_size`` (M) of
 them into one new point: the SV with the smallest ``|alpha|`` and its M-1 best partners by
 pairwise weight degradation, either by a chain of binary golden-section merges (MM-BSGD,
-``merge='golden'``) or by gradient ascent over the merged point (MM-GD,
-``merge='gradient'``). M=2 is plain BSGD-merge. The merge maths, including where the paper's
+``merge_method='golden'``) or by gradient ascent over the merged point (MM-GD,
+``merge_method='gradient'``). M=2 is plain BSGD-merge. The merge maths, including where the paper's
 printed algorithm is garbled, is derived in :mod:`._bsgd_kernels`.
 
 Details the paper leaves open, as implemented:
@@ -18,7 +18,7 @@ Details the paper leaves open, as implemented:
 - the coefficients are kept unscaled (``alpha = beta / (lambda t)``, every new SV gets
   ``beta = y``), so fresh SVs tie on ``|alpha|``; ties go to the lowest storage slot;
 - a two-point merge always uses the golden-section line search (for two points the optimum
-  lies on their line), also with ``merge='gradient'``, and so does the last, smaller merge
+  lies on their line), also with ``merge_method='gradient'``, and so does the last, smaller merge
   of :meth:`merge` when fewer than M points must go;
 - partners are ranked by a 12-step golden search, the executed merges use 40 steps;
 - the learner's decision function is the last SGD iterate (no averaging), as in BSGD.
@@ -243,33 +243,6 @@ class _BinaryBSGD:
         return out
 
 
-class _BoundMerge(str):
-    """The value of the ``merge`` parameter ('golden'/'gradient'), also callable as the
-    learner protocol's ``merge(other)`` of the estimator it was read from."""
-
-    def __new__(cls, value, owner):
-        self = super().__new__(cls, value)
-        self._owner = owner
-        return self
-
-    def __call__(self, other: StreamingClassifier) -> StreamingClassifier:
-        return StreamingClassifier.merge(self._owner, other)
-
-
-class _MergeParam:
-    """``BudgetedSGD.merge`` is both a constructor parameter (the merge method) and the
-    protocol's ``merge(other)``: reading it on an instance gives the parameter's string,
-    which can be called to combine two learners. On the class it is the plain method."""
-
-    def __get__(self, obj, objtype=None):
-        if obj is None:
-            return StreamingClassifier.merge
-        return _BoundMerge(str(obj.__dict__.get("_merge_param", "golden")), obj)
-
-    def __set__(self, obj, value) -> None:
-        obj.__dict__["_merge_param"] = value
-
-
 class BudgetedSGD(StreamingClassifier):
     """Kernel SVM by budgeted SGD (BSGD) with multi-merge budget maintenance.
 
@@ -283,10 +256,8 @@ class BudgetedSGD(StreamingClassifier):
             (resolved on the first batch).
         budget: B, most support vectors kept (per binary learner).
         merge_size: M >= 2, points merged into one at each budget maintenance (M <= B + 1).
-        merge: 'golden' (MM-BSGD: chain of binary golden-section merges) or 'gradient'
-            (MM-GD: gradient ascent over the merged point). On a fitted estimator
-            ``est.merge`` still reads as this string, and ``est.merge(other)`` combines two
-            learners (the StreamingClassifier protocol): see :class:`_MergeParam`.
+        merge_method: 'golden' (MM-BSGD: chain of binary golden-section merges) or
+            'gradient' (MM-GD: gradient ascent over the merged point).
         epochs: SGD passes over each batch; with more than one, every pass uses a fresh
             permutation drawn from ``random_state``.
         fit_intercept: learn a bias, regularized as if a constant 1 were added to the kernel
@@ -305,26 +276,18 @@ class BudgetedSGD(StreamingClassifier):
     """
 
     def __init__(self, C=None, lambda_=None, gamma="scale", budget=500, merge_size=2,
-                 merge="golden", epochs=1, fit_intercept=False, n_rows=None,
+                 merge_method="golden", epochs=1, fit_intercept=False, n_rows=None,
                  random_state=None):
         self.C = C
         self.lambda_ = lambda_
         self.gamma = gamma
         self.budget = budget
         self.merge_size = merge_size
-        self.merge = merge
+        self.merge_method = merge_method
         self.epochs = epochs
         self.fit_intercept = fit_intercept
         self.n_rows = n_rows
         self.random_state = random_state
-
-    merge = _MergeParam()
-
-    def get_params(self, deep: bool = True) -> dict:
-        """Constructor parameters (scikit-learn); ``merge`` is returned exactly as given."""
-        params = super().get_params(deep=deep)
-        params["merge"] = self.__dict__.get("_merge_param", "golden")
-        return params
 
     def _validate(self) -> dict:
         if self.C is not None and self.lambda_ is not None:
@@ -339,9 +302,10 @@ class BudgetedSGD(StreamingClassifier):
         if merge_size > budget + 1:
             raise ParameterError(
                 f"merge_size must be <= budget + 1 = {budget + 1}; got {merge_size}")
-        method = self.get_params(deep=False)["merge"]
+        method = self.merge_method
         if not isinstance(method, str) or method not in MERGE_METHODS:
-            raise ParameterError(f"merge must be 'golden' or 'gradient'; got {method!r}")
+            raise ParameterError(f"merge_method must be 'golden' or 'gradient'; got "
+                                 f"{method!r}")
         epochs = _check_int(self.epochs, "epochs", 1)
         n_rows = None if self.n_rows is None else _check_int(self.n_rows, "n_rows", 1)
         if not isinstance(self.fit_intercept, (bool, np.bool_)):

@@ -356,7 +356,9 @@ class GridSearch:
         a = 100 * np.array([p["mean_accuracy"] for p in self.points_])
         fig, ax = plt.subplots(figsize=(6, 5))
         if len(np.unique(c)) > 1 and len(np.unique(g)) > 1:
-            levels = np.unique(np.round(np.linspace(a.min(), a.max(), 10), 2))
+            # grid.py's contours: every 0.5 point from 3 points below the best up
+            levels = np.arange(np.round(a.max(), 1) - 3.0, a.max(), 0.5)
+            levels = levels[levels > a.min()]
             if len(levels) > 1:
                 cs = ax.tricontour(c, g, a, levels=levels, linewidths=0.8, cmap="viridis")
                 ax.clabel(cs, fontsize=7, fmt="%.1f")

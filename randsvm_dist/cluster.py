@@ -36,12 +36,14 @@ def start_local_cluster(n_workers: int | None = None, threads_per_worker: int = 
 
 
 @contextmanager
-def dask_client(client=None):
+def dask_client(client=None, security=None):
     """Yield a usable ``distributed.Client``; close only what this call started.
 
     Args:
         client: None (default client, else a new LocalCluster), a scheduler address
             ("tcp://host:8786"), or a Client.
+        security: a ``distributed.Security`` for an address (TLS; see
+            ``randsvm_dist.security``); None: Dask's configuration.
 
     Raises:
         ClusterError: the address cannot be reached, or the cluster has no workers.
@@ -57,8 +59,9 @@ def dask_client(client=None):
             client = started[1]
     elif isinstance(client, str):
         try:
-            client = Client(client, timeout=CONNECT_TIMEOUT, set_as_default=False)
-        except (OSError, TimeoutError) as e:
+            client = Client(client, timeout=CONNECT_TIMEOUT, set_as_default=False,
+                            security=security)
+        except (OSError, TimeoutError, ValueError, TypeError) as e:  # TLS without certs
             raise ClusterError(f"cannot reach the Dask scheduler at {client!r}: {e}") from None
         started = (None, client)
     elif not isinstance(client, Client):

@@ -18,6 +18,11 @@ import pyarrow.parquet as pq
 from .cluster import dask_client, put
 from .exceptions import SchemaError
 from .validation import class_index
+from .waiting import gather
+
+
+def _labels(ds) -> list[str]:
+    return [f"partition {i} ({p})" for i, p in enumerate(ds.paths)]
 
 
 def _check_features(estimator, ds) -> None:
@@ -67,9 +72,10 @@ def predict_dataset(estimator, data, out_dir: str | os.PathLike, client=None, *,
     t0 = time.perf_counter()
     with AtomicDir(out_dir, overwrite=overwrite) as out, dask_client(client) as c:
         est = put(c, estimator)
-        rows = c.gather([c.submit(_predict_partition, est, ds, i,
-                                  out.path(f"part-{i:05d}.parquet"), out.fs, pure=False,
-                                  retries=2) for i in range(ds.n_partitions)])
+        rows = gather(c, [c.submit(_predict_partition, est, ds, i,
+                                   out.path(f"part-{i:05d}.parquet"), out.fs, pure=False,
+                                   retries=2) for i in range(ds.n_partitions)],
+                      f"predictions of {ds.url}", _labels(ds))
         out.commit()
     return {"rows": int(sum(rows)), "partitions": ds.n_partitions,
             "seconds": time.perf_counter() - t0, "out": out_dir}
@@ -122,8 +128,9 @@ def evaluate_dataset(estimator, data, client=None) -> dict:
     t0 = time.perf_counter()
     with dask_client(client) as c:
         est = put(c, estimator)
-        cms = c.gather([c.submit(_confusion_partition, est, ds, i, pure=False, retries=2)
-                        for i in range(ds.n_partitions)])
+        cms = gather(c, [c.submit(_confusion_partition, est, ds, i, pure=False, retries=2)
+                         for i in range(ds.n_partitions)], f"evaluation on {ds.url}",
+                     _labels(ds))
     cm = np.sum(cms, axis=0)
     return {"accuracy": float(np.trace(cm) / max(cm.sum(), 1)),
             "confusion_matrix": cm.tolist(), "classes": estimator.classes_.tolist(),

@@ -31,6 +31,7 @@ from .kernels import resolve_gamma, row_sq_norms
 from .seeds import derive_seed, resolve_seed
 from .streaming.base import StreamingClassifier
 from .validation import check_classes
+from .waiting import gather
 
 log = logging.getLogger("randsvm_dist")
 
@@ -248,9 +249,18 @@ def fit_streaming(estimator: StreamingClassifier, data, client=None,
             level = [c.submit(merge_nodes, *g, pure=False, retries=2) if len(g) > 1
                      else g[0] for g in groups]
             tree.append([f for f, g in zip(level, groups) if len(g) > 1])
-        stats = c.gather([[c.submit(node_stats, f, pure=False, retries=2) for f in lv]
-                          for lv in tree])
-        model = c.gather(level[0])[0]
+        stat_futures = [[c.submit(node_stats, f, pure=False, retries=2) for f in lv]
+                        for lv in tree]
+        labels = [f"partition {i}" if d == 0 else f"merge node {j} of level {d}"
+                  for d, lv in enumerate(stat_futures)
+                  for j, i in enumerate(parts if d == 0 else range(len(lv)))]
+        flat = gather(c, [f for lv in stat_futures for f in lv],
+                      f"streaming fit of {ds.url}", labels)
+        stats, at = [], 0
+        for lv in stat_futures:
+            stats.append(flat[at:at + len(lv)])
+            at += len(lv)
+        model = gather(c, [level[0]], f"the merged model of {ds.url}")[0][0]
     seconds = time.perf_counter() - t0
 
     if fitted:

@@ -24,6 +24,7 @@ import os
 import sys
 
 from ..exceptions import RandSVMError
+from ..security import make_security
 from .session import Session
 
 #: the command modules of this package, in ``--help`` order
@@ -74,11 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("randsvm_dist").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     if not args.verbose:
         _quiet_dask()
-    args.session = Session(getattr(args, "scheduler", None))
+    args.session = None
     try:
+        args.session = Session(getattr(args, "scheduler", None), security=make_security(
+            *(getattr(args, k, None) for k in ("tls_ca_file", "tls_cert", "tls_key"))))
         return int(args.func(args) or 0)
     except RandSVMError as e:
         print(f"randsvm-dist: error: {e}", file=sys.stderr)
         return 2
     finally:
-        args.session.close()
+        if args.session is not None:
+            args.session.close()

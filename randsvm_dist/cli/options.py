@@ -40,6 +40,11 @@ def add_scheduler(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="Dask scheduler address (default: $RANDSVM_DIST_SCHEDULER, else an "
                         "embedded local cluster, one per command line)")
+    p.add_argument("--tls-ca-file", default=None, metavar="PEM",
+                   help="TLS: the CA of the cluster (with --tls-cert and --tls-key; default: "
+                        "Dask's config distributed.comm.tls.*)")
+    p.add_argument("--tls-cert", default=None, metavar="PEM", help="TLS: client certificate")
+    p.add_argument("--tls-key", default=None, metavar="PEM", help="TLS: client private key")
 
 
 def add_output(p: argparse.ArgumentParser, *, report: bool = True) -> None:

@@ -12,8 +12,9 @@ class Session:
     cluster (``data info``, ``report``) never starts one.
     """
 
-    def __init__(self, scheduler: str | None = None) -> None:
+    def __init__(self, scheduler: str | None = None, security=None) -> None:
         self.scheduler = scheduler
+        self.security = security
         self._stack = ExitStack()
         self._client = None
 
@@ -26,7 +27,8 @@ class Session:
         if self._client is None:
             from ..cluster import dask_client
 
-            self._client = self._stack.enter_context(dask_client(self.scheduler))
+            self._client = self._stack.enter_context(
+                dask_client(self.scheduler, security=self.security))
         return self._client
 
     def close(self) -> None:

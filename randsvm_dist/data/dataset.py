@@ -260,8 +260,13 @@ class Dataset:
             cols = ["indices", "values", self.label_column]
         else:
             cols = list(self.feature_columns) + [self.label_column]
-        table = pq.read_table(path, columns=cols, filesystem=self.filesystem,
-                              use_threads=False)
+        try:
+            table = pq.read_table(path, columns=cols, filesystem=self.filesystem,
+                                  use_threads=False)
+        except OSError as e:  # e.g. the path is not mounted on this worker
+            raise DataFormatError(f"cannot read partition {i} ({path}) on {_where()}: {e}. "
+                                  "Every worker must see the data set at the same path "
+                                  "(a shared file system or a URL)") from None
         y = _label_numpy(table.column(self.label_column), path, self.label_column)
         if self.is_sparse:
             X = self._sparse_from(table, path)
@@ -407,6 +412,16 @@ class Dataset:
 
 
 # ---------------------------------------------------------------------- helpers
+def _where() -> str:
+    """'worker ADDRESS' inside a Dask worker, else 'this machine'."""
+    try:
+        from distributed import get_worker
+
+        return f"worker {get_worker().address}"
+    except (ImportError, ValueError):
+        return "this machine"
+
+
 def _merge_class_stats(metas: list[dict], label_type: pa.DataType):
     agg: dict = {}
     for m in metas:

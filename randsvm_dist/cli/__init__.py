@@ -35,6 +35,7 @@ COMMANDS = (
     "evaluate",
     "stream",
     "grid",
+    "jobs",
 )
 
 

@@ -1,0 +1,182 @@
+"""On real processes: ``dask scheduler`` and ``dask worker`` started as OS processes on
+127.0.0.1, driven through ``--scheduler``: train, stream, predict, evaluate, submitted jobs,
+and workers (or the job's driver) killed mid-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from randsvm_dist import jobs
+from randsvm_dist.cli import main as cli_main
+from randsvm_dist.data import make_arrays, write_arrays
+from randsvm_dist.io import load_model
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAIN = ["--C", "10", "--gamma", "1", "--k", "5000", "--sample-size", "400",
+         "--random-state", "3"]
+
+
+def same_model(a: Path, b: Path) -> bool:
+    """The LIBSVM sections and SV rows are byte-identical (the history's timings differ)."""
+    def body(p: Path) -> tuple[str, list]:
+        text = p.read_text()
+        meta = json.loads(text.split("#randsvm-dist-meta ", 1)[1].split("\n", 1)[0])
+        return text.split("#randsvm-dist-meta ", 1)[0], meta["sv_rows"]
+    return body(a) == body(b)
+
+
+class RealCluster:
+    """A scheduler and a 2-process worker pool started with Dask's own CLI."""
+
+    def __init__(self, tmp: Path, n_workers: int = 2):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "DASK_LOGGING__DISTRIBUTED": "error"}
+        self.file = tmp / "scheduler.json"
+        dask = [sys.executable, "-m", "distributed.cli"]
+        self.procs = [subprocess.Popen(
+            [*dask[:2], "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+             "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(self.file)],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+        deadline = time.monotonic() + 60
+        while not self.file.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError("dask scheduler did not start")
+            time.sleep(0.2)
+        self.address = json.loads(self.file.read_text())["address"]
+        self.procs.append(subprocess.Popen(
+            [*dask[:2], "distributed.cli.dask_worker", self.address, "--nworkers",
+             str(n_workers), "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        self.client = self.connect()
+        self.client.wait_for_workers(n_workers, timeout=60)
+
+    def connect(self):
+        from distributed import Client
+
+        return Client(self.address, set_as_default=False, timeout="20s")
+
+    def worker_pids(self) -> dict[str, int]:
+        return self.client.run(os.getpid)
+
+    def close(self) -> None:
+        self.client.close()
+        for p in reversed(self.procs):
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = RealCluster(tmp_path_factory.mktemp("real"))
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("realdata")
+    X, y = make_arrays("checkerboard", 3000, seed=1)
+    Xt, yt = make_arrays("checkerboard", 1000, seed=2)
+    return (write_arrays(X, y, tmp / "train", partitions=4),
+            write_arrays(Xt, yt, tmp / "test", partitions=2))
+
+
+def test_train_stream_predict_evaluate_and_a_submitted_job(cluster, data, tmp_path, capsys):
+    train, test = data
+    at = ["--scheduler", cluster.address]
+    assert cli_main(["train", train.url, "--model", str(tmp_path / "m.model"), *TRAIN,
+                     *at]) == 0
+    assert cli_main(["stream", train.url, "--method", "bsgd", "--budget", "50", "--gamma", "1",
+                     "--model", str(tmp_path / "s.npz"), *at]) == 0
+    assert cli_main(["predict", str(tmp_path / "m.model"), test.url, str(tmp_path / "pred"),
+                     *at]) == 0
+    capsys.readouterr()
+    assert cli_main(["evaluate", str(tmp_path / "m.model"), test.url, "--json", *at]) == 0
+    accuracy = json.loads(capsys.readouterr().out)["accuracy"]
+    assert accuracy > 0.9
+    # the same fit as a submitted job: the driver runs on a worker; the id comes at once
+    job_dir = tmp_path / "jobs"
+    assert cli_main(["submit", "train", train.url, "--model", str(tmp_path / "job.model"),
+                     *TRAIN, *at, "--job-dir", str(job_dir)]) == 0
+    job_id = capsys.readouterr().out.split()[0]
+    assert jobs.wait(str(job_dir), job_id, timeout=300)["state"] == "done"
+    assert same_model(tmp_path / "job.model", tmp_path / "m.model")
+    assert cli_main(["jobs", "result", job_id, "--job-dir", str(job_dir), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_support"] > 0
+    assert cli_main(["jobs", "logs", job_id, "--job-dir", str(job_dir)]) == 0
+    assert "attempt 1 on worker tcp://127.0.0.1" in capsys.readouterr().out
+    assert [j["job_id"] for j in jobs.list_jobs(str(job_dir))] == [job_id]
+
+
+def _kill_busy_worker_when(cluster, started: callable, spare: set[str] = frozenset()):
+    """Kill (SIGKILL) a worker process that is running a task, once ``started()``."""
+    deadline = time.monotonic() + 120
+    while not started():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the run never reached the point to kill a worker")
+        time.sleep(0.05)
+    busy = cluster.client.processing()
+    pids = cluster.worker_pids()
+    victim = next((w for w, tasks in busy.items() if tasks and w not in spare),
+                  next(iter(pids)))
+    os.kill(pids[victim], signal.SIGKILL)
+    return victim
+
+
+@pytest.mark.heavy
+def test_killing_a_worker_during_a_fit_or_a_streaming_reduce_changes_nothing(cluster, data,
+                                                                             tmp_path):
+    import threading
+
+    train, _ = data
+    at = ["--scheduler", cluster.address]
+    cli_main(["train", train.url, "--model", str(tmp_path / "ref.model"), *TRAIN, *at])
+    cli_main(["stream", train.url, "--method", "streamsvm", "--model",
+              str(tmp_path / "ref.npz"), *at])
+    for name, argv in (("m.model", ["train", train.url, *TRAIN]),
+                       ("s.npz", ["stream", train.url, "--method", "streamsvm"])):
+        run = threading.Thread(target=cli_main, args=([*argv, "--model", str(tmp_path / name),
+                                                       *at],))
+        run.start()
+        _kill_busy_worker_when(cluster, lambda: any(cluster.client.processing().values()))
+        run.join(300)
+        cluster.client.wait_for_workers(2, timeout=60)
+    assert same_model(tmp_path / "m.model", tmp_path / "ref.model")
+    X, _ = train.read_partition(0)
+    np.testing.assert_array_equal(load_model(tmp_path / "s.npz").decision_function(X),
+                                  load_model(tmp_path / "ref.npz").decision_function(X))
+
+
+@pytest.mark.heavy
+def test_killing_the_worker_that_runs_a_submitted_driver(cluster, data, tmp_path):
+    train, _ = data
+    cli_main(["train", train.url, "--model", str(tmp_path / "ref.model"), *TRAIN,
+              "--scheduler", cluster.address])
+    job_dir = str(tmp_path / "jobs")
+    job_id = jobs.submit("train", [train.url, "--model", str(tmp_path / "job.model"), *TRAIN],
+                         scheduler=cluster.address, job_dir=job_dir)
+
+    def driver_running() -> bool:
+        return jobs.status(job_dir, job_id)["state"] == "running"
+
+    _kill_busy_worker_when(cluster, driver_running)
+    worker = jobs.status(job_dir, job_id)["worker"]
+    pids = cluster.worker_pids()
+    if worker in pids:  # kill the driver's own worker, whatever else was busy
+        os.kill(pids[worker], signal.SIGKILL)
+    final = jobs.wait(job_dir, job_id, timeout=300)
+    assert final["state"] == "done" and final["attempt"] >= 2
+    assert same_model(tmp_path / "job.model", tmp_path / "ref.model")
+    cluster.client.wait_for_workers(2, timeout=60)

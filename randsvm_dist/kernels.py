@@ -159,10 +159,19 @@ def decision_values(X, support_vectors, coef: np.ndarray, intercept: float | np.
         w = np.asarray(support_vectors.T @ coef2, dtype=np.float32)
         for s in range(0, n, chunk_rows):
             out[s:s + chunk_rows] = np.asarray(X[s:s + chunk_rows] @ w)
-    else:
-        yn = row_sq_norms(support_vectors) if kernel.name == "rbf" else None
+    elif kernel.name == "rbf":
+        from .rbf_fused import rbf_accumulate
+
+        yn = row_sq_norms(support_vectors)
+        out[:] = 0.0
+        coef2 = np.ascontiguousarray(coef2)
         for s in range(0, n, chunk_rows):
-            K = kernel_matrix(X[s:s + chunk_rows], support_vectors, kernel, yn)
+            block = X[s:s + chunk_rows]
+            rbf_accumulate(_dot(block, support_vectors), row_sq_norms(block), yn, coef2,
+                           float(kernel.gamma), out[s:s + chunk_rows])
+    else:
+        for s in range(0, n, chunk_rows):
+            K = kernel_matrix(X[s:s + chunk_rows], support_vectors, kernel)
             out[s:s + chunk_rows] = K @ coef2
     out += np.asarray(intercept, dtype=np.float64)
     return out[:, 0] if squeeze else out

@@ -1,23 +1,36 @@
 """RandSVM-1 on Dask (Krishnan, Bhattacharyya, Hariharan), one or several binary problems.
 
-    S = random subset of size r; SV = solve(S)
+    S = random subset of size r (plus seed rows); SV = solve(S)
     V = violators of SV among the rows outside the working set
-    while |V| > 0 and |SV| < k:
-        R = random subset of V of size r - |SV|; SV = solve(SV u R); recompute V
+    until the certified gap is at most gap_tol (or |V| = 0):
+        R = random subset of V; SV = solve(SV u R); recompute V
 
-Solves run on the workers (one task per binary problem, LIBSVM single-threaded); scans run
-on the workers (one task per partition, all problems at once); the driver holds only the
-working sets, the support vectors and per-partition statistics. The draw from V is exactly
-uniform and identical for any partition layout (see ``sampling``). Practice adds: a cap
-on iterations, a stop when the violator fraction is at or below ``violator_tol``, and per
-iteration the dual objective (which cannot decrease: the previous solution stays feasible
-for the next working set) and the primal objective on all rows. Their difference bounds
-how far the model's primal objective is from the optimum of the whole data set (weak
-duality), so ``gap_tol`` stops at a certified relative gap.
+Solves run on the workers (see ``solving``: threads, cascades, one task per binary
+problem); scans run on the workers (one task per partition, all problems at once); the
+driver holds only the working sets, the support vectors and per-partition statistics. The
+draw from V is exactly uniform and identical for any partition layout (see ``sampling``).
+
+The certificate: every scan gives the primal objective over all rows, P = 1/2 |w|^2 +
+C sum_i hinge_i, and the solve gives the dual objective D of the working set, which is a
+feasible dual point of the whole problem; by weak duality P - D bounds how far the model's
+primal objective is from the optimum of the whole data set. The default stop is a certified
+relative gap (P - D) / P <= gap_tol. P - D splits into the working set's own gap, left by
+LIBSVM's stopping tolerance (bounded by tol x (sum alpha + C x |working set|), see below),
+and the hinge of the rows outside it; when the first part is what keeps the gap above
+gap_tol, the next solve runs with a 10x tighter ``tol`` (down to MIN_TOL), so the gap never
+stalls on data whose support vectors are mostly bounded.
+
+Why the working set's gap is LIBSVM's tolerance: with f = w.phi + b and sum_i y_i a_i = 0,
+|w|^2 = sum_i a_i y_i f(x_i), so over the working set P_ws - D = sum_i [a_i (y_i f_i - 1) +
+C max(0, 1 - y_i f_i)], a sum of terms that are each at most C x (LIBSVM's -e) at its stop.
+
+The paper's stop at |SV| >= k stays available (``k``); it and any other stop without the
+certificate are reported by the estimator with a ConvergenceWarning.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -27,12 +40,30 @@ import scipy.sparse as sp
 
 from ..cluster import put
 from ..kernels import decision_values
-from ..solvers.libsvm_adapter import BinarySolution, SolverParams, solve_binary
-from .partitions import take_rows
+from ..solvers.libsvm_adapter import SolverParams
+from .partitions import load_dataset_partition, take_rows
 from .sampling import stream_id
 from .scan import ProblemRequest, ScanModel, ScanOutput, scan_partition
+from .solving import (
+    plan_cascade,
+    solve_partitions,
+    solve_working_set,
+    threads_per_solve,
+    total_threads,
+)
 
 log = logging.getLogger("randsvm_dist")
+
+# LIBSVM's tol is never tightened below this (its -e; 1e-3 is its default).
+MIN_TOL = 1e-7
+# Tighten tol when the working set's own gap is more than this share of gap_tol.
+WS_GAP_SHARE = 0.25
+# Sampling cannot pay on fewer rows than DIRECT_SAMPLES samples; nor when the first
+# solve already keeps SV_SHARE_DIRECT of its rows as support vectors and the data set is
+# at most DIRECT_MAX_SAMPLES samples (a9a: 35% of all rows are support vectors).
+DIRECT_SAMPLES = 4
+DIRECT_MAX_SAMPLES = 10
+SV_SHARE_DIRECT = 0.3
 
 
 @dataclass
@@ -44,40 +75,67 @@ class Problem:
     ws_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     ws_X: object = None
     ws_y: np.ndarray = field(default_factory=lambda: np.empty(0))
+    n_fresh: int = 0            # rows of the working set that were not support vectors
     sv_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     sv_X: object = None
     dual_coef: np.ndarray = field(default_factory=lambda: np.empty(0))
     intercept: float = 0.0
     dual_objective: float = -np.inf
+    relative_gap: float = np.inf
     stop_reason: str | None = None
+    cascade: tuple = ()
 
 
 @dataclass
 class PartitionSet:
-    """The data set as partitions held by the workers (futures of ``Partition``)."""
+    """The data set as partitions on the workers.
 
-    futures: list
+    With ``futures`` the partitions stay in worker memory (futures of ``Partition``);
+    without (``futures=None``), every pass re-reads them from the ``dataset``'s Parquet
+    files, so data larger than the workers' memory can be trained on.
+    """
+
+    futures: list | None
     offsets: np.ndarray   # global index of each partition's first row
     sizes: np.ndarray
     n_features: int
     is_sparse: bool
+    dataset: object = None
+    classes: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
         return int(self.sizes.sum())
 
+    @property
+    def n_partitions(self) -> int:
+        return len(self.sizes)
+
+    def partition(self, client, i: int):
+        """A future of partition i: the cached one, or a fresh read from Parquet."""
+        if self.futures is not None:
+            return self.futures[i]
+        return client.submit(load_dataset_partition, self.dataset, i, int(self.offsets[i]),
+                             self.classes, pure=False, retries=2)
+
 
 @dataclass
 class RunConfig:
-    """Driver settings (see RandSVMClassifier for their meaning)."""
+    """Driver settings (see RandSVMClassifier for their meaning).
 
-    k: int
+    ``k`` None: no support bound. ``seed_rows``: per problem, global rows that join the
+    first sample (from a streaming model or an earlier fit; see ``seeding``).
+    """
+
+    k: int | None
     sample_size: int
     max_iter: int = 50
     violator_tol: float = 0.0
-    gap_tol: float = 0.0
+    gap_tol: float = 1e-3
     margin_tol: float = 1e-3
-    random_state: int | None = None
+    random_state: int = 0
+    seed_rows: list | None = None
+    route: str = "auto"         # 'auto', 'sample' or 'direct'
 
 
 def _vstack(blocks, sparse: bool):
@@ -93,7 +151,7 @@ def fetch_rows(client, parts: PartitionSet, rows: np.ndarray):
     owner = np.searchsorted(parts.offsets, rows, side="right") - 1
     futures = []
     for p in np.unique(owner):
-        futures.append(client.submit(take_rows, parts.futures[p], rows[owner == p],
+        futures.append(client.submit(take_rows, parts.partition(client, p), rows[owner == p],
                                      pure=False, retries=2))
     got = client.gather(futures)
     X = _vstack([g[0] for g in got], parts.is_sparse)
@@ -101,11 +159,11 @@ def fetch_rows(client, parts: PartitionSet, rows: np.ndarray):
     return rows, X, cls
 
 
-def _scan_model(problems: list[Problem], kernel, sparse: bool, n_features: int) -> ScanModel:
+def scan_model(problems: list[Problem], kernel, sparse: bool, n_features: int) -> ScanModel:
+    """The problems' current models as one ScanModel (their SVs united)."""
     all_rows = np.concatenate([p.sv_rows for p in problems])
     union, first = np.unique(all_rows, return_index=True)
-    blocks = [p.sv_X for p in problems]
-    stacked = _vstack(blocks, sparse)
+    stacked = _vstack([p.sv_X for p in problems], sparse)
     sv = stacked[first] if stacked is not None else None
     coef = np.zeros((len(union), len(problems)), dtype=np.float32)
     for j, p in enumerate(problems):
@@ -117,23 +175,33 @@ def _scan_model(problems: list[Problem], kernel, sparse: bool, n_features: int) 
     return ScanModel(kernel, sv, coef, intercept)
 
 
-def _scan(client, parts: PartitionSet, model: ScanModel | None,
-          requests: list[ProblemRequest | None], prev_lower=None, shift_w=None,
-          shift_b=None):
-    """Scan every partition; returns (per-partition ProblemScan lists, lower-bound futures
-    kept on the workers for the next scan's screening, rows evaluated)."""
+@dataclass
+class ScanResult:
+    """One pass over all partitions."""
+
+    per_part: list           # per partition: list of ProblemScan (None for finished ones)
+    lower: list              # futures of the per-partition lower bounds (screening)
+    n_evaluated: int         # rows whose decision values were computed
+    compute_seconds: float   # summed over the scan tasks
+
+
+def run_scan(client, parts: PartitionSet, model: ScanModel | None,
+             requests: list[ProblemRequest | None], prev_lower=None, shift_w=None,
+             shift_b=None) -> ScanResult:
+    """Scan every partition on the workers (see ``scan.scan_partition``)."""
     model_future = put(client, model) if model else _NO_MODEL
-    outs = [client.submit(scan_partition, f, model_future, requests,
+    outs = [client.submit(scan_partition, parts.partition(client, i), model_future, requests,
                           None if prev_lower is None else prev_lower[i], shift_w, shift_b,
                           pure=False, retries=2)
-            for i, f in enumerate(parts.futures)]
+            for i in range(parts.n_partitions)]
     answers = client.gather([client.submit(_answers, o, pure=False, retries=2) for o in outs])
     lower = [client.submit(_lower, o, pure=False, retries=2) for o in outs]
-    return [a[0] for a in answers], lower, sum(a[1] for a in answers)
+    return ScanResult([a[0] for a in answers], lower, sum(a[1] for a in answers),
+                      sum(a[2] for a in answers))
 
 
 def _answers(out: ScanOutput):
-    return out.problems, out.n_evaluated
+    return out.problems, out.n_evaluated, out.seconds
 
 
 def _lower(out: ScanOutput) -> np.ndarray:
@@ -175,52 +243,95 @@ def model_shift(prev: _Snapshot, cur: _Snapshot, kernel, sparse: bool,
     return np.sqrt(max(q, 0.0)) * (1 + 1e-3) + 1e-4, db
 
 
-def _merge_scans(per_part, p: int, n_draw: int):
+def merge_scans(per_part, p: int, n_draw: int) -> dict:
+    """Sum problem p's per-partition answers; keep the n_draw smallest-key violators."""
     scans = [s[p] for s in per_part]
     keys = np.concatenate([s.keys for s in scans])
     rows = np.concatenate([s.rows for s in scans])
     pick = np.argsort(keys, kind="stable")[:n_draw]
-    return {
-        "n_violators": sum(s.n_violators for s in scans),
-        "n_errors": sum(s.n_errors for s in scans),
-        "hinge_pos": sum(s.hinge_pos for s in scans),
-        "hinge_neg": sum(s.hinge_neg for s in scans),
-        "min_margin": min(s.min_margin for s in scans),
-        "draw": np.sort(rows[pick]),
-    }
+    total = {name: sum(getattr(s, name) for s in scans)
+             for name in ("n_violators", "n_errors", "hinge_pos", "hinge_neg",
+                          "hinge_ws_pos", "hinge_ws_neg")}
+    total["min_margin"] = min(s.min_margin for s in scans)
+    total["draw"] = np.sort(rows[pick])
+    return total
 
 
-def _set_working_sets(client, parts, problems, draws, classes_rows=None):
+def _set_working_sets(client, parts: PartitionSet, problems: list[Problem], draws) -> None:
     needed = np.unique(np.concatenate([d for d in draws if d is not None] or [np.empty(0)]))
     rows, X, cls = fetch_rows(client, parts, needed.astype(np.int64))
     for p, draw in zip(problems, draws):
         if draw is None:
             continue
+        draw = np.setdiff1d(draw, p.sv_rows)
         pos = np.searchsorted(rows, draw)
         new_X = X[pos] if len(draw) else None
         new_y = np.where(cls[pos] == p.positive, 1.0, -1.0)
         ws_rows = np.concatenate([p.sv_rows, draw])
         order = np.argsort(ws_rows, kind="stable")
         p.ws_rows = ws_rows[order]
-        ws_X = _vstack([p.sv_X, new_X], parts.is_sparse)
-        p.ws_X = ws_X[order]
+        p.ws_X = _vstack([p.sv_X, new_X], parts.is_sparse)[order]
         sv_y = np.sign(p.dual_coef) if len(p.dual_coef) else np.empty(0)
         p.ws_y = np.concatenate([sv_y, new_y])[order]
+        p.n_fresh = len(draw)
 
 
-def _solve(client, problems: list[Problem]):
+def _solve_sampled(client, problems: list[Problem], it: int, cfg: RunConfig) -> float:
     active = [p for p in problems if p.stop_reason is None]
     t0 = time.perf_counter()
-    futures = [client.submit(solve_binary, p.ws_X, p.ws_y, p.solver, pure=False, retries=2)
-               for p in active]
-    for p, sol in zip(active, client.gather(futures)):
-        sol: BinarySolution
-        p.sv_rows = p.ws_rows[sol.support]
-        p.sv_X = p.ws_X[sol.support]
-        p.dual_coef = sol.dual_coef
-        p.intercept = sol.intercept
-        p.dual_objective = sol.dual_objective
+    threads = threads_per_solve(client, len(active))
+    parts = max(1, total_threads(client) // max(1, len(active)))
+    futures = [client.submit(solve_working_set_task, p.ws_X, p.ws_y, p.ws_rows, p.solver,
+                             threads, plan_cascade(len(p.ws_rows), p.n_fresh, parts),
+                             stream_id(cfg.random_state, it, j, 0xCA5C),
+                             pure=False, retries=2)
+               for j, p in enumerate(active)]
+    for p, solved in zip(active, client.gather(futures)):
+        p.sv_rows = p.ws_rows[solved.support]
+        p.sv_X = p.ws_X[solved.support]
+        p.dual_coef = solved.solution.dual_coef
+        p.intercept = solved.solution.intercept
+        p.dual_objective = solved.solution.dual_objective
+        p.cascade = solved.parts
     return time.perf_counter() - t0
+
+
+def solve_working_set_task(X, y, rows, params, n_threads, n_parts, stream):
+    """``solving.solve_working_set`` run from a task (its cascade parts are tasks too)."""
+    from distributed import worker_client
+
+    if n_parts <= 1:
+        from ..solvers.libsvm_adapter import solve_binary
+        from .solving import Solved
+
+        sol = solve_binary(X, y, params, n_threads)
+        return Solved(sol.support, sol)
+    with worker_client() as wc:
+        return solve_working_set(wc, X, y, rows, params, n_threads, n_parts, stream)
+
+
+def _solve_direct(client, parts: PartitionSet, problems: list[Problem]) -> float:
+    active = [p for p in problems if p.stop_reason is None]
+    t0 = time.perf_counter()
+    threads = threads_per_solve(client, len(active))
+    inputs = [parts.partition(client, i) for i in range(parts.n_partitions)]
+    futures = [client.submit(solve_partitions, p.solver, p.positive, threads, *inputs,
+                             pure=False, retries=2) for p in active]
+    for p, (rows, X, sol) in zip(active, client.gather(futures)):
+        p.sv_rows, p.sv_X = rows, X
+        p.ws_rows, p.ws_X, p.n_fresh = np.arange(parts.n_rows, dtype=np.int64), None, 0
+        p.dual_coef, p.intercept, p.dual_objective = sol.dual_coef, sol.intercept, \
+            sol.dual_objective
+        p.cascade = ()
+    return time.perf_counter() - t0
+
+
+def _tighten(p: Problem) -> bool:
+    """Divide the problem's LIBSVM tol by 10; False if it is already at MIN_TOL."""
+    if p.solver.tol <= MIN_TOL:
+        return False
+    p.solver = dataclasses.replace(p.solver, tol=max(MIN_TOL, p.solver.tol / 10))
+    return True
 
 
 def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunConfig,
@@ -235,30 +346,43 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
         progress: optional callable(record) called once per iteration and problem.
 
     Returns:
-        list of per-iteration, per-problem records: iteration, problem, sample_size,
+        list of per-iteration, per-problem records: iteration, problem, route ('sample' or
+        'direct'), sample_size, n_fresh, cascade (part sizes), tol (LIBSVM's, this solve),
         n_support, n_violators, violator_fraction, n_errors, min_margin, dual_objective,
-        primal_objective, relative_gap, solve_seconds, scan_seconds, rows_evaluated (rows
-        whose decision values the scan computed; the rest were screened exactly), seconds
-        (since the start), stop_reason.
+        primal_objective, relative_gap, ws_relative_gap (the working set's own share),
+        solve_seconds, scan_seconds, rows_evaluated (rows whose decision values the scan
+        computed; the rest were screened exactly), kernel_evals, kernel_evals_per_second
+        (over the scan's wall time), kernel_evals_per_core_second (over the scan tasks'
+        compute time), seconds (since the start), stop_reason.
     """
     n = parts.n_rows
     r = min(cfg.sample_size, n)
     kernel = problems[0].solver.kernel
     history: list[dict] = []
     t0 = time.perf_counter()
-    # Iteration 0: the same uniform sample of r rows for every problem.
-    first = [ProblemRequest(-1, np.empty(0, np.int64), r, stream_id(cfg.random_state, 0),
-                            cfg.margin_tol)]
-    per_part, _, _ = _scan(client, parts, None, first)
-    draw = _merge_scans(per_part, 0, r)["draw"]
-    _set_working_sets(client, parts, problems, [draw] * len(problems))
+    route = cfg.route
+    if route == "auto":
+        route = "direct" if n <= DIRECT_SAMPLES * r else "sample"
+    if route == "sample":
+        _first_sample(client, parts, problems, r, cfg)
     it = 0
     lower, scanned = None, None
     while True:
         it += 1
-        solve_seconds = _solve(client, problems)
+        tols = [p.solver.tol for p in problems]
+        if route == "direct":
+            solve_seconds = _solve_direct(client, parts, problems)
+        else:
+            solve_seconds = _solve_sampled(client, problems, it, cfg)
+        if (route == "sample" and it == 1 and cfg.route == "auto"
+                and n <= DIRECT_MAX_SAMPLES * r
+                and all(len(p.sv_rows) >= SV_SHARE_DIRECT * len(p.ws_rows) for p in problems)):
+            log.info("iter 1: %.0f%% of the sample are support vectors: solving all rows",
+                     100 * max(len(p.sv_rows) / max(len(p.ws_rows), 1) for p in problems))
+            route = "direct"
+            solve_seconds += _solve_direct(client, parts, problems)
         t_scan = time.perf_counter()
-        model = _scan_model(problems, kernel, parts.is_sparse, parts.n_features)
+        model = scan_model(problems, kernel, parts.is_sparse, parts.n_features)
         shift_w = shift_b = None
         if scanned is not None:
             shift_w = np.full(len(problems), np.inf)
@@ -273,50 +397,80 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
             if p.stop_reason is not None:
                 requests.append(None)
                 continue
-            requests.append(ProblemRequest(p.positive, p.ws_rows, max(r - len(p.sv_rows), 0),
+            n_draw = 0 if route == "direct" else max(r - len(p.sv_rows), len(p.sv_rows) // 2)
+            requests.append(ProblemRequest(p.positive, p.ws_rows, n_draw,
                                            stream_id(cfg.random_state, it, j), cfg.margin_tol))
-        per_part, lower, n_evaluated = _scan(client, parts, model, requests, lower,
-                                             shift_w, shift_b)
+        scan = run_scan(client, parts, model, requests, lower, shift_w, shift_b)
+        lower = scan.lower
         scanned = [_snapshot(p) for p in problems]
         scan_seconds = time.perf_counter() - t_scan
+        kernel_evals = scan.n_evaluated * model.coef.shape[0]
         draws: list[np.ndarray | None] = []
         for j, p in enumerate(problems):
             if requests[j] is None:
                 draws.append(None)
                 continue
-            s = _merge_scans(per_part, j, requests[j].n_draw)
+            s = merge_scans(scan.per_part, j, requests[j].n_draw)
             sol = p.solver
             half_wKw = np.abs(p.dual_coef).sum() - p.dual_objective
             primal = half_wKw + sol.C * (sol.weight_pos * s["hinge_pos"]
                                          + sol.weight_neg * s["hinge_neg"])
-            if s["n_violators"] == 0:
+            primal_ws = half_wKw + sol.C * (sol.weight_pos * s["hinge_ws_pos"]
+                                            + sol.weight_neg * s["hinge_ws_neg"])
+            scale = max(abs(primal), 1e-300)
+            p.relative_gap = float(max(primal - p.dual_objective, 0.0) / scale)
+            ws_gap = float(max(primal_ws - p.dual_objective, 0.0) / scale)
+            certified = cfg.gap_tol > 0 and p.relative_gap <= cfg.gap_tol
+            solver_limited = cfg.gap_tol > 0 and ws_gap > WS_GAP_SHARE * cfg.gap_tol
+            if certified:
+                p.stop_reason = "optimal" if s["n_violators"] == 0 else "gap_tol"
+            elif s["n_violators"] == 0 and not (solver_limited and _tighten(p)):
                 p.stop_reason = "optimal"
-            elif len(p.sv_rows) >= cfg.k:
+            elif cfg.k is not None and len(p.sv_rows) >= cfg.k:
                 p.stop_reason = "k_reached"
-            elif s["n_violators"] <= cfg.violator_tol * n:
+            elif s["n_violators"] <= cfg.violator_tol * n and cfg.violator_tol > 0:
                 p.stop_reason = "violator_tol"
-            elif primal - p.dual_objective <= cfg.gap_tol * abs(primal):
-                p.stop_reason = "gap_tol"
-            elif requests[j].n_draw == 0:
-                p.stop_reason = "sample_full"
             elif it >= cfg.max_iter:
                 p.stop_reason = "max_iter"
+            elif solver_limited and s["n_violators"]:
+                _tighten(p)
             record = {
-                "iteration": it, "problem": j, "sample_size": len(p.ws_rows),
+                "iteration": it, "problem": j, "route": route,
+                "sample_size": len(p.ws_rows), "n_fresh": p.n_fresh,
+                "cascade": list(p.cascade), "tol": tols[j],
                 "n_support": len(p.sv_rows), "n_violators": s["n_violators"],
                 "violator_fraction": s["n_violators"] / n, "n_errors": s["n_errors"],
                 "min_margin": s["min_margin"], "dual_objective": p.dual_objective,
-                "primal_objective": float(primal),
-                "relative_gap": float((primal - p.dual_objective) / max(abs(primal), 1e-300)),
+                "primal_objective": float(primal), "relative_gap": p.relative_gap,
+                "ws_relative_gap": ws_gap,
                 "solve_seconds": solve_seconds, "scan_seconds": scan_seconds,
-                "rows_evaluated": n_evaluated,
+                "rows_evaluated": scan.n_evaluated, "kernel_evals": int(kernel_evals),
+                "kernel_evals_per_second": kernel_evals / max(scan_seconds, 1e-9),
+                "kernel_evals_per_core_second": kernel_evals / max(scan.compute_seconds,
+                                                                   1e-9),
                 "seconds": time.perf_counter() - t0,
                 "stop_reason": p.stop_reason,
             }
             history.append(record)
             if progress is not None:
                 progress(record)
-            draws.append(s["draw"] if p.stop_reason is None else None)
+            if p.stop_reason is None and route == "sample":
+                draws.append(s["draw"])
+            else:
+                draws.append(None)
         if all(p.stop_reason is not None for p in problems):
             return history
-        _set_working_sets(client, parts, problems, draws)
+        if route == "sample":
+            _set_working_sets(client, parts, problems, draws)
+
+
+def _first_sample(client, parts: PartitionSet, problems: list[Problem], r: int,
+                  cfg: RunConfig) -> None:
+    """Iteration 0: the same uniform sample of r rows for every problem, plus its seeds."""
+    first = [ProblemRequest(-1, np.empty(0, np.int64), r, stream_id(cfg.random_state, 0),
+                            cfg.margin_tol)]
+    scan = run_scan(client, parts, None, first)
+    draw = merge_scans(scan.per_part, 0, r)["draw"]
+    seeds = cfg.seed_rows or [np.empty(0, np.int64)] * len(problems)
+    _set_working_sets(client, parts, problems,
+                      [np.union1d(draw, np.asarray(s, np.int64)) for s in seeds])

@@ -26,8 +26,13 @@ def stream_id(seed: int, *keys: int) -> int:
 
 def row_keys(stream: int, start: int, n: int) -> np.ndarray:
     """Uniform keys in [0, 1) of global rows start..start+n-1 (splitmix64 of the row id)."""
+    return keys_of(stream, np.arange(start, start + n, dtype=np.uint64))
+
+
+def keys_of(stream: int, rows: np.ndarray) -> np.ndarray:
+    """Uniform keys in [0, 1) of the given global rows (same values as ``row_keys``)."""
     with np.errstate(over="ignore"):
-        z = (np.arange(start, start + n, dtype=np.uint64) + np.uint64(1)) * _GOLDEN
+        z = (np.asarray(rows, dtype=np.uint64) + np.uint64(1)) * _GOLDEN
         z ^= np.uint64(stream)
         z = (z ^ (z >> np.uint64(30))) * _M1
         z = (z ^ (z >> np.uint64(27))) * _M2

@@ -8,6 +8,7 @@ row index and key only: the driver fetches the rows it finally draws).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -67,6 +68,8 @@ class ProblemScan:
     n_errors: int = 0           # rows with y f(x) < 0
     hinge_pos: float = 0.0      # sum of max(0, 1 - y f) over +1 rows
     hinge_neg: float = 0.0      # same over -1 rows
+    hinge_ws_pos: float = 0.0   # the part of hinge_pos from working-set rows
+    hinge_ws_neg: float = 0.0   # the part of hinge_neg from working-set rows
     min_margin: float = np.inf
     keys: np.ndarray = field(default_factory=lambda: np.empty(0))
     rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
@@ -87,11 +90,13 @@ class ScanOutput:
         lower: (n_rows, n_problems) float32 lower bounds of y f(x) under the scanned models
             (exact where the row was evaluated; -inf where unknown).
         n_evaluated: rows whose decision values were computed (the others were screened).
+        seconds: compute time of the scan on the worker.
     """
 
     problems: list
     lower: np.ndarray
     n_evaluated: int
+    seconds: float = 0.0
 
 
 def feature_norms(X, kernel: Kernel) -> np.ndarray:
@@ -126,6 +131,7 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
     Returns:
         ScanOutput.
     """
+    t0 = time.perf_counter()
     n = part.n_rows
     P = len(requests)
     active = [p for p, r in enumerate(requests) if r is not None]
@@ -172,8 +178,10 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
             n_errors=int((m < 0).sum()),
             hinge_pos=float(hinge[y > 0].sum()),
             hinge_neg=float(hinge[y < 0].sum()),
+            hinge_ws_pos=float(hinge[~outside & (y > 0)].sum()),
+            hinge_ws_neg=float(hinge[~outside & (y < 0)].sum()),
             min_margin=float(m.min()) if n else np.inf,
             keys=keys[pick],
             rows=gidx[viol[pick]],
         )
-    return ScanOutput(out, lower, n_evaluated)
+    return ScanOutput(out, lower, n_evaluated, time.perf_counter() - t0)

@@ -71,13 +71,16 @@ def dual_objective(sv, dual_coef: np.ndarray, kernel: Kernel) -> float:
     return float(np.abs(dual_coef).sum() - 0.5 * quad)
 
 
-def solve_binary(X, y: np.ndarray, params: SolverParams) -> BinarySolution:
+def solve_binary(X, y: np.ndarray, params: SolverParams, n_threads: int = 1) -> BinarySolution:
     """Solve C-SVM on (X, y) with LIBSVM.
 
     Args:
         X: (n, d) float32 ndarray or CSR.
         y: (n,) labels in {-1, +1}.
         params: SolverParams.
+        n_threads: OpenMP threads of this solve (LIBSVM computes kernel columns in
+            parallel). Set for this call only, whatever OMP_NUM_THREADS says (a Dask nanny
+            sets it to 1): the driver gives a solve the cores that would otherwise idle.
 
     Returns:
         BinarySolution. If y holds one class only, the solution has no support vectors
@@ -92,7 +95,10 @@ def solve_binary(X, y: np.ndarray, params: SolverParams) -> BinarySolution:
                               if len(present) else 1.0, 0.0)
     Xc = X if sp.issparse(X) else sp.csr_matrix(X)
     Xc = sp.csr_matrix(Xc, dtype=np.float64)
-    model = svm_train(svm_problem(y, Xc), svm_parameter(params.options()))
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=max(1, int(n_threads)), user_api="openmp"):
+        model = svm_train(svm_problem(y, Xc), svm_parameter(params.options()))
     support = np.asarray(model.get_sv_indices(), dtype=np.int64) - 1
     coef = np.array([c[0] for c in model.get_sv_coef()], dtype=np.float64)
     rho = float(model.rho[0])

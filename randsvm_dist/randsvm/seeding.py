@@ -1,0 +1,133 @@
+"""Rows that join RandSVM's first sample: from a one-pass streaming model or an earlier fit.
+
+A seed never changes the result, only how fast it is reached: the certificate is computed
+from scans of all rows, whatever the first working set was.
+
+- A fitted ``RandSVMClassifier`` (retraining with another C or gamma, or after new
+  partitions were appended): its support vectors' global rows (those still in the data).
+- A streaming learner (``'bsgd'``, ``'ramp'``, or an unfitted StreamingClassifier): trained
+  per partition on the workers and tree-merged (``reduce.fit_streaming``: the design's
+  per-partition reducer). Its support or core vectors are not rows of the data set (BSGD
+  merges points into new ones), so one scan maps the summary back to rows: the rows the
+  streaming model puts on or inside its margin (y f(x) < 1 + SEED_MARGIN) are the support
+  vector candidates, and a uniform draw of them (smallest keys, as every draw here) joins
+  the first sample.
+- A fitted streaming model: the same scan, without training.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..exceptions import ParameterError
+from .partitions import Partition
+from .sampling import row_keys, smallest_keys, stream_id
+
+SEED_MARGIN = 0.5
+SEED_STREAM = 0x5EED5
+
+
+def seed_learner(name: str, C: float, gamma: float, n_rows: int, random_state: int):
+    """The streaming learner a seed name stands for, with the RandSVM's C and RBF gamma.
+
+    Raises:
+        ParameterError: unknown name.
+    """
+    from ..streaming import BudgetedSGD, OnlineRampSVM
+
+    if name == "bsgd":
+        return BudgetedSGD(C=C, gamma=gamma, budget=500, n_rows=n_rows,
+                           random_state=random_state)
+    if name == "ramp":
+        return OnlineRampSVM(C=C, gamma=gamma, kernel="rbf", random_state=random_state)
+    raise ParameterError(f"seed must be None, 'bsgd', 'ramp' or an estimator; got {name!r}")
+
+
+def seed_scan_partition(part: Partition, model, positives: list[int], binary: bool,
+                        stream: int, n_draw: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """Rows of a partition inside the seed model's margin, per problem (runs on a worker).
+
+    Returns:
+        per problem: (keys, global rows) of the n_draw smallest-key candidates, and the
+        number of candidates.
+    """
+    f = np.asarray(model.decision_function(part.X), dtype=np.float64)
+    f = f.reshape(part.n_rows, -1)
+    keys = row_keys(stream, part.offset, part.n_rows)
+    out = []
+    for j, pos in enumerate(positives):
+        y = np.where(part.cls == pos, 1.0, -1.0)
+        col = f[:, 0] if binary else f[:, pos]
+        cand = np.flatnonzero(y * col < 1.0 + SEED_MARGIN)
+        pick = cand[smallest_keys(keys[cand], n_draw)]
+        out.append((keys[pick], part.offset + pick.astype(np.int64), len(cand)))
+    return out
+
+
+def seed_rows(client, parts, seed, classes: np.ndarray, positives: list[int], r: int,
+              C: float, gamma: float, random_state: int, dataset=None) -> tuple[list, dict]:
+    """Per problem, the global rows a seed adds to the first sample.
+
+    Args:
+        client: distributed.Client.
+        parts: the PartitionSet.
+        seed: 'bsgd', 'ramp', a StreamingClassifier (unfitted: trained here), or a fitted
+            classifier with ``decision_function`` (a RandSVMClassifier gives its support_).
+        classes: the data set's classes; a fitted seed must have the same.
+        positives: the class index of each binary problem.
+        r: most rows drawn per problem.
+        C, gamma: the RandSVM's C and resolved RBF gamma (for a named seed).
+        random_state: the run's seed.
+        dataset: the Dataset (needed to train a streaming seed on the workers).
+
+    Returns:
+        (rows per problem, info dict for the history: what the seed was, its rows, seconds).
+
+    Raises:
+        ParameterError: an unknown seed, a seed with other classes, or a streaming seed to
+            train on array input.
+    """
+    from sklearn.base import clone
+
+    from ..reduce import fit_streaming
+    from ..streaming.base import StreamingClassifier
+
+    t0 = time.perf_counter()
+    model = seed
+    if isinstance(seed, str):
+        model = seed_learner(seed, C, gamma, parts.n_rows, random_state)
+    info = {"seed": type(model).__name__}
+    if isinstance(model, StreamingClassifier) and not hasattr(model, "classes_"):
+        if dataset is None:
+            raise ParameterError("a streaming seed is trained on the Parquet partitions: fit "
+                                 "on a Dataset or path, or pass a fitted model as seed")
+        model = fit_streaming(clone(model), dataset, client)
+        info["seed_train_seconds"] = model.reduce_info_["seconds"]
+        info["seed_n_core"] = int(model.n_core_)
+    fitted_classes = getattr(model, "classes_", None)
+    if fitted_classes is None:
+        raise ParameterError(f"seed {type(model).__name__} is not fitted")
+    if len(fitted_classes) != len(classes) or np.any(np.asarray(fitted_classes) != classes):
+        raise ParameterError(f"seed model's classes {list(fitted_classes)} differ from the "
+                             f"data's {list(classes)}")
+    if hasattr(model, "support_"):  # an earlier RandSVM fit: its support vectors' rows
+        rows = np.asarray(model.support_, np.int64)
+        rows = rows[rows < parts.n_rows]
+        info.update(seed_rows=int(len(rows)), seed_seconds=time.perf_counter() - t0)
+        return [rows] * len(positives), info
+    stream = stream_id(random_state, SEED_STREAM)
+    futures = [client.submit(seed_scan_partition, parts.partition(client, i), model, positives,
+                             len(classes) == 2, stream, r, pure=False, retries=2)
+               for i in range(parts.n_partitions)]
+    got = client.gather(futures)
+    rows, candidates = [], []
+    for j in range(len(positives)):
+        keys = np.concatenate([g[j][0] for g in got])
+        cand = np.concatenate([g[j][1] for g in got])
+        rows.append(np.sort(cand[np.argsort(keys, kind="stable")[:r]]))
+        candidates.append(int(sum(g[j][2] for g in got)))
+    info.update(seed_candidates=candidates, seed_rows=[int(len(x)) for x in rows],
+                seed_seconds=time.perf_counter() - t0)
+    return rows, info

@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import os
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
 
 from .cluster import dask_client
 from .exceptions import NotFittedError, ParameterError
@@ -44,20 +46,36 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
             (1 / n_features).
         degree, coef0: poly/sigmoid parameters.
         class_weight: None, 'balanced' or {label: weight}; C of a class is C * weight.
-        k: the support-set bound: stop when a solve has k or more support vectors. 'auto'
-            is the paper's estimate from epsilon and delta (see ``randsvm.bounds``); None
-            drops the bound (for data far from separable, where the optimum has more support
-            vectors than the estimate: then stop by gap_tol, violators or max_iter).
-        sample_size: r, rows per LIBSVM solve. 'auto' is 2 x the paper's k estimate.
+        k: the paper's support-set bound, an option: stop when a solve has k or more
+            support vectors ('auto': the paper's estimate from epsilon and delta, see
+            ``randsvm.bounds``). None (the default) drops it: the fit runs to the certified
+            gap. A stop at k is not certified and warns.
+        sample_size: r, rows of the first uniform sample (and the least a later working set
+            is filled to). 'auto' is 2 x the paper's k estimate.
         epsilon, delta, separable: parameters of the k estimate.
         max_iter: most solve/scan iterations per binary problem.
-        tol: LIBSVM's tolerance; also the margin slack of a violator (y f(x) < 1 - tol).
-        violator_tol: stop when at most this fraction of rows are violators (0: exact).
-        gap_tol: stop when (primal - dual) / primal <= gap_tol, the primal objective taken
-            over all rows: a certificate that the model is that close to the optimum of the
-            whole data set (0: run to no violators). LIBSVM's ``tol`` must be well below it
-            (about gap_tol / 100) when most support vectors are bounded, or the working
-            set's own gap stalls above gap_tol (seen on skin_nonskin).
+        tol: LIBSVM's tolerance of the first solve (its -e); also the margin slack of a
+            violator (y f(x) < 1 - tol). Later solves tighten it by 10x whenever the
+            working set's own gap, which LIBSVM's tolerance leaves, keeps the certified gap
+            above gap_tol (``history_`` records the tol of every solve).
+        violator_tol: stop when at most this fraction of rows are violators (0: off). Not
+            certified: warns.
+        gap_tol: the default stop: (primal - dual) / primal <= gap_tol, the primal objective
+            taken over all rows, the dual that of the working set. By weak duality this
+            certifies that the model's objective is within that relative distance of the
+            optimum of the whole data set. 0: run until no row violates the margin.
+        seed: rows that join the first sample (see ``randsvm.seeding``): None, 'bsgd' or
+            'ramp' (that streaming learner with this C and gamma, trained per partition on
+            the workers and tree-merged: Parquet input only), an unfitted streaming learner
+            (trained the same way), or a fitted model (a RandSVMClassifier fitted on these
+            rows or on their first rows, e.g. with another C or gamma: its support vectors'
+            rows; a streaming model: the rows inside its margin). A seed changes the speed,
+            never the result: the certificate comes from scans of all rows.
+        route: 'auto' (measured rule, see ``randsvm.driver``: a direct LIBSVM solve of all
+            rows when sampling cannot pay, else sampling), 'sample' or 'direct'.
+        cache: keep the partitions in worker memory (True), re-read them from Parquet on
+            every pass (False: data larger than the workers' memory), or 'auto' (cache when
+            the data takes at most half of the workers' memory limit).
         cache_size: LIBSVM's kernel cache in MB per solve.
         random_state: seed of every random choice (same value, same model, whatever the
             partitioning or the number of workers); None draws a fresh seed at each fit,
@@ -74,17 +92,20 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
     indices), ``support_vectors_``, ``dual_coef_`` (n_problems, n_SV), ``intercept_``,
     ``n_support_`` (per class), ``history_``, ``n_iter_``, ``stop_reasons_``, ``optimal_``
     (|V| = 0 reached for every problem: the model is optimal for the whole data set),
+    ``relative_gap_`` (the largest certified relative primal-dual gap over the binary
+    problems), ``certified_`` (relative_gap_ <= gap_tol for every problem), ``seed_info_``,
     ``gamma_``, ``k_``, ``sample_size_``, ``fit_time_``, ``scaler_`` (None or the fitted
     ``FeatureScaler``).
     """
 
     def __init__(self, kernel: str = "rbf", C: float = 1.0, gamma="scale", degree: int = 3,
-                 coef0: float = 0.0, class_weight=None, k="auto", sample_size="auto",
+                 coef0: float = 0.0, class_weight=None, k=None, sample_size="auto",
                  epsilon: float = 0.2, delta: float = 0.9, separable: bool = False,
                  max_iter: int = 50, tol: float = 1e-3, violator_tol: float = 0.0,
-                 gap_tol: float = 0.0, cache_size: float = 200.0,
+                 gap_tol: float = 1e-3, cache_size: float = 200.0,
                  random_state: int | None = None, client=None,
-                 n_partitions: int | None = None, scale=None):
+                 n_partitions: int | None = None, scale=None, seed=None,
+                 route: str = "auto", cache="auto"):
         self.kernel = kernel
         self.C = C
         self.gamma = gamma
@@ -105,6 +126,9 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
         self.client = client
         self.n_partitions = n_partitions
         self.scale = scale
+        self.seed = seed
+        self.route = route
+        self.cache = cache
 
     # -- pickling: the client never travels with the model -----------------------------
     def __getstate__(self):
@@ -131,6 +155,11 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
                 continue
             if v != "auto" and (not isinstance(v, (int, np.integer)) or v < 1):
                 raise ParameterError(f"{name} must be 'auto' or a positive integer; got {v!r}")
+        if self.route not in ("auto", "sample", "direct"):
+            raise ParameterError(f"route must be 'auto', 'sample' or 'direct'; got "
+                                 f"{self.route!r}")
+        if self.cache not in ("auto", True, False):
+            raise ParameterError(f"cache must be 'auto', True or False; got {self.cache!r}")
         if isinstance(self.gamma, str) and self.gamma not in ("scale", "auto"):
             raise ParameterError(f"gamma must be a number, 'scale' or 'auto'; got "
                                  f"{self.gamma!r}")
@@ -173,14 +202,17 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
             ClusterError: the cluster cannot be reached.
         """
         from .inputs import feature_variance, load_partitions, open_dataset
+        from .randsvm.seeding import seed_rows
 
         self._check_params()
         t0 = time.perf_counter()
         self.random_seed_ = resolve_seed(self.random_state)
+        rs = self.random_seed_
         if dataset_kwargs:
             data = open_dataset(data, **dataset_kwargs)
         with dask_client(self.client) as client:
-            parts, classes = load_partitions(client, data, y, self.n_partitions)
+            cache = True if self.scale is not None else self.cache
+            parts, classes = load_partitions(client, data, y, self.n_partitions, cache)
             self.scaler_ = None
             if self.scale is not None:
                 from .preprocessing import make_scaler
@@ -198,7 +230,7 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
             weights = self._class_weights(classes, counts)
             n = parts.n_rows
             k_paper = support_bound(n, self.epsilon, self.delta, self.separable)
-            k = {"auto": k_paper, None: n + 1}.get(self.k, self.k)
+            k = k_paper if self.k == "auto" else self.k
             r = 2 * k_paper if self.sample_size == "auto" else int(self.sample_size)
             positives = [1] if len(classes) == 2 else list(range(len(classes)))
             problems = []
@@ -207,19 +239,46 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
                 solver = SolverParams(float(self.C), kernel, float(weights[pos]), float(w_neg),
                                       float(self.tol), float(self.cache_size))
                 problems.append(Problem(pos, solver))
+            seeds, self.seed_info_ = None, None
+            if self.seed is not None:
+                seeds, self.seed_info_ = seed_rows(
+                    client, parts, self.seed, classes, positives, min(r, n), float(self.C),
+                    gamma, rs, ds if self.scaler_ is None else None)
+                log.info("seed %s: %s rows in %.1f s", self.seed_info_["seed"],
+                         self.seed_info_["seed_rows"], self.seed_info_["seed_seconds"])
             cfg = RunConfig(k, r, int(self.max_iter), float(self.violator_tol),
-                            float(self.gap_tol), float(self.tol), self.random_seed_)
-            log.info("RandSVM: %d rows, %d features, %d partitions, %d problem(s), k=%d, "
-                     "r=%d", n, parts.n_features, len(parts.futures), len(problems), k, r)
+                            float(self.gap_tol), float(self.tol), rs, seeds, self.route)
+            log.info("RandSVM: %d rows, %d features, %d partitions (%s), %d problem(s), "
+                     "k=%s, r=%d, gap_tol=%g", n, parts.n_features, parts.n_partitions,
+                     "cached" if parts.futures is not None else "re-read each pass",
+                     len(problems), k, r, self.gap_tol)
             history = run_randsvm(client, parts, problems, cfg, progress=_log_iteration)
+        if self.seed_info_ is not None:
+            for h in history:
+                if h["iteration"] == 1:
+                    h["seed"] = dict(self.seed_info_)
         self._set_fitted(problems, classes, kernel, parts.n_features, parts.is_sparse)
         self.history_ = history
         self.n_iter_ = max(h["iteration"] for h in history)
         self.stop_reasons_ = [p.stop_reason for p in problems]
         self.optimal_ = all(p.stop_reason == "optimal" for p in problems)
+        self.relative_gap_ = float(max(p.relative_gap for p in problems))
+        self.certified_ = bool(self.gap_tol > 0 and self.relative_gap_ <= self.gap_tol)
         self.k_, self.sample_size_, self.gamma_ = k, min(r, n), gamma
         self.fit_time_ = time.perf_counter() - t0
+        self._warn_uncertified()
         return self
+
+    def _warn_uncertified(self) -> None:
+        """ConvergenceWarning when the fit stopped without its certificate."""
+        if self.certified_ or (self.gap_tol == 0 and self.optimal_):
+            return
+        reasons = sorted(set(self.stop_reasons_))
+        warnings.warn(
+            f"RandSVM stopped ({', '.join(reasons)}) at a relative primal-dual gap of "
+            f"{self.relative_gap_:.3g}, above gap_tol={self.gap_tol:g}: the model is not "
+            "certified to be that close to the optimum of all rows. Raise max_iter, or "
+            "drop k / violator_tol.", ConvergenceWarning, stacklevel=3)
 
     def _set_fitted(self, problems: list[Problem], classes: np.ndarray, kernel: Kernel,
                     n_features: int, sparse: bool) -> None:

@@ -16,7 +16,6 @@ from .exceptions import ParameterError, SchemaError
 from .randsvm.driver import PartitionSet
 from .randsvm.partitions import (
     Partition,
-    load_dataset_partition,
     make_array_partition,
 )
 from .validation import check_classes, check_features, check_labels
@@ -54,15 +53,34 @@ def partition_moments(part: Partition) -> tuple[int, float, float]:
 
 def feature_variance(client, parts: PartitionSet) -> float:
     """Variance of all feature values of the data set (for gamma='scale')."""
-    got = client.gather([client.submit(partition_moments, f, pure=False, retries=2)
-                         for f in parts.futures])
+    got = client.gather([client.submit(partition_moments, parts.partition(client, i),
+                                       pure=False, retries=2)
+                         for i in range(parts.n_partitions)])
     n = sum(g[0] for g in got)
     s = sum(g[1] for g in got)
     ss = sum(g[2] for g in got)
     return max(ss / n - (s / n) ** 2, 0.0) if n else 0.0
 
 
-def load_partitions(client, data, y=None, n_partitions: int | None = None):
+def fits_in_memory(client, ds, share: float = 0.5) -> bool:
+    """Whether a Dataset's rows take at most ``share`` of the workers' summed memory limit.
+
+    Dense rows count 4 bytes a value, sparse ones their Parquet files' size x 3 (the
+    files are compressed); workers without a limit count as unlimited.
+    """
+    workers = client.scheduler_info().get("workers", {}).values()
+    limits = [int(w.get("memory_limit") or 0) for w in workers]
+    if not limits or any(lim <= 0 for lim in limits):
+        return True
+    if ds.is_sparse:
+        need = 3 * sum(ds.file_sizes) if hasattr(ds, "file_sizes") else 0
+    else:
+        need = 4 * (ds.n_features + 1) * ds.n_rows
+    return need <= share * sum(limits)
+
+
+def load_partitions(client, data, y=None, n_partitions: int | None = None,
+                    cache="auto"):
     """Place the data on the workers.
 
     Args:
@@ -70,6 +88,9 @@ def load_partitions(client, data, y=None, n_partitions: int | None = None):
         data: Dataset, path/URL, or X (then y is required).
         y: labels when data is X.
         n_partitions: chunks for array input (default: 2 per worker).
+        cache: for a Dataset, keep its partitions in worker memory (True), re-read them
+            from Parquet on every pass (False), or decide by ``fits_in_memory`` ('auto').
+            Array input is always kept.
 
     Returns:
         (PartitionSet, classes ndarray).
@@ -84,10 +105,10 @@ def load_partitions(client, data, y=None, n_partitions: int | None = None):
         classes = check_classes(ds.classes, where=f"the labels of {ds}")
         sizes = np.asarray(ds.partition_rows, dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        futures = [client.submit(load_dataset_partition, ds, i, int(offsets[i]), classes,
-                                 pure=False, retries=2)
-                   for i in range(ds.n_partitions)]
-        return PartitionSet(futures, offsets, sizes, ds.n_features, ds.is_sparse), classes
+        parts = PartitionSet(None, offsets, sizes, ds.n_features, ds.is_sparse, ds, classes)
+        if cache is True or (cache == "auto" and fits_in_memory(client, ds)):
+            parts.futures = [parts.partition(client, i) for i in range(ds.n_partitions)]
+        return parts, classes
     if y is None:
         raise SchemaError("y is required when fitting on arrays")
     X = check_features(data)

@@ -11,7 +11,7 @@ from randsvm_dist.data import make_arrays
 from randsvm_dist.estimators import RandSVMClassifier
 from randsvm_dist.kernels import Kernel, decision_values
 from randsvm_dist.randsvm.bounds import support_bound
-from randsvm_dist.randsvm.driver import _merge_scans
+from randsvm_dist.randsvm.driver import merge_scans
 from randsvm_dist.randsvm.partitions import Partition
 from randsvm_dist.randsvm.sampling import stream_id
 from randsvm_dist.randsvm.scan import ProblemRequest, ScanModel, scan_partition
@@ -104,7 +104,7 @@ def test_violator_draw_is_uniform_across_unequal_partitions():
     for t in range(trials):
         req = [ProblemRequest(1, np.empty(0, np.int64), m, stream_id(123, t))]
         per_part = [scan_partition(p, model, req).problems for p in parts]
-        draw = _merge_scans(per_part, 0, m)["draw"]
+        draw = merge_scans(per_part, 0, m)["draw"]
         assert len(draw) == m == len(np.unique(draw))
         hits[draw] += 1
     # per partition: observed draws vs m * size / n (chi-square)

@@ -62,6 +62,8 @@ WS_GAP_SHARE = 0.25
 # solve already keeps SV_SHARE_DIRECT of its rows as support vectors and the data set is
 # at most DIRECT_MAX_SAMPLES samples (a9a: 35% of all rows are support vectors).
 DIRECT_SAMPLES = 4
+# Rows within this distance above the margin fill a draw that the violators cannot fill.
+FILL_BAND = 0.5
 DIRECT_MAX_SAMPLES = 10
 SV_SHARE_DIRECT = 0.3
 
@@ -326,6 +328,19 @@ def _solve_direct(client, parts: PartitionSet, problems: list[Problem]) -> float
     return time.perf_counter() - t0
 
 
+def _draw_size(p: Problem, r: int, route: str, n_violators: int) -> int:
+    """Rows to draw after a solve: fill the working set to r, or add min(V, |SV|) rows.
+
+    Violators come first in every draw (near-margin rows only fill what they leave): so the
+    draw takes every violator when there are fewer than |SV|, fills with near-margin rows
+    only up to r, and at most doubles the support set when violators are many, so data
+    whose optimum has many support vectors gets there in a few solves.
+    """
+    if route == "direct":
+        return 0
+    return max(r - len(p.sv_rows), min(n_violators, len(p.sv_rows)))
+
+
 def _tighten(p: Problem) -> bool:
     """Divide the problem's LIBSVM tol by 10; False if it is already at MIN_TOL."""
     if p.solver.tol <= MIN_TOL:
@@ -397,9 +412,9 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
             if p.stop_reason is not None:
                 requests.append(None)
                 continue
-            n_draw = 0 if route == "direct" else max(r - len(p.sv_rows), len(p.sv_rows) // 2)
-            requests.append(ProblemRequest(p.positive, p.ws_rows, n_draw,
-                                           stream_id(cfg.random_state, it, j), cfg.margin_tol))
+            requests.append(ProblemRequest(p.positive, p.ws_rows, _draw_size(p, r, route, n),
+                                           stream_id(cfg.random_state, it, j), cfg.margin_tol,
+                                           FILL_BAND))
         scan = run_scan(client, parts, model, requests, lower, shift_w, shift_b)
         lower = scan.lower
         scanned = [_snapshot(p) for p in problems]
@@ -410,7 +425,8 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
             if requests[j] is None:
                 draws.append(None)
                 continue
-            s = merge_scans(scan.per_part, j, requests[j].n_draw)
+            n_viol = sum(part[j].n_violators for part in scan.per_part)
+            s = merge_scans(scan.per_part, j, _draw_size(p, r, route, n_viol))
             sol = p.solver
             half_wKw = np.abs(p.dual_coef).sum() - p.dual_objective
             primal = half_wKw + sol.C * (sol.weight_pos * s["hinge_pos"]

@@ -48,9 +48,13 @@ class ProblemRequest:
     Attributes:
         positive: class index labelled +1 (the others are -1).
         exclude: sorted global indices of the working set (never violators).
-        n_draw: how many smallest-key violators to return.
+        n_draw: how many smallest-key candidates to return.
         stream: random stream of the keys.
         tol: margin tolerance: a violator has y f(x) < 1 - tol.
+        band: rows outside the working set with 1 - tol <= y f(x) < 1 + band are drawn
+            too, after every violator (their keys are shifted by 1): when there are fewer
+            violators than n_draw, the draw is filled with the rows most likely to turn
+            into violators once the model moves.
     """
 
     positive: int
@@ -58,6 +62,7 @@ class ProblemRequest:
     n_draw: int
     stream: int
     tol: float = 1e-3
+    band: float = 0.0
 
 
 @dataclass
@@ -170,11 +175,12 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
         if len(req.exclude):
             lo, hi = np.searchsorted(req.exclude, [part.offset, part.offset + n])
             outside[req.exclude[lo:hi] - part.offset] = False
-        viol = np.flatnonzero(outside & (m < 1.0 - req.tol))
-        keys = row_keys(req.stream, part.offset, n)[viol]
+        is_viol = m < 1.0 - req.tol
+        cand = np.flatnonzero(outside & (m < 1.0 + req.band))
+        keys = row_keys(req.stream, part.offset, n)[cand] + (~is_viol[cand])
         pick = smallest_keys(keys, req.n_draw)
         out[p] = ProblemScan(
-            n_violators=len(viol),
+            n_violators=int((outside & is_viol).sum()),
             n_errors=int((m < 0).sum()),
             hinge_pos=float(hinge[y > 0].sum()),
             hinge_neg=float(hinge[y < 0].sum()),
@@ -182,6 +188,6 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
             hinge_ws_neg=float(hinge[~outside & (y < 0)].sum()),
             min_margin=float(m.min()) if n else np.inf,
             keys=keys[pick],
-            rows=gidx[viol[pick]],
+            rows=gidx[cand[pick]],
         )
     return ScanOutput(out, lower, n_evaluated, time.perf_counter() - t0)

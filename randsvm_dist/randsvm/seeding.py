@@ -57,7 +57,7 @@ def seed_scan_partition(part: Partition, model, positives: list[int], binary: bo
     f = f.reshape(part.n_rows, -1)
     keys = row_keys(stream, part.offset, part.n_rows)
     out = []
-    for j, pos in enumerate(positives):
+    for pos in positives:
         y = np.where(part.cls == pos, 1.0, -1.0)
         col = f[:, 0] if binary else f[:, pos]
         cand = np.flatnonzero(y * col < 1.0 + SEED_MARGIN)

@@ -256,7 +256,7 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
         if self.seed_info_ is not None:
             for h in history:
                 if h["iteration"] == 1:
-                    h["seed"] = dict(self.seed_info_)
+                    h.update(self.seed_info_)
         self._set_fitted(problems, classes, kernel, parts.n_features, parts.is_sparse)
         self.history_ = history
         self.n_iter_ = max(h["iteration"] for h in history)

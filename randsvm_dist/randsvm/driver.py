@@ -362,7 +362,7 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
 
     Returns:
         list of per-iteration, per-problem records: iteration, problem, route ('sample' or
-        'direct'), sample_size, n_fresh, cascade (part sizes), tol (LIBSVM's, this solve),
+        'direct'), sample_size, n_fresh, cascade_parts (0: one solve), tol (LIBSVM's, this solve),
         n_support, n_violators, violator_fraction, n_errors, min_margin, dual_objective,
         primal_objective, relative_gap, ws_relative_gap (the working set's own share),
         solve_seconds, scan_seconds, rows_evaluated (rows whose decision values the scan
@@ -453,7 +453,7 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
             record = {
                 "iteration": it, "problem": j, "route": route,
                 "sample_size": len(p.ws_rows), "n_fresh": p.n_fresh,
-                "cascade": list(p.cascade), "tol": tols[j],
+                "cascade_parts": len(p.cascade), "tol": tols[j],
                 "n_support": len(p.sv_rows), "n_violators": s["n_violators"],
                 "violator_fraction": s["n_violators"] / n, "n_errors": s["n_errors"],
                 "min_margin": s["min_margin"], "dual_objective": p.dual_objective,

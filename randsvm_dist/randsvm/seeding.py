@@ -83,7 +83,8 @@ def seed_rows(client, parts, seed, classes: np.ndarray, positives: list[int], r:
         dataset: the Dataset (needed to train a streaming seed on the workers).
 
     Returns:
-        (rows per problem, info dict for the history: what the seed was, its rows, seconds).
+        (rows per problem, a flat info dict for the history: what the seed was, its rows
+        (summed over problems), seconds).
 
     Raises:
         ParameterError: an unknown seed, a seed with other classes, or a streaming seed to
@@ -128,6 +129,6 @@ def seed_rows(client, parts, seed, classes: np.ndarray, positives: list[int], r:
         cand = np.concatenate([g[j][1] for g in got])
         rows.append(np.sort(cand[np.argsort(keys, kind="stable")[:r]]))
         candidates.append(int(sum(g[j][2] for g in got)))
-    info.update(seed_candidates=candidates, seed_rows=[int(len(x)) for x in rows],
-                seed_seconds=time.perf_counter() - t0)
+    info.update(seed_candidates=int(sum(candidates)),
+                seed_rows=int(sum(len(x) for x in rows)), seed_seconds=time.perf_counter() - t0)
     return rows, info

@@ -6,16 +6,25 @@ processes; the scheduler runs here, in this process. The data set must be on a f
 every compute node mounts (or an fsspec URL such as s3://...).
 
     python cluster/jobqueue_cluster.py slurm /scratch/$USER/cb-train /scratch/$USER/cb-test
+
+Every connection is TLS: the first run makes a CA and a certificate in ``~/.dask-tls``
+(``randsvm_dist.security.write_certificates``, keys mode 0600, on the shared home the
+compute nodes mount) and dask-jobqueue passes them to the scheduler and every worker
+(``protocol="tls://"``, ``security=``).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 from distributed import Client
 
 from randsvm_dist.reduce import fit_streaming
+from randsvm_dist.security import make_security, write_certificates
 from randsvm_dist.streaming import BudgetedSGD
+
+TLS_DIR = os.path.expanduser("~/.dask-tls")
 
 CORES = 32  # cores per node (= worker processes per job, one thread each)
 PROLOGUE = [
@@ -25,14 +34,19 @@ PROLOGUE = [
 
 
 def make_cluster(kind: str):
-    """A SLURMCluster or PBSCluster of single-threaded workers."""
+    """A SLURMCluster or PBSCluster of single-threaded workers, TLS only."""
+    if not os.path.exists(f"{TLS_DIR}/key.pem"):
+        write_certificates(TLS_DIR, ("localhost",))  # hostname checks are off in Dask
+    tls = {"protocol": "tls://", "security": make_security(
+        f"{TLS_DIR}/ca.pem", f"{TLS_DIR}/cert.pem", f"{TLS_DIR}/key.pem"),
+        "scheduler_options": {"dashboard_address": "127.0.0.1:8787"}}
     if kind == "slurm":
         from dask_jobqueue import SLURMCluster
 
         return SLURMCluster(queue="compute", account="myproject", cores=CORES,
                             processes=CORES, memory="120GB", walltime="02:00:00",
                             job_script_prologue=PROLOGUE,
-                            local_directory="$TMPDIR", log_directory="dask-logs")
+                            local_directory="$TMPDIR", log_directory="dask-logs", **tls)
     if kind == "pbs":
         from dask_jobqueue import PBSCluster
 
@@ -40,7 +54,7 @@ def make_cluster(kind: str):
                           processes=CORES, memory="120GB", walltime="02:00:00",
                           resource_spec=f"select=1:ncpus={CORES}:mem=120GB",
                           job_script_prologue=PROLOGUE,
-                          local_directory="$TMPDIR", log_directory="dask-logs")
+                          local_directory="$TMPDIR", log_directory="dask-logs", **tls)
     raise SystemExit(f"kind must be slurm or pbs; got {kind!r}")
 
 

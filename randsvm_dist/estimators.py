@@ -14,6 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .cluster import dask_client
 from .exceptions import NotFittedError, ParameterError
+from .inputs import apply_to_dask, dask_accuracy, is_dask_collection
 from .kernels import KERNELS, Kernel, decision_values, resolve_gamma
 from .randsvm.bounds import support_bound
 from .randsvm.driver import Problem, RunConfig, run_randsvm
@@ -201,7 +202,7 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
             SchemaError: one class, bad X/y, y with a Dataset.
             ClusterError: the cluster cannot be reached.
         """
-        from .inputs import feature_variance, load_partitions, open_dataset
+        from .inputs import class_counts, feature_variance, load_partitions, open_dataset
         from .randsvm.seeding import seed_rows
 
         self._check_params()
@@ -220,8 +221,7 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
                 self.scaler_ = make_scaler(self.scale).fit_partitions(client, parts)
                 parts = self.scaler_.transform_partitions(client, parts)
             ds = open_dataset(data) if y is None else None
-            counts = (np.asarray(ds.class_counts) if ds is not None
-                      else np.array([(np.asarray(y) == c).sum() for c in classes]))
+            counts = class_counts(client, data, y, classes)
             x_var = (feature_variance(client, parts)
                      if self.gamma == "scale" and self.kernel != "linear" else None)
             gamma = (resolve_gamma(self.gamma, n_features=parts.n_features, x_var=x_var)
@@ -330,6 +330,8 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
             NotFittedError, SchemaError (wrong feature count, NaN).
         """
         self._check_fitted()
+        if is_dask_collection(X):
+            return apply_to_dask(self, "decision_function", X)
         X = check_features(X, self.n_features_in_, model=type(self).__name__)
         if getattr(self, "scaler_", None) is not None:
             X = self.scaler_.transform(X)
@@ -338,11 +340,22 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
         return f[:, 0] if f.shape[1] == 1 else f
 
     def predict(self, X) -> np.ndarray:
-        """Predicted labels of the rows of X."""
+        """Predicted labels of the rows of X (a lazy dask array for Dask input)."""
+        if is_dask_collection(X):
+            self._check_fitted()
+            return apply_to_dask(self, "predict", X)
         f = self.decision_function(X)
         if f.ndim == 1:
             return self.classes_[(f > 0).astype(int)]
         return self.classes_[np.argmax(f, axis=1)]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy on (X, y); Dask input is scored on the cluster, never gathered."""
+        if is_dask_collection(X) and sample_weight is None:
+            self._check_fitted()
+            with dask_client(self.client) as client:
+                return dask_accuracy(self, X, y, client)
+        return super().score(X, y, sample_weight)
 
     def predict_dataset(self, data, out_dir, client=None, *, overwrite: bool = False) -> dict:
         """Predict a Parquet data set on the workers; see ``predict.predict_dataset``."""

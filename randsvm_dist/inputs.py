@@ -1,8 +1,10 @@
-"""Turning what a user passes to ``fit`` into partitions on the workers.
+"""Turning what a user passes to ``fit``, ``predict`` or ``score`` into work on the workers.
 
-Accepted: a ``Dataset``, a path/URL of a Parquet data set, or arrays ``X, y``. Arrays are
+Accepted: a ``Dataset``, a path/URL of a Parquet data set, arrays ``X, y``, or Dask
+collections (dask arrays, dask DataFrames and Series, as in dask-ml). In-memory arrays are
 cut into chunks that travel inside their loading tasks, so a dead worker's partitions are
-rebuilt from the tasks themselves.
+rebuilt from the tasks themselves. Dask collections are never gathered on the client: each
+Dask partition (row block) becomes one partition on the workers, checked there.
 """
 
 from __future__ import annotations
@@ -110,7 +112,10 @@ def load_partitions(client, data, y=None, n_partitions: int | None = None,
             parts.futures = [parts.partition(client, i) for i in range(ds.n_partitions)]
         return parts, classes
     if y is None:
-        raise SchemaError("y is required when fitting on arrays")
+        raise SchemaError("this classifier requires y to be passed, but the target y is None "
+                          "(y is required when fitting on arrays)")
+    if is_dask_collection(data) or is_dask_collection(y):
+        return _dask_partitions(client, data, y)
     X = check_features(data)
     y = check_labels(y, X.shape[0])
     classes = check_classes(np.unique(y), where="y")
@@ -126,3 +131,134 @@ def load_partitions(client, data, y=None, n_partitions: int | None = None,
     parts = PartitionSet(futures, np.asarray(offsets), np.asarray(sizes), X.shape[1],
                          sp.issparse(X))
     return parts, classes
+
+
+# -- Dask collections -------------------------------------------------------------------------
+def is_dask_collection(obj) -> bool:
+    """Whether obj is a Dask collection (dask array, DataFrame, Series, ...)."""
+    from dask import is_dask_collection as _is
+
+    return _is(obj)
+
+
+def as_dask_array(obj, name: str):
+    """A dask array from a dask array, DataFrame or Series (row lengths computed on the
+    cluster if unknown); an in-memory array becomes one-chunk dask array.
+
+    Raises:
+        SchemaError: a DataFrame with non-numeric columns.
+    """
+    import dask.array as da
+
+    if isinstance(obj, da.Array):
+        return obj
+    if is_dask_collection(obj) and hasattr(obj, "to_dask_array"):
+        if hasattr(obj.dtypes, "items"):  # a DataFrame (pandas is there with dask.dataframe)
+            from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+            bad = [c for c, t in obj.dtypes.items()
+                   if not (is_numeric_dtype(t) or is_bool_dtype(t))]
+            if bad:
+                raise SchemaError(f"{name}: columns {bad[:5]} are not numeric")
+        return obj.to_dask_array(lengths=True)
+    return da.from_array(np.asarray(obj))
+
+
+def aligned_blocks(X, y):
+    """X with one chunk over the features, y chunked like X's rows (known lengths)."""
+    if X.ndim != 2:
+        raise SchemaError(f"X must be 2-D (n_rows, n_features); got {X.ndim}-D. Reshape your "
+                          "data")
+    if any(np.isnan(c) for c in X.chunks[0]):
+        X = X.compute_chunk_sizes()
+    X = X.rechunk({1: -1})
+    if y is not None:
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if any(np.isnan(c) for c in y.chunks[0]):
+            y = y.compute_chunk_sizes()
+        if y.shape[0] != X.shape[0]:
+            raise SchemaError(f"y has {y.shape[0]} labels for {X.shape[0]} rows of X")
+        y = y.rechunk((X.chunks[0],))
+    return X, y
+
+
+def make_checked_partition(X, y, offset: int, classes: np.ndarray) -> Partition:
+    """A Partition from one Dask block, checked like in-memory input (runs on a worker).
+
+    Raises:
+        SchemaError: bad values (naming the global row) or a label outside classes.
+    """
+    try:
+        X = check_features(X)
+        y = check_labels(y, X.shape[0])
+    except SchemaError as e:
+        raise SchemaError(f"rows from {offset}: {e}") from None
+    return make_array_partition(X, y, offset, classes)
+
+
+def _dask_partitions(client, data, y):
+    import dask.array as da
+
+    X, y = aligned_blocks(as_dask_array(data, "X"), as_dask_array(y, "y"))
+    classes = check_classes(client.compute(da.unique(y)).result(), where="y")
+    sizes = np.asarray(X.chunks[0], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    xb = client.compute(list(X.to_delayed().ravel()))
+    yb = client.compute(list(y.to_delayed().ravel()))
+    futures = [client.submit(make_checked_partition, a, b, int(o), classes, pure=False,
+                             retries=2) for a, b, o, n in zip(xb, yb, offsets, sizes) if n]
+    keep = sizes > 0
+    parts = PartitionSet(futures, offsets[keep], sizes[keep], int(X.shape[1]),
+                         sp.issparse(X._meta))
+    return parts, classes
+
+
+def class_counts(client, data, y, classes: np.ndarray) -> np.ndarray:
+    """Rows of each class (in ``classes`` order), counted where the labels live.
+
+    Args:
+        client: distributed.Client (used for Dask collections).
+        data: a Dataset/path (labels in its files; y None) or X.
+        y: labels (in-memory or Dask) when data is X.
+        classes: the sorted classes.
+    """
+    if y is None:
+        return np.asarray(open_dataset(data).class_counts)
+    if is_dask_collection(y):
+        import dask.array as da
+
+        labels, counts = client.gather(client.compute(
+            list(da.unique(as_dask_array(y, "y").ravel(), return_counts=True))))
+        got = dict(zip(labels.tolist(), counts.tolist()))
+        return np.array([got.get(c, 0) for c in np.asarray(classes).tolist()])
+    y = np.asarray(y)
+    return np.array([(y == c).sum() for c in classes])
+
+
+def apply_to_dask(estimator, method: str, X):
+    """``estimator.<method>`` on each row block of a Dask collection, lazily.
+
+    Returns:
+        a dask array: labels or (n,) scores per row, or (n, K) scores for K classes.
+    """
+    X, _ = aligned_blocks(as_dask_array(X, "X"), None)
+    fn = getattr(estimator, method)
+    if method == "predict":
+        dtype = np.asarray(estimator.classes_).dtype
+        return X.map_blocks(fn, drop_axis=1, dtype=dtype)
+    k = len(estimator.classes_)
+    if k == 2:
+        return X.map_blocks(fn, drop_axis=1, dtype=np.float64)
+    return X.map_blocks(fn, chunks=(X.chunks[0], (k,)), dtype=np.float64)
+
+
+def dask_accuracy(estimator, X, y, client=None) -> float:
+    """Accuracy of ``estimator.predict`` on Dask X, y, computed on the cluster.
+
+    Args:
+        client: None (the default Dask client / scheduler) or a distributed.Client.
+    """
+    Xa, ya = aligned_blocks(as_dask_array(X, "X"), as_dask_array(y, "y"))
+    hits = (apply_to_dask(estimator, "predict", Xa) == ya).mean()
+    return float(client.compute(hits).result() if client is not None else hits.compute())

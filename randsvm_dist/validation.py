@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import check_array
 from sklearn.utils.multiclass import type_of_target
 
@@ -70,8 +72,10 @@ def check_labels(y, n_rows: int, *, name: str = "y") -> np.ndarray:
         raise SchemaError(f"this classifier requires {name} to be passed, but the target "
                           f"{name} is None")
     y = np.asarray(y)
-    if y.ndim != 1:
-        y = y.reshape(-1) if y.ndim == 2 and 1 in y.shape else y
+    if y.ndim == 2 and 1 in y.shape:
+        warnings.warn(f"A column-vector {name} was passed when a 1d array was expected; "
+                      "it is used as a 1-D array", DataConversionWarning, stacklevel=3)
+        y = y.reshape(-1)
     if y.ndim != 1:
         raise SchemaError(f"{name} must be 1-D; got shape {y.shape}")
     if len(y) != n_rows:

@@ -155,8 +155,9 @@ def test_core_set_merge_encloses_both_core_sets():
 def test_core_set_cover_beats_nested_balls_on_overlapping_data():
     X, y = blobs(3000, 10, seed=13, sep=1.5)
     Xt, yt = blobs(2000, 10, seed=14, sep=1.5)
-    pts = BlurredBallSVM(C=1.0, epsilon=0.01, lookahead=10).fit(X, y)
-    nested = BlurredBallSVM(C=1.0, epsilon=0.01, lookahead=10, cover="balls").fit(X, y)
+    pts = BlurredBallSVM(kernel="linear", C=1.0, epsilon=0.01, lookahead=10).fit(X, y)
+    nested = BlurredBallSVM(kernel="linear", C=1.0, epsilon=0.01, lookahead=10,
+                            cover="balls").fit(X, y)
     assert pts.score(Xt, yt) > nested.score(Xt, yt)
 
 
@@ -198,9 +199,9 @@ def _no_update_balls():
 def test_zero_epsilon_single_ball_is_streamsvm():
     X, y = blobs(500, 5, seed=3)
     for L in (1, 7):
-        bb = BlurredBallSVM(epsilon=0.0, max_balls=1, lookahead=L, rule="largest",
+        bb = BlurredBallSVM(kernel="linear", epsilon=0.0, max_balls=1, lookahead=L, rule="largest",
                             cover="balls").fit(X, y)
-        ss = StreamSVM(lookahead=L).fit(X, y)
+        ss = StreamSVM(kernel="linear", lookahead=L).fit(X, y)
         np.testing.assert_allclose(bb.decision_function(X), ss.decision_function(X),
                                    rtol=1e-12, atol=1e-12)
         assert bb.n_core_ == ss.n_core_
@@ -208,7 +209,7 @@ def test_zero_epsilon_single_ball_is_streamsvm():
 
 def test_rules_and_set_params():
     X, y = blobs(3000, 5, seed=4, sep=2.0)
-    m = BlurredBallSVM(C=1.0, epsilon=0.05, lookahead=5, max_balls=16).fit(X, y)
+    m = BlurredBallSVM(kernel="linear", C=1.0, epsilon=0.05, lookahead=5, max_balls=16).fit(X, y)
     assert m.n_balls_ > 1
     scores = {}
     for rule in ("score", "support", "largest"):
@@ -236,8 +237,8 @@ def test_merge_encloses_both_inputs():
         ci = explicit_centers(inp, X, y)[-1]
         assert np.linalg.norm(ci - cs[-1]) + inp.radius() <= r[-1] * (1 + 1e-9)
     # estimator level
-    ea = BlurredBallSVM(lookahead=3).fit(X[:30], y[:30])
-    eb = BlurredBallSVM(lookahead=3).fit(X[30:], y[30:])
+    ea = BlurredBallSVM(kernel="linear", lookahead=3).fit(X[:30], y[:30])
+    eb = BlurredBallSVM(kernel="linear", lookahead=3).fit(X[30:], y[30:])
     em = ea.merge(eb)
     assert em.n_seen_ == 60 and em.predict(X).shape == (60,)
 
@@ -248,9 +249,9 @@ def test_sparse_equals_dense_and_determinism():
     X[rng.random(X.shape) < 0.75] = 0
     for kernel in ("linear", "rbf"):
         kw = dict(epsilon=0.05, lookahead=4, kernel=kernel, gamma=0.05, random_state=1)
-        a = BlurredBallSVM(**kw).fit(X, y)
-        b = BlurredBallSVM(**kw).fit(sp.csr_matrix(X), y)
-        c = BlurredBallSVM(**kw).fit(X, y)
+        a = BlurredBallSVM(**{"kernel": "linear", "lookahead": 10, **kw}).fit(X, y)
+        b = BlurredBallSVM(**{"kernel": "linear", "lookahead": 10, **kw}).fit(sp.csr_matrix(X), y)
+        c = BlurredBallSVM(**{"kernel": "linear", "lookahead": 10, **kw}).fit(X, y)
         np.testing.assert_allclose(a.decision_function(X), b.decision_function(X),
                                    rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(a.decision_function(X), c.decision_function(X))
@@ -266,7 +267,7 @@ def test_kernel_and_multiclass():
     centers = np.array([[4, 0], [-4, 0], [0, 4]], dtype=float)
     lab = rng.integers(0, 3, 900)
     Xm = (centers[lab] + rng.normal(size=(900, 2))).astype(np.float32)
-    mm = BlurredBallSVM(lookahead=5).fit(Xm, lab)
+    mm = BlurredBallSVM(kernel="linear", lookahead=5).fit(Xm, lab)
     assert mm.decision_function(Xm).shape == (900, 3)
     assert mm.score(Xm, lab) > 0.9
 
@@ -276,13 +277,13 @@ def test_bad_input_and_parameters():
     bad = X.copy()
     bad[3, 0] = np.inf
     with pytest.raises(SchemaError, match="NaN or infinite"):
-        BlurredBallSVM().fit(bad, y)
+        BlurredBallSVM(kernel="linear", lookahead=10).fit(bad, y)
     with pytest.raises(SchemaError, match="one class"):
-        BlurredBallSVM().fit(X, np.zeros(50))
-    m = BlurredBallSVM().fit(X, y)
+        BlurredBallSVM(kernel="linear", lookahead=10).fit(X, np.zeros(50))
+    m = BlurredBallSVM(kernel="linear", lookahead=10).fit(X, y)
     with pytest.raises(SchemaError, match="features"):
         m.decision_function(np.zeros((2, 5)))
     for kw in ({"epsilon": -0.1}, {"epsilon": "big"}, {"max_balls": 0}, {"rule": "vote"},
                {"lookahead": 0}, {"C": 0.0}):
         with pytest.raises(ParameterError):
-            BlurredBallSVM(**kw).fit(X, y)
+            BlurredBallSVM(**{"kernel": "linear", "lookahead": 10, **kw}).fit(X, y)

@@ -59,7 +59,8 @@ def assert_same_model(a, b, X):
 
 
 ESTIMATORS = [
-    pytest.param(StreamSVM(C=1.0, lookahead=5, random_state=3), id="streamsvm-linear"),
+    pytest.param(StreamSVM(kernel="linear", C=1.0, lookahead=5, random_state=3),
+                 id="streamsvm-linear"),
     pytest.param(StreamSVM(C=2.0, lookahead=3, kernel="rbf", gamma=0.05, random_state=3),
                  id="streamsvm-rbf"),
     pytest.param(BudgetedSGD(C=1.0, budget=30, gamma="scale", epochs=2, random_state=3),
@@ -143,7 +144,7 @@ def test_reduced_streamsvm_ball_encloses_every_point(dask_client, tmp_path):
     assert np.sqrt(first.sq_distances(X, yy)[:, -1].max()) > first.radius() * (1 + 1e-6)
 
 
-@pytest.mark.parametrize("est", [StreamSVM(C=1.0, lookahead=10, random_state=0),
+@pytest.mark.parametrize("est", [StreamSVM(kernel="linear", C=1.0, lookahead=10, random_state=0),
                                  BudgetedSGD(C=1.0, budget=40, random_state=0)],
                          ids=["streamsvm", "bsgd"])
 def test_reduced_accuracy_is_close_to_a_single_process_fit(dask_client, twonorm, est):
@@ -160,7 +161,7 @@ def test_reduced_accuracy_is_close_to_a_single_process_fit(dask_client, twonorm,
 def test_multiclass_one_vs_rest(dask_client, tmp_path):
     ds = make("waveform", tmp_path / "wf", rows=1500, partitions=3, seed=1)
     Xt, yt = make_arrays("waveform", 1000, seed=2)
-    m = fit_streaming(StreamSVM(C=1.0, lookahead=10), ds, client=dask_client)
+    m = fit_streaming(StreamSVM(kernel="linear", C=1.0, lookahead=10), ds, client=dask_client)
     assert m.classes_.tolist() == [0, 1, 2] and len(m.learners_) == 3
     assert m.score(Xt, yt) > 0.6  # 3 classes, chance 1/3
 
@@ -169,8 +170,8 @@ def test_a_fitted_estimator_is_continued(dask_client, twonorm):
     ds, test = twonorm
     Xt, _ = test.read_partition(0)
     X0, y0 = make_arrays("twonorm", 300, seed=9)
-    prior = StreamSVM(C=1.0, lookahead=5, random_state=1).fit(X0, y0)
-    fresh = fit_streaming(StreamSVM(C=1.0, lookahead=5, random_state=1), ds,
+    prior = StreamSVM(kernel="linear", C=1.0, lookahead=5, random_state=1).fit(X0, y0)
+    fresh = fit_streaming(StreamSVM(kernel="linear", C=1.0, lookahead=5, random_state=1), ds,
                           client=dask_client)
     cont = fit_streaming(prior, ds, client=dask_client)
     assert cont.n_seen_ == 1900
@@ -183,27 +184,29 @@ def test_bad_inputs(dask_client, twonorm, tmp_path):
     with pytest.raises(ParameterError, match="StreamingClassifier.*LinearSVC"):
         fit_streaming(LinearSVC(), ds, client=dask_client)
     with pytest.raises(ParameterError, match="fan_in"):
-        fit_streaming(StreamSVM(), ds, client=dask_client, fan_in=1)
+        fit_streaming(StreamSVM(kernel="linear", lookahead=1), ds, client=dask_client,
+                      fan_in=1)
     with pytest.raises(ParameterError, match="random_state"):
         fit_streaming(StreamSVM(random_state=-1), ds, client=dask_client)
     with pytest.raises(DataFormatError, match="Dataset or a Parquet path"):
-        fit_streaming(StreamSVM(), np.zeros((3, 2)), client=dask_client)
+        fit_streaming(StreamSVM(kernel="linear", lookahead=1), np.zeros((3, 2)),
+                      client=dask_client)
     with pytest.raises(DataFormatError, match="not found"):
         fit_streaming(StreamSVM(), tmp_path / "missing", client=dask_client)
     # a fitted estimator and a data set that does not fit it
     X3, y3 = make_arrays("clusters3", 50, seed=0)
-    fitted3 = StreamSVM().fit(X3, y3)
+    fitted3 = StreamSVM(kernel="linear", lookahead=1).fit(X3, y3)
     with pytest.raises(SchemaError, match="20 features.*expects 3"):
         fit_streaming(fitted3, ds, client=dask_client)
     Xo, yo = make_arrays("twonorm", 50, seed=0)
-    other = StreamSVM().fit(Xo, np.where(yo > 0, 7, 5))
+    other = StreamSVM(kernel="linear", lookahead=1).fit(Xo, np.where(yo > 0, 7, 5))
     with pytest.raises(SchemaError, match=r"labels \[-1, 1\].*classes \[5, 7\]"):
         fit_streaming(other, ds, client=dask_client)
     one = write_arrays(Xo, np.ones(50, dtype=np.int64), tmp_path / "one", partitions=2)
     with pytest.raises(SchemaError, match="one class"):
-        fit_streaming(StreamSVM(), one, client=dask_client)
+        fit_streaming(StreamSVM(kernel="linear", lookahead=1), one, client=dask_client)
     with pytest.raises(ParameterError, match="C must be > 0"):
-        fit_streaming(StreamSVM(C=-1.0), ds, client=dask_client)
+        fit_streaming(StreamSVM(kernel="linear", lookahead=1, C=-1.0), ds, client=dask_client)
 
 
 def test_stream_command(dask_client, twonorm, tmp_path, capsys):

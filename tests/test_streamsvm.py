@@ -135,7 +135,7 @@ def test_algorithm2_with_lookahead_n_is_the_exact_meb():
     assert f.radius() == pytest.approx(r_opt, rel=1e-6)
     np.testing.assert_allclose(c, c_opt, atol=1e-4)
     # the primal form gives the same ball
-    m = StreamSVM(C=C, lookahead=len(y), normalize=False).fit(X, y)
+    m = StreamSVM(kernel="linear", C=C, lookahead=len(y), normalize=False).fit(X, y)
     assert m.radius_ == pytest.approx(r_opt, rel=1e-6)
     np.testing.assert_allclose(m.learners_[0].flushed().W[0], c_opt[:3], atol=1e-4)
 
@@ -162,8 +162,8 @@ def test_meb_of_balls_solver_against_slsqp():
 def test_merge_encloses_both_inputs_closed_form():
     X, y = blobs(40, 3, seed=5)
     C = 1.5
-    a = StreamSVM(C=C, lookahead=4, normalize=False).fit(X[:20], y[:20])
-    b = StreamSVM(C=C, lookahead=4, normalize=False).fit(X[20:], y[20:])
+    a = StreamSVM(kernel="linear", C=C, lookahead=4, normalize=False).fit(X[:20], y[:20])
+    b = StreamSVM(kernel="linear", C=C, lookahead=4, normalize=False).fit(X[20:], y[20:])
     merged = a.merge(b)
     # dual forms for explicit checks
     da = dual_cover(3, C=C, L=4).partial_fit(X[:20], y[:20])
@@ -208,8 +208,8 @@ def test_kernel_form_with_linear_kernel_matches_primal():
 # -- estimator behaviour -------------------------------------------------------------------
 def test_separable_blobs_are_learnt_and_lookahead_helps_radius():
     X, y = blobs(2000, 5, seed=7, sep=4.0)
-    m1 = StreamSVM(C=1.0).fit(X, y)
-    m2 = StreamSVM(C=1.0, lookahead=10).fit(X, y)
+    m1 = StreamSVM(kernel="linear", lookahead=1, C=1.0).fit(X, y)
+    m2 = StreamSVM(kernel="linear", C=1.0, lookahead=10).fit(X, y)
     assert m1.score(X, y) > 0.9
     assert m2.score(X, y) > 0.9
     assert m1.n_core_ < 200  # core set much smaller than the stream
@@ -217,16 +217,16 @@ def test_separable_blobs_are_learnt_and_lookahead_helps_radius():
 
 def test_same_order_same_model_and_batches_do_not_matter():
     X, y = blobs(500, 4, seed=8)
-    a = StreamSVM(lookahead=5, random_state=3).fit(X, y)
-    b = StreamSVM(lookahead=5, random_state=3).fit(X, y)
+    a = StreamSVM(kernel="linear", lookahead=5, random_state=3).fit(X, y)
+    b = StreamSVM(kernel="linear", lookahead=5, random_state=3).fit(X, y)
     np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
-    c = StreamSVM(lookahead=5, random_state=3)
+    c = StreamSVM(kernel="linear", lookahead=5, random_state=3)
     for s in range(0, 500, 37):
         c.partial_fit(X[s:s + 37], y[s:s + 37], classes=[-1, 1])
     np.testing.assert_allclose(a.decision_function(X), c.decision_function(X), rtol=1e-12)
     # a different order gives a different model
     p = np.random.default_rng(0).permutation(500)
-    d = StreamSVM(lookahead=5, random_state=3).fit(X[p], y[p])
+    d = StreamSVM(kernel="linear", lookahead=5, random_state=3).fit(X[p], y[p])
     assert not np.allclose(a.decision_function(X), d.decision_function(X))
 
 
@@ -247,21 +247,21 @@ def test_sparse_equals_dense(L):
 def test_normalize_is_unit_norm_rows():
     X, y = blobs(300, 6, seed=12)
     Xn = X / np.linalg.norm(X, axis=1, keepdims=True)
-    a = StreamSVM(lookahead=5).fit(X, y)  # 'auto' normalises the linear kernel
-    b = StreamSVM(lookahead=5, normalize=False).fit(Xn, y)
+    a = StreamSVM(kernel="linear", lookahead=5).fit(X, y)  # 'auto' normalises the linear kernel
+    b = StreamSVM(kernel="linear", lookahead=5, normalize=False).fit(Xn, y)
     np.testing.assert_allclose(a.decision_function(X), b.decision_function(Xn), rtol=1e-5,
                                atol=1e-6)
-    c = StreamSVM(lookahead=5, normalize=False).fit(X, y)
+    c = StreamSVM(kernel="linear", lookahead=5, normalize=False).fit(X, y)
     assert not np.allclose(a.decision_function(X), c.decision_function(X))
     with pytest.raises(ParameterError):
-        StreamSVM(normalize="yes").fit(X, y)
+        StreamSVM(kernel="linear", lookahead=1, normalize="yes").fit(X, y)
 
 
 def test_rbf_kernel_learns_a_circle():
     rng = np.random.default_rng(10)
     X = rng.uniform(-1, 1, size=(1500, 2)).astype(np.float32)
     y = np.where((X ** 2).sum(1) < 0.5, 1, -1)
-    lin = StreamSVM(C=10.0, lookahead=10).fit(X, y)
+    lin = StreamSVM(kernel="linear", C=10.0, lookahead=10).fit(X, y)
     rbf = StreamSVM(C=10.0, lookahead=10, kernel="rbf", gamma=2.0).fit(X, y)
     assert rbf.score(X, y) > 0.85
     assert rbf.score(X, y) > lin.score(X, y) + 0.1
@@ -275,7 +275,7 @@ def test_multiclass_one_vs_rest():
     lab = rng.integers(0, 3, 900)
     X = (centers[lab] + rng.normal(size=(900, 2))).astype(np.float32)
     names = np.array(["a", "b", "c"])[lab]
-    m = StreamSVM(C=1.0, lookahead=5).fit(X, names)
+    m = StreamSVM(kernel="linear", C=1.0, lookahead=5).fit(X, names)
     assert list(m.classes_) == ["a", "b", "c"]
     assert len(m.learners_) == 3
     assert m.decision_function(X).shape == (900, 3)
@@ -287,17 +287,17 @@ def test_bad_input_gives_clear_errors():
     bad = X.copy()
     bad[7, 1] = np.nan
     with pytest.raises(SchemaError, match="NaN"):
-        StreamSVM().fit(bad, y)
-    m = StreamSVM().fit(X, y)
+        StreamSVM(kernel="linear", lookahead=1).fit(bad, y)
+    m = StreamSVM(kernel="linear", lookahead=1).fit(X, y)
     with pytest.raises(SchemaError, match="features"):
         m.predict(np.zeros((3, 4), dtype=np.float32))
     with pytest.raises(SchemaError, match="one class"):
-        StreamSVM().fit(X, np.ones(50))
+        StreamSVM(kernel="linear", lookahead=1).fit(X, np.ones(50))
     for kw in ({"C": 0}, {"C": -1.0}, {"lookahead": 0}, {"lookahead": 2.5},
                {"kernel": "cosine"}, {"kernel": "poly", "degree": 0}):
         with pytest.raises(ParameterError):
-            StreamSVM(**kw).fit(X, y)
-    assert StreamSVM(C=2.0, lookahead=3).get_params()["lookahead"] == 3
+            StreamSVM(**{"kernel": "linear", "lookahead": 1, **kw}).fit(X, y)
+    assert StreamSVM(kernel="linear", C=2.0, lookahead=3).get_params()["lookahead"] == 3
 
 
 def test_pickle_clone_and_merge_of_kernel_models():

@@ -34,7 +34,7 @@ from ._fs import (
     read_manifest,
     resolve,
 )
-from .writer import LABEL, META_KEY
+from .schema import INDICES, LABEL, META_KEY, VALUES
 
 DEFAULT_MAX_BYTES = 2 << 30
 
@@ -130,8 +130,8 @@ class Dataset:
                 f"{url}: no label column {label_column!r}; columns are {names}"
             )
         ours = all(m is not None for m in metas)
-        is_sparse = "indices" in names and "values" in names and \
-            pa.types.is_list(schema0.field("indices").type)
+        is_sparse = INDICES in names and VALUES in names and \
+            pa.types.is_list(schema0.field(INDICES).type)
         classes = counts = None
         nnz = None
         if ours:
@@ -145,7 +145,7 @@ class Dataset:
             if feature_columns is not None:
                 raise SchemaError(f"{url} is sparse (indices/values); feature_columns "
                                   "applies to the dense layout only")
-            for col in ("indices", "values"):
+            for col in (INDICES, VALUES):
                 t = schema0.field(col).type
                 if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
                     raise SchemaError(f"{url}: column {col!r} must be a list; got {t}")
@@ -232,7 +232,7 @@ class Dataset:
                 for rg in range(md.num_row_groups):
                     for c in range(md.num_columns):
                         col = md.row_group(rg).column(c)
-                        if col.path_in_schema.startswith("values"):
+                        if col.path_in_schema.startswith(VALUES):
                             nnz += col.num_values
         return nnz * 8 + (n + 1) * 4 + n * 8
 
@@ -257,7 +257,7 @@ class Dataset:
             raise IndexError(f"partition {i} out of range (0..{self.n_partitions - 1})")
         path = self.paths[i]
         if self.is_sparse:
-            cols = ["indices", "values", self.label_column]
+            cols = [INDICES, VALUES, self.label_column]
         else:
             cols = list(self.feature_columns) + [self.label_column]
         try:
@@ -349,8 +349,8 @@ class Dataset:
 
     # ------------------------------------------------------------------ internals
     def _sparse_from(self, table: pa.Table, path: str) -> sp.csr_matrix:
-        idx = table.column("indices").combine_chunks()
-        val = table.column("values").combine_chunks()
+        idx = table.column(INDICES).combine_chunks()
+        val = table.column(VALUES).combine_chunks()
         n = len(idx)
         if idx.null_count or val.null_count:
             row = _first_null(idx if idx.null_count else val)
@@ -403,8 +403,8 @@ class Dataset:
     def _scan_max_index(self) -> int:
         hi = -1
         for p in self.paths:
-            col = pq.read_table(p, columns=["indices"], filesystem=self.filesystem,
-                                use_threads=False).column("indices")
+            col = pq.read_table(p, columns=[INDICES], filesystem=self.filesystem,
+                                use_threads=False).column(INDICES)
             flat = col.combine_chunks().flatten().to_numpy(zero_copy_only=False)
             if flat.size:
                 hi = max(hi, int(flat.max()))

@@ -24,10 +24,9 @@ import scipy.sparse as sp
 from ..exceptions import ParameterError, SchemaError
 from ..validation import check_features, check_labels
 from ._fs import AtomicDir
+from .dataset import Dataset
+from .schema import FORMAT_VERSION, INDICES, LABEL, META_KEY, VALUES
 
-META_KEY = b"randsvm_dist"
-FORMAT_VERSION = 2  # 2: published with a completion manifest, which readers require
-LABEL = "label"
 DEFAULT_ROWS_PER_PARTITION = 1_000_000
 ROW_GROUP_ROWS = 1 << 18  # bounds the Parquet writer's buffers
 
@@ -116,7 +115,7 @@ def partition_table(X, y, *, n_features: int | None = None,
                                        pa.array(X.indices.astype(np.int32, copy=False)))
         val = pa.ListArray.from_arrays(pa.array(indptr),
                                        pa.array(X.data.astype(np.float32, copy=False)))
-        table = pa.table({"indices": idx, "values": val, label_column: y_arr})
+        table = pa.table({INDICES: idx, VALUES: val, label_column: y_arr})
         layout = "sparse"
         nnz = int(X.nnz)
     else:
@@ -161,6 +160,7 @@ class PartitionWriter:
         self.dst = dst
         self.out = AtomicDir(dst, overwrite=overwrite)
         self.paths: list[str] = []
+        self.label_column = LABEL
 
     @property
     def filesystem(self):
@@ -174,6 +174,7 @@ class PartitionWriter:
     def write(self, X, y, **kwargs) -> str:
         """Write one partition (see :func:`partition_table` for the arguments)."""
         path = self.next_path()
+        self.label_column = kwargs.get("label_column", LABEL)
         write_table(partition_table(X, y, **kwargs), path, filesystem=self.out.fs)
         self.paths.append(path)
         return path
@@ -187,10 +188,8 @@ class PartitionWriter:
 
     def close(self):
         """Publish the directory at ``dst`` and return its Dataset."""
-        from .dataset import Dataset
-
         self.out.commit()
-        return Dataset.open(self.dst)
+        return Dataset.open(self.dst, label_column=self.label_column)
 
     def abort(self) -> None:
         """Delete everything written so far."""

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import copy
 
+import dask
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ..exceptions import NotFittedError, SchemaError
+from ..inputs import apply_to_dask, dask_accuracy, is_dask_collection
 from ..seeds import derive_seed, resolve_seed
 from ..validation import check_classes, check_features, check_labels, class_index
 
@@ -89,9 +91,24 @@ class StreamingClassifier(ClassifierMixin, BaseEstimator):
         """
         for attr in ("learners_", "classes_", "n_features_in_", "n_seen_", "random_seed_"):
             self.__dict__.pop(attr, None)
+        if is_dask_collection(X) or is_dask_collection(y):
+            return self._fit_dask(X, y)
         X = check_features(X, min_rows=1)
         y_arr = check_labels(y, X.shape[0])
         return self.partial_fit(X, y_arr, classes=check_classes(np.unique(y_arr), where="y"))
+
+    def _fit_dask(self, X, y):
+        """One pass over the Dask row blocks in order, one block in memory at a time."""
+        import dask.array as da
+
+        from ..inputs import aligned_blocks, as_dask_array
+
+        Xa, ya = aligned_blocks(as_dask_array(X, "X"), as_dask_array(y, "y"))
+        classes = check_classes(da.unique(ya).compute(), where="y")
+        for xb, yb in zip(Xa.to_delayed().ravel(), ya.to_delayed().ravel()):
+            xb, yb = dask.compute(xb, yb)
+            self.partial_fit(xb, yb, classes=classes)
+        return self
 
     # -- prediction ------------------------------------------------------------------------
     def __sklearn_is_fitted__(self) -> bool:
@@ -110,16 +127,28 @@ class StreamingClassifier(ClassifierMixin, BaseEstimator):
         """Signed scores: (n_rows,) for two classes (positive means classes_[1]),
         (n_rows, n_classes) one-vs-rest otherwise."""
         self._check_fitted()
+        if is_dask_collection(X):
+            return apply_to_dask(self, "decision_function", X)
         X = check_features(X, self.n_features_in_, model=type(self).__name__)
         scores = [learner.decision_function(X) for learner in self.learners_]
         return scores[0] if len(scores) == 1 else np.column_stack(scores)
 
     def predict(self, X) -> np.ndarray:
-        """Predicted labels for the rows of X."""
+        """Predicted labels for the rows of X (a lazy dask array for Dask input)."""
+        if is_dask_collection(X):
+            self._check_fitted()
+            return apply_to_dask(self, "predict", X)
         s = self.decision_function(X)
         if s.ndim == 1:
             return self.classes_[(s > 0).astype(int)]
         return self.classes_[np.argmax(s, axis=1)]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy on (X, y); Dask input is scored on the default Dask scheduler."""
+        if is_dask_collection(X) and sample_weight is None:
+            self._check_fitted()
+            return dask_accuracy(self, X, y)
+        return super().score(X, y, sample_weight)
 
     @property
     def n_core_(self) -> int:

@@ -1,0 +1,132 @@
+"""scikit-learn's estimator checks on every estimator, plus Pipeline and GridSearchCV.
+
+Checks that cannot apply are listed in ``EXPECTED_FAILED`` with the reason (sklearn's
+``expected_failed_checks``). RandSVMClassifier runs on the session's 2-worker LocalCluster
+(the default Dask client): a fast subset in the default suite, every check under ``heavy``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sklearn
+from sklearn.exceptions import NotFittedError as SklearnNotFittedError
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import estimator_checks_generator, parametrize_with_checks
+
+from randsvm_dist import RandSVMClassifier
+from randsvm_dist.exceptions import NotFittedError, RandSVMError
+from randsvm_dist.streaming import BlurredBallSVM, BudgetedSGD, OnlineRampSVM, StreamSVM
+
+FLOAT32_SUBSETS = ("decision values are computed in float32 BLAS blocks (kernels.py), so a "
+                   "row's score differs in the 7th digit with the rows batched with it; "
+                   "labels agree")
+EXPECTED_FAILED = {
+    "check_methods_subset_invariance": FLOAT32_SUBSETS,
+}
+
+STREAMING = [StreamSVM(), BlurredBallSVM(), BudgetedSGD(), OnlineRampSVM(),
+             OnlineRampSVM(active=True)]
+
+
+def expected_failed(estimator) -> dict[str, str]:
+    """The checks that cannot apply to this estimator, with the reason."""
+    if isinstance(estimator, StreamSVM):
+        return {}  # its decision values are computed in float64
+    return dict(EXPECTED_FAILED)
+
+
+@parametrize_with_checks(STREAMING, expected_failed_checks=expected_failed)
+def test_streaming_sklearn_checks(estimator, check):
+    check(estimator)
+
+
+# checks of fitting, prediction, errors and the estimator protocol that run in seconds
+FAST_RANDSVM = {
+    "check_estimators_unfitted", "check_n_features_in_after_fitting",
+    "check_fit2d_predict1d", "check_classifiers_train", "check_requires_y_none",
+    "check_estimators_empty_data_messages", "check_complex_data", "check_get_params_invariance",
+    "check_estimators_pickle", "check_classifiers_one_label", "check_fit_check_is_fitted",
+    "check_dtype_object", "check_classifiers_regression_target", "check_no_attributes_set_in_init",
+    "check_parameters_default_constructible",
+}
+
+
+def _randsvm_checks(names=None):
+    gen = estimator_checks_generator(RandSVMClassifier(), legacy=True,
+                                     expected_failed_checks=EXPECTED_FAILED, mark="skip")
+    out = []
+    for est, check in gen:
+        name = getattr(check, "func", check).__name__
+        if names is None or name in names:
+            out.append(pytest.param(est, check, id=name))
+    return out
+
+
+@pytest.mark.parametrize("estimator,check", _randsvm_checks(FAST_RANDSVM))
+def test_randsvm_sklearn_checks_fast(dask_client, estimator, check):
+    check(estimator)
+
+
+@pytest.mark.heavy
+@parametrize_with_checks([RandSVMClassifier()], expected_failed_checks=expected_failed)
+def test_randsvm_sklearn_checks_all(dask_client, estimator, check):
+    check(estimator)
+
+
+def test_fast_subset_is_real():
+    names = {p.id for p in _randsvm_checks(FAST_RANDSVM)}
+    assert names == FAST_RANDSVM  # every name exists in this sklearn version
+
+
+def test_not_fitted_error_is_sklearns():
+    assert issubclass(NotFittedError, SklearnNotFittedError)
+    assert issubclass(NotFittedError, RandSVMError)
+    with pytest.raises(SklearnNotFittedError):
+        StreamSVM().predict(np.zeros((2, 3)))
+    with pytest.raises(NotFittedError):
+        RandSVMClassifier().decision_function(np.zeros((2, 3)))
+
+
+def _blobs():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(-1, 1, (150, 4)), rng.normal(1, 1, (150, 4))]) * 5 + 10
+    y = np.repeat([0, 1], 150)
+    order = rng.permutation(300)
+    return X[order], y[order]
+
+
+@pytest.mark.parametrize("est", [StreamSVM(), BudgetedSGD(), OnlineRampSVM(),
+                                 BlurredBallSVM()], ids=lambda e: type(e).__name__)
+def test_pipeline_and_grid_search_streaming(est):
+    X, y = _blobs()
+    pipe = make_pipeline(StandardScaler(), est).fit(X[:200], y[:200])
+    assert pipe.score(X[200:], y[200:]) > 0.9
+    grid = GridSearchCV(make_pipeline(StandardScaler(), est),
+                        {f"{type(est).__name__.lower()}__C": [0.5, 5.0]}, cv=3)
+    grid.fit(X[:200], y[:200])
+    assert grid.best_params_ and grid.score(X[200:], y[200:]) > 0.9
+
+
+def test_pipeline_and_grid_search_randsvm(dask_client):
+    X, y = _blobs()
+    est = RandSVMClassifier(random_state=0)
+    pipe = make_pipeline(StandardScaler(), est).fit(X[:200], y[:200])
+    assert pipe.score(X[200:], y[200:]) > 0.9
+    grid = GridSearchCV(make_pipeline(StandardScaler(), est),
+                        {"randsvmclassifier__C": [0.1, 10.0]}, cv=2)
+    grid.fit(X[:200], y[:200])
+    assert grid.best_params_["randsvmclassifier__C"] in (0.1, 10.0)
+    assert grid.score(X[200:], y[200:]) > 0.9
+
+
+def test_random_state_none_is_fresh_and_recorded():
+    X, y = _blobs()
+    a = BudgetedSGD(budget=20, epochs=2).fit(X, y)
+    b = BudgetedSGD(budget=20, epochs=2).fit(X, y)
+    assert a.random_seed_ != b.random_seed_
+    again = BudgetedSGD(budget=20, epochs=2, random_state=a.random_seed_).fit(X, y)
+    np.testing.assert_array_equal(again.decision_function(X), a.decision_function(X))
+    assert sklearn.base.clone(a).random_state is None

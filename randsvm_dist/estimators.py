@@ -185,7 +185,8 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
         return w
 
     # -- fitting ---------------------------------------------------------------------------
-    def fit(self, data, y=None, *, dataset_kwargs: dict | None = None):
+    def fit(self, data, y=None, *, dataset_kwargs: dict | None = None,
+            checkpoint: str | None = None, resume: bool = False):
         """Train on a Dataset, a Parquet path/URL, or arrays (X, y).
 
         Args:
@@ -193,6 +194,10 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
             y: labels when data is X.
             dataset_kwargs: options of ``Dataset.open`` for a path/URL (label_column,
                 feature_columns, n_features).
+            checkpoint: a directory (path or URL) where the driver's state is written
+                after every iteration (see ``randsvm_dist.checkpoint``).
+            resume: go on from the state in ``checkpoint`` if there is one (same data and
+                settings, random_state included); the model is the uninterrupted run's.
 
         Returns:
             self
@@ -252,7 +257,14 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
                      "k=%s, r=%d, gap_tol=%g", n, parts.n_features, parts.n_partitions,
                      "cached" if parts.futures is not None else "re-read each pass",
                      len(problems), k, r, self.gap_tol)
-            history = run_randsvm(client, parts, problems, cfg, progress=_log_iteration)
+            ckpt = None
+            if checkpoint is not None:
+                from .checkpoint import Checkpoint, run_fingerprint
+
+                ckpt = Checkpoint(checkpoint, run_fingerprint(cfg, problems, parts, classes))
+            history = run_randsvm(client, parts, problems, cfg, progress=_log_iteration,
+                                  checkpoint=ckpt.save if ckpt else None,
+                                  resume=ckpt.load() if ckpt and resume else None)
         if self.seed_info_ is not None:
             for h in history:
                 if h["iteration"] == 1:

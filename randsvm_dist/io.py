@@ -366,9 +366,26 @@ def streaming_model_bytes(model) -> bytes:
     if type(model).__name__ not in classes:
         raise DataFormatError(f"cannot save a {type(model).__name__}: not a model kind of "
                               "randsvm-dist")
+    return pack_objects(model, classes, STREAM_FORMAT, STREAM_VERSION)
+
+
+def pack_objects(obj, classes: dict[str, type], fmt: str, version: int,
+                 extra: dict | None = None) -> bytes:
+    """One .npz holding ``obj`` (and what it refers to) as a JSON header plus arrays.
+
+    Args:
+        obj: plain data (numbers, strings, lists, tuples, dicts, numpy arrays and scalars,
+            CSR matrices, numpy Generators) and instances of ``classes``.
+        classes: the allow-list, by class name, that ``unpack_objects`` will rebuild.
+        fmt, version: the header's ``format`` and ``version``.
+        extra: more JSON-able header entries.
+
+    Raises:
+        DataFormatError: a value of a type not storable.
+    """
     arrays: dict[str, np.ndarray] = {}
-    header = {"format": STREAM_FORMAT, "version": STREAM_VERSION,
-              "model": _encode(model, arrays, classes, "model")}
+    header = {"format": fmt, "version": version, **(extra or {}),
+              "model": _encode(obj, arrays, classes, "model")}
     buf = io.BytesIO()
     blob = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     np.savez(buf, header=blob, **arrays)
@@ -420,24 +437,36 @@ def load_streaming_model(data: bytes, where: str):
         DataFormatError: truncated, corrupt, another format or version, or a class that is
             not allow-listed.
     """
+    return unpack_objects(data, _streaming_classes(), STREAM_FORMAT, STREAM_VERSION,
+                          where)[0]
+
+
+def unpack_objects(data: bytes, classes: dict[str, type], fmt: str, version: int,
+                   where: str) -> tuple[object, dict]:
+    """Inverse of ``pack_objects``: ``(obj, header)``, loaded with ``allow_pickle=False``.
+
+    Raises:
+        DataFormatError: truncated, corrupt, another format or version, or a class not in
+            ``classes``.
+    """
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
-        raise DataFormatError(f"{where}: not a readable .npz model ({e}); the file is "
+        raise DataFormatError(f"{where}: not a readable .npz file ({e}); the file is "
                               "truncated or corrupt") from None
     if "header" not in arrays:
-        raise DataFormatError(f"{where}: no 'header' entry; not a streaming model file")
+        raise DataFormatError(f"{where}: no 'header' entry; not a {fmt} file")
     header = _json(arrays.pop("header").tobytes().decode(), where)
-    if not isinstance(header, dict) or header.get("format") != STREAM_FORMAT:
-        raise DataFormatError(f"{where}: not a streaming model file")
-    if header.get("version") != STREAM_VERSION:
-        raise DataFormatError(f"{where}: streaming model version {header.get('version')!r}; "
-                              f"this randsvm-dist reads version {STREAM_VERSION}")
+    if not isinstance(header, dict) or header.get("format") != fmt:
+        raise DataFormatError(f"{where}: not a {fmt} file")
+    if header.get("version") != version:
+        raise DataFormatError(f"{where}: {fmt} version {header.get('version')!r}; this "
+                              f"randsvm-dist reads version {version}")
     try:
-        return _decode(header["model"], arrays, _streaming_classes(), where)
+        return _decode(header["model"], arrays, classes, where), header
     except (KeyError, TypeError, ValueError) as e:
-        raise DataFormatError(f"{where}: malformed model header ({type(e).__name__}: {e})") \
+        raise DataFormatError(f"{where}: malformed header ({type(e).__name__}: {e})") \
             from None
 
 

@@ -30,6 +30,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ..estimators import RandSVMClassifier
     from ..io import check_model_path
 
+    if getattr(args, "resume", False) and not getattr(args, "checkpoint", None):
+        raise ParameterError("--resume needs --checkpoint DIR (where the state was saved)")
     if args.class_weight not in (None, "balanced"):
         raise ParameterError(f"--class-weight must be 'balanced'; got {args.class_weight!r}")
     check_model_path(args.model, args.overwrite)
@@ -43,7 +45,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         gap_tol=args.gap_tol, cache_size=args.cache_size, random_state=args.random_state,
         client=client, scale=args.scale,
     )
-    est.fit(args.data)
+    est.fit(args.data, checkpoint=getattr(args, "checkpoint", None),
+            resume=getattr(args, "resume", False))
     est.save(args.model)
     result = {
         "data": args.data, "model": args.model, "fit_seconds": est.fit_time_,
@@ -96,6 +99,10 @@ def register(subparsers) -> None:
     p.add_argument("--scale", choices=["minmax", "standard"], default=None,
                    help="scale the features (learnt on the training rows, kept in the model, "
                         "applied by predict/evaluate; also written as MODEL.range)")
+    p.add_argument("--checkpoint", default=None, metavar="DIR",
+                   help="write the driver's state here after every iteration")
+    p.add_argument("--resume", action="store_true",
+                   help="go on from the state in --checkpoint (same data and options)")
     add_random_state(p)
     add_scheduler(p)
     p.add_argument("--test", default=None,

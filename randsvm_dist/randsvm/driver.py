@@ -349,8 +349,22 @@ def _tighten(p: Problem) -> bool:
     return True
 
 
+@dataclass
+class DriverState:
+    """What the driver needs to go on after an iteration: its number, the route, the
+    history and every problem (working set, SVs, dual coefficients, LIBSVM tol). The random
+    streams derive from ``random_state`` and the iteration, so nothing else is needed; the
+    screening bounds are not kept (the first scan after a resume evaluates every row)."""
+
+    iteration: int
+    route: str
+    history: list
+    problems: list
+
+
 def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunConfig,
-                progress=None) -> list[dict]:
+                progress=None, checkpoint=None, resume: DriverState | None = None
+                ) -> list[dict]:
     """Run RandSVM-1 for every problem until each stops; returns the history.
 
     Args:
@@ -359,6 +373,10 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
         problems: binary problems (updated in place with their final models).
         cfg: RunConfig.
         progress: optional callable(record) called once per iteration and problem.
+        checkpoint: optional callable(DriverState) called after every iteration that does
+            not end the run (e.g. ``randsvm_dist.checkpoint.Checkpoint.save``).
+        resume: a DriverState given to ``checkpoint``: go on from there (same data and
+            settings); the result is the uninterrupted run's.
 
     Returns:
         list of per-iteration, per-problem records: iteration, problem, route ('sample' or
@@ -378,9 +396,13 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
     route = cfg.route
     if route == "auto":
         route = "direct" if n <= DIRECT_SAMPLES * r else "sample"
-    if route == "sample":
-        _first_sample(client, parts, problems, r, cfg)
     it = 0
+    if resume is not None:
+        it, route, history = resume.iteration, resume.route, list(resume.history)
+        for p, saved in zip(problems, resume.problems):
+            p.__dict__.update(saved.__dict__)
+    elif route == "sample":
+        _first_sample(client, parts, problems, r, cfg)
     lower, scanned = None, None
     while True:
         it += 1
@@ -478,6 +500,8 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
             return history
         if route == "sample":
             _set_working_sets(client, parts, problems, draws)
+        if checkpoint is not None:
+            checkpoint(DriverState(it, route, history, problems))
 
 
 def _first_sample(client, parts: PartitionSet, problems: list[Problem], r: int,

@@ -1,4 +1,10 @@
-"""Shared fixtures: the ../shared data sets and a small LocalCluster."""
+"""Shared fixtures: the small committed data sets, the ../shared data sets, a local cluster.
+
+Tests that need the full data sets in ``../shared/datasets`` (or
+``$RANDSVM_SHARED_DATASETS``) take the ``shared_datasets`` fixture: they are marked
+``shared_data`` and skipped, with the reason, when the directory is absent, so a fresh
+clone passes. ``tests/data/`` holds small real sets every clone has.
+"""
 
 from __future__ import annotations
 
@@ -8,23 +14,52 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+TEST_DATA = ROOT / "tests" / "data"
 SHARED_DATASETS = Path(os.environ.get("RANDSVM_SHARED_DATASETS",
                                       ROOT.parent / "shared" / "datasets"))
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark every test that takes ``shared_datasets`` as ``shared_data``."""
+    for item in items:
+        if "shared_datasets" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.shared_data)
+
+
 @pytest.fixture(scope="session")
 def shared_datasets() -> Path:
-    """Path of ../shared/datasets (the real LIBSVM-format data sets)."""
+    """Path of ../shared/datasets (the full LIBSVM-format data sets); skips without it."""
     if not SHARED_DATASETS.is_dir():
-        pytest.fail(f"shared data sets not found at {SHARED_DATASETS}")
+        pytest.skip(f"needs the shared data sets: {SHARED_DATASETS} not found (set "
+                    "RANDSVM_SHARED_DATASETS or clone beside ../shared)")
     return SHARED_DATASETS
 
 
 @pytest.fixture(scope="session")
-def dask_client():
-    """A LocalCluster sized for 2 cores: 2 workers x 1 thread, no dashboard."""
-    from distributed import Client, LocalCluster
+def test_data() -> Path:
+    """Path of tests/data: small real sets committed with the code (see its README)."""
+    return TEST_DATA
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=":0") as cluster, Client(cluster) as client:
-        yield client
+
+@pytest.fixture(autouse=True)
+def _no_shared_scheduler(monkeypatch) -> None:
+    """A scheduler the developer started (``randsvm-dist cluster start``) stays out of the
+    tests unless a test names it."""
+    monkeypatch.delenv("RANDSVM_DIST_SCHEDULER", raising=False)
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """A local cluster sized for 2 cores: 2 workers x 1 thread, loopback only; Dask's
+    default client while the tests run."""
+    from distributed import Client
+
+    from randsvm_dist.cluster import launch, wait_for_workers
+
+    procs = launch(n_workers=2)
+    try:
+        with Client(procs.address) as client:
+            wait_for_workers(client, 2)
+            yield client
+    finally:
+        procs.close()

@@ -56,10 +56,10 @@ def test_runs_to_zero_violators_and_matches_full_libsvm(dask_client, checkerboar
     assert (last["primal_objective"] - last["dual_objective"]) < 1e-3 * last["primal_objective"]
 
 
-def test_sparse_input_matches_full_libsvm(dask_client, shared_datasets):
+def test_sparse_input_matches_full_libsvm(dask_client, test_data):
     from sklearn.datasets import load_svmlight_file
 
-    X, y = load_svmlight_file(str(shared_datasets / "a9a" / "a9a.train.svm.gz"),
+    X, y = load_svmlight_file(str(test_data / "a9a_train_3000.svm.gz"),
                               n_features=123)
     X = sp.csr_matrix(X[:2000], dtype=np.float32)
     y = y[:2000]

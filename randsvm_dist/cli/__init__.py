@@ -36,6 +36,7 @@ COMMANDS = (
     "stream",
     "grid",
     "jobs",
+    "cluster",
 )
 
 
@@ -87,3 +88,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if args.session is not None:
             args.session.close()
+        from ..cluster import close_embedded
+
+        close_embedded()  # the embedded default, if this command started it

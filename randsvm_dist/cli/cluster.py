@@ -1,0 +1,168 @@
+"""``randsvm-dist cluster start|status|stop``: one local cluster shared by many commands.
+
+``eval "$(randsvm-dist cluster start)"`` starts a scheduler and workers in the background
+(loopback only) and exports ``RANDSVM_DIST_SCHEDULER``, which every later command (and
+``client=None`` in Python) then uses instead of starting its own. The cluster's address,
+process ids and log live in ``$XDG_CACHE_HOME/randsvm-dist/cluster.json`` (default
+``~/.cache``), or under ``$RANDSVM_DIST_STATE_DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from ..cluster import SCHEDULER_ENV
+from ..exceptions import ClusterError
+from .options import add_output, emit
+
+STOP_TIMEOUT = 30.0
+
+
+def state_dir() -> Path:
+    """Where ``cluster start`` keeps its state file and log."""
+    explicit = os.environ.get("RANDSVM_DIST_STATE_DIR")
+    if explicit:
+        return Path(explicit)
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "randsvm-dist"
+
+
+def _state_file() -> Path:
+    return state_dir() / "cluster.json"
+
+
+def _read_state() -> dict | None:
+    try:
+        return json.loads(_state_file().read_text())
+    except FileNotFoundError:
+        return None
+    except ValueError as e:
+        raise ClusterError(f"{_state_file()} is not a cluster state file ({e}); delete "
+                           "it") from None
+
+
+def _status(address: str) -> dict | None:
+    """The running cluster's facts, or None when nothing answers at ``address``."""
+    from ..cluster import connect
+
+    try:
+        client = connect(address)
+    except ClusterError:
+        return None
+    with client:
+        info = client.scheduler_info()
+        workers = info.get("workers", {})
+        port = info.get("services", {}).get("dashboard")
+        return {"address": address, "workers": len(workers),
+                "threads": sum(w.get("nthreads", 0) for w in workers.values()),
+                "dashboard": f"http://127.0.0.1:{port}/status" if port else None}
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    """Start the background cluster; print the ``export`` line for the shell.
+
+    Raises:
+        ClusterError: one already runs, or it did not start.
+    """
+    from ..cluster import connect, launch, wait_for_workers
+
+    state = _read_state()
+    if state and _status(state["address"]):
+        raise ClusterError(f"a cluster already runs at {state['address']} (randsvm-dist "
+                           "cluster stop first)")
+    state_dir().mkdir(parents=True, exist_ok=True)
+    log_path = state_dir() / "cluster.log"
+    procs = launch(args.workers, args.threads_per_worker, log_path=log_path, detach=True)
+    try:
+        with connect(procs.address) as client:
+            wait_for_workers(client, procs.n_workers)
+    except BaseException:
+        procs.close()
+        raise
+    state = {"address": procs.address, "pids": procs.pids(), "log": str(log_path)}
+    _state_file().write_text(json.dumps(state, indent=2) + "\n")
+    status = _status(procs.address) or {}
+    print(f"started a local Dask cluster at {procs.address}: {status.get('workers')} "
+          f"workers, dashboard {status.get('dashboard')}, log {log_path}", file=sys.stderr)
+    print(f"export {SCHEDULER_ENV}={procs.address}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Print whether the cluster runs, its address, workers and dashboard.
+
+    Returns:
+        0 if it runs, 1 if not.
+    """
+    state = _read_state()
+    address = os.environ.get(SCHEDULER_ENV) or (state or {}).get("address")
+    status = _status(address) if address else None
+    result = status or {"address": address, "workers": 0, "threads": 0, "dashboard": None}
+    result["running"] = status is not None
+    if status:
+        summary = (f"running at {status['address']}: {status['workers']} workers, "
+                   f"{status['threads']} threads, dashboard {status['dashboard']}")
+    else:
+        summary = "no cluster running" + (f" at {address}" if address else "")
+    emit(args, result, summary)
+    return 0 if status else 1
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    """Shut the cluster down (scheduler and workers) and forget it.
+
+    Raises:
+        ClusterError: no cluster was started with ``cluster start``.
+    """
+    import psutil
+
+    from ..cluster import connect
+
+    state = _read_state()
+    if state is None:
+        raise ClusterError(f"no cluster started with 'randsvm-dist cluster start' "
+                           f"({_state_file()} not found)")
+    try:
+        with connect(state["address"]) as client:
+            client.shutdown()
+    except (ClusterError, OSError):
+        pass  # already gone: make sure its processes are, too
+    procs = []
+    for pid in state.get("pids", []):
+        try:
+            proc = psutil.Process(pid)
+            if any("distributed.cli" in part for part in proc.cmdline()):
+                procs.append(proc)
+        except psutil.Error:
+            continue
+    for proc in procs:
+        proc.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=STOP_TIMEOUT)
+    for proc in alive:
+        proc.kill()
+    _state_file().unlink(missing_ok=True)
+    print(f"stopped the cluster at {state['address']}"
+          + (f"; unset {SCHEDULER_ENV}" if os.environ.get(SCHEDULER_ENV) else ""))
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add the ``cluster`` command group."""
+    p = subparsers.add_parser("cluster", help="start/stop a local cluster shared by commands",
+                              description=__doc__.split("\n\n")[1])
+    sub = p.add_subparsers(dest="cluster_command", required=True)
+    s = sub.add_parser("start", help="start scheduler and workers in the background; prints "
+                                     f"'export {SCHEDULER_ENV}=...' for eval")
+    s.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="worker processes (default: one per core)")
+    s.add_argument("--threads-per-worker", type=int, default=1, metavar="T")
+    s.set_defaults(func=cmd_start)
+    s = sub.add_parser("status", help="is it running: address, workers, dashboard")
+    add_output(s, report=False)
+    s.set_defaults(func=cmd_status)
+    s = sub.add_parser("stop", help="shut the cluster down")
+    s.set_defaults(func=cmd_stop)

@@ -238,28 +238,6 @@ def close_embedded() -> None:
     _EMBEDDED.close()
 
 
-def start_local_cluster(n_workers: int | None = None, threads_per_worker: int = 1):
-    """A separate local cluster of worker processes (for benchmarks and tests that need one
-    of their own; ``client=None`` uses the shared embedded default instead).
-
-    Returns:
-        (processes, client): close the client, then ``processes.close()``.
-
-    Raises:
-        ClusterError: the cluster did not start.
-    """
-    from distributed import Client
-
-    procs = launch(n_workers, threads_per_worker)
-    try:
-        client = Client(procs.address, timeout=CONNECT_TIMEOUT, set_as_default=False)
-        wait_for_workers(client, procs.n_workers)
-    except BaseException:
-        procs.close()
-        raise
-    return procs, client
-
-
 def _default_client():
     """Dask's current default client, or None."""
     from distributed import default_client

@@ -56,9 +56,3 @@ def test_shared_data_tests_skip_with_the_reason_without_shared(tmp_path):
     assert proc.stdout.startswith("ssssss ") and "passed" not in proc.stdout
     assert proc.stdout.count("no-shared not found") == 2  # reasons, grouped by test
     assert "error" not in proc.stdout.lower()
-    # the marker selects them too
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "--co", "-m", "shared_data",
-         "-p", "no:cacheprovider", "tests/test_data_convert.py"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.stdout.strip() == "tests/test_data_convert.py: 6", proc.stdout[-1000:]

@@ -18,11 +18,13 @@ def test_train_evaluate_predict(dask_client, tmp_path, capsys):
     assert main(["train", str(tmp_path / "train"), "--C", "10", "--gamma", "1",
                  "--k", "3000", "--sample-size", "1000", "--model", str(model),
                  "--scheduler", addr, "--test", str(tmp_path / "test"),
-                 "--report", str(tmp_path / "report.json")]) == 0
+                 "--report", str(tmp_path / "report.json"), "--json"]) == 0
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["test"]["accuracy"] > 0.95
     assert report["history"] and report["n_support"] > 0
-    capsys.readouterr()
+    printed = capsys.readouterr()
+    assert json.loads(printed.out) == report  # --json: stdout is the JSON, nothing else
+    assert "trained in" in printed.err
     assert main(["evaluate", str(model), str(tmp_path / "test"), "--json",
                  "--scheduler", addr]) == 0
     ev = json.loads(capsys.readouterr().out)
@@ -45,3 +47,28 @@ def test_missing_data_is_a_clear_error(tmp_path, capsys, dask_client):
                  "--scheduler", dask_client.scheduler.address])
     assert code == 2
     assert "nowhere" in capsys.readouterr().err
+
+
+def test_report_draws_the_history(dask_client, tmp_path, capsys):
+    import matplotlib.image as mpimg
+    import numpy as np
+
+    make("twonorm", tmp_path / "train", rows=2000, partitions=2, seed=1)
+    run = tmp_path / "run.json"
+    assert main(["train", str(tmp_path / "train"), "--kernel", "linear", "--k", "300",
+                 "--sample-size", "200", "--max-iter", "3", "--model", str(tmp_path / "m"),
+                 "--scheduler", dask_client.scheduler.address, "--report", str(run)]) == 0
+    history = json.loads(run.read_text())["history"]
+    capsys.readouterr()
+    assert main(["report", str(run), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["png"] == str(run.with_suffix(".png"))
+    assert out["iterations"] == len(history)
+    assert out["final_n_support"] == history[-1]["n_support"]
+    img = mpimg.imread(out["png"])
+    assert img.shape[0] >= 600 and img.shape[1] >= 900
+    assert np.unique(img.reshape(-1, img.shape[-1]), axis=0).shape[0] > 20  # not blank
+    # a file without a history is a clear error
+    (tmp_path / "other.json").write_text('{"accuracy": 0.9}')
+    assert main(["report", str(tmp_path / "other.json")]) == 2
+    assert "has no training history" in capsys.readouterr().err

@@ -36,6 +36,7 @@ COMMANDS = (
     "stream",
     "grid",
     "jobs",
+    "report",
     "cluster",
 )
 

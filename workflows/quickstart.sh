@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job on the embedded default (a LocalCluster sized to the machine):
+# The main job on the embedded default (local worker processes, one per core):
 # generate a 4x4 checkerboard (200,000 training rows, 20,000 test rows) as Parquet,
 # train an RBF SVM with RandSVM (LIBSVM solves, violator scans on the workers),
 # evaluate it on the test set, and predict the test set to Parquet.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One-pass training with the streaming learners on the embedded default (a LocalCluster):
+# One-pass training with the streaming learners on the embedded default (local worker processes):
 # generate twonorm (200,000 rows) and a 4x4 checkerboard (100,000 rows) as Parquet, learn
 # every partition with a streaming SVM on the Dask workers, tree-merge the learners into
 # one model (randsvm-dist stream), evaluate it on a held-out set, write the model (.npz, no pickle)

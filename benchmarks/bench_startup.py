@@ -1,0 +1,91 @@
+"""Start-up overhead of CLI commands: wall seconds of each command on tiny inputs.
+
+Each command runs in a fresh process (``python -m randsvm_dist.cli``) with the package
+taken from ``--code`` (a source tree, put first on PYTHONPATH), so two trees (e.g. main
+before and after a change) are timed the same way. The inputs are small enough that the
+work itself takes well under a second; what remains is import, cluster start and stop.
+Run under ``/work/bin/timed``:
+
+    /work/bin/timed python benchmarks/bench_startup.py --code /tmp/before --label before
+    /work/bin/timed python benchmarks/bench_startup.py --code . --label after --shared
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _run(code: Path, args: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "randsvm_dist.cli", *args], env=env,
+                          capture_output=True, text=True)
+    dt = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{args} failed with {code}:\n{proc.stderr[-2000:]}")
+    return dt
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Time the commands; print one JSON line per command (median of ``--repeat`` runs)."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--code", type=Path, required=True, help="source tree to import")
+    p.add_argument("--label", required=True)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--shared", action="store_true",
+                   help="also time the commands against one 'cluster start' cluster")
+    args = p.parse_args(argv)
+    env = {**os.environ, "PYTHONPATH": str(args.code.resolve())}
+    env.pop("RANDSVM_DIST_SCHEDULER", None)
+    work = Path(tempfile.mkdtemp(prefix=f"startup-{args.label}-"))
+    train, test, model = work / "train", work / "test", work / "cb.model"
+    _run(args.code, ["data", "make", "checkerboard", str(train), "--rows", "2000",
+                     "--partitions", "2", "--seed", "1", "--no-progress"], env)
+    _run(args.code, ["data", "make", "checkerboard", str(test), "--rows", "20000",
+                     "--partitions", "2", "--seed", "2", "--no-progress"], env)
+    _run(args.code, ["train", str(train), "--C", "10", "--gamma", "1", "--model", str(model)],
+         env)
+    commands = {
+        "--help": ["--help"],
+        "data info": ["data", "info", str(train)],
+        "evaluate (20,000 rows)": ["evaluate", str(model), str(test)],
+        "predict (20,000 rows)": ["predict", str(model), str(test), str(work / "pred")],
+        "train --test (2,000 + 20,000 rows)": ["train", str(train), "--C", "10", "--gamma",
+                                               "1", "--model", str(work / "m2"), "--test",
+                                               str(test)],
+    }
+    modes = [("own cluster", env)]
+    if args.shared:
+        state = work / "state"
+        senv = {**env, "RANDSVM_DIST_STATE_DIR": str(state)}
+        out = subprocess.run([sys.executable, "-m", "randsvm_dist.cli", "cluster", "start"],
+                             env=senv, capture_output=True, text=True, check=True).stdout
+        address = out.strip().split("=", 1)[1]
+        modes.append(("cluster start", {**senv, "RANDSVM_DIST_SCHEDULER": address}))
+    try:
+        for mode, menv in modes:
+            for name, cmd in commands.items():
+                times = []
+                for _ in range(args.repeat):
+                    if cmd[0] == "predict":
+                        subprocess.run(["rm", "-rf", str(work / "pred")], check=True)
+                    times.append(_run(args.code, cmd, menv))
+                print(json.dumps({"label": args.label, "mode": mode, "command": name,
+                                  "median_s": round(statistics.median(times), 2),
+                                  "runs_s": [round(t, 2) for t in times]}), flush=True)
+    finally:
+        if args.shared:
+            subprocess.run([sys.executable, "-m", "randsvm_dist.cli", "cluster", "stop"],
+                           env=modes[-1][1], capture_output=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -56,7 +56,6 @@ def main(argv: list[str] | None = None) -> int:
         "--help": ["--help"],
         "data info": ["data", "info", str(train)],
         "evaluate (20,000 rows)": ["evaluate", str(model), str(test)],
-        "predict (20,000 rows)": ["predict", str(model), str(test), str(work / "pred")],
         "train --test (2,000 + 20,000 rows)": ["train", str(train), "--C", "10", "--gamma",
                                                "1", "--model", str(work / "m2"), "--test",
                                                str(test)],
@@ -74,8 +73,6 @@ def main(argv: list[str] | None = None) -> int:
             for name, cmd in commands.items():
                 times = []
                 for _ in range(args.repeat):
-                    if cmd[0] == "predict":
-                        subprocess.run(["rm", "-rf", str(work / "pred")], check=True)
                     times.append(_run(args.code, cmd, menv))
                 print(json.dumps({"label": args.label, "mode": mode, "command": name,
                                   "median_s": round(statistics.median(times), 2),

@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .exceptions import ParameterError, SchemaError
+from .kernels import moments_variance, value_moments
 from .randsvm.driver import PartitionSet
 from .randsvm.partitions import (
     Partition,
@@ -44,13 +45,8 @@ def open_dataset(data, **kwargs):
 
 
 def partition_moments(part: Partition) -> tuple[int, float, float]:
-    """(number of feature values incl. implicit zeros, their sum, sum of squares)."""
-    X = part.X
-    if sp.issparse(X):
-        d = X.data.astype(np.float64)
-        return X.shape[0] * X.shape[1], float(d.sum()), float((d * d).sum())
-    d = X.astype(np.float64, copy=False)
-    return X.size, float(d.sum()), float(np.einsum("ij,ij->", d, d))
+    """``kernels.value_moments`` of a partition's rows (runs on a worker)."""
+    return value_moments(part.X)
 
 
 def feature_variance(client, parts: PartitionSet) -> float:
@@ -58,10 +54,7 @@ def feature_variance(client, parts: PartitionSet) -> float:
     got = client.gather([client.submit(partition_moments, parts.partition(client, i),
                                        pure=False, retries=2)
                          for i in range(parts.n_partitions)])
-    n = sum(g[0] for g in got)
-    s = sum(g[1] for g in got)
-    ss = sum(g[2] for g in got)
-    return max(ss / n - (s / n) ** 2, 0.0) if n else 0.0
+    return moments_variance(got)
 
 
 def fits_in_memory(client, ds, share: float = 0.5) -> bool:

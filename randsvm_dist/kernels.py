@@ -70,11 +70,7 @@ def resolve_gamma(gamma, X=None, n_features: int | None = None,
             if x_var is None:
                 if X is None:
                     raise ParameterError("gamma='scale' needs the data's variance")
-                if sp.issparse(X):
-                    m = X.mean()
-                    x_var = X.multiply(X).mean() - m * m
-                else:
-                    x_var = float(np.var(X, dtype=np.float64))
+                x_var = moments_variance([value_moments(X)])
             return 1.0 / (n_features * x_var) if x_var > 0 else 1.0
         raise ParameterError(f"gamma must be a number, 'scale' or 'auto'; got {gamma!r}")
     try:
@@ -84,6 +80,30 @@ def resolve_gamma(gamma, X=None, n_features: int | None = None,
     if not (np.isfinite(g) and g > 0):
         raise ParameterError(f"gamma must be > 0; got {gamma!r}")
     return g
+
+
+def value_moments(X) -> tuple[int, float, float]:
+    """Moments of all feature values of X, for gamma='scale' over many blocks.
+
+    Returns:
+        (number of values incl. a sparse matrix's implicit zeros, their sum, sum of squares),
+        in float64.
+    """
+    d = X.data if sp.issparse(X) else X
+    d = np.asarray(d, dtype=np.float64).ravel()
+    return X.shape[0] * X.shape[1], float(d.sum()), float(d @ d)
+
+
+def moments_variance(moments) -> float:
+    """Variance of all feature values from the ``value_moments`` of the blocks holding them
+    (the one formula behind gamma='scale' = 1 / (n_features * variance))."""
+    moments = list(moments)
+    n = sum(m[0] for m in moments)
+    if not n:
+        return 0.0
+    s = sum(m[1] for m in moments)
+    ss = sum(m[2] for m in moments)
+    return max(ss / n - (s / n) ** 2, 0.0)
 
 
 def row_sq_norms(X) -> np.ndarray:

@@ -27,7 +27,7 @@ import scipy.sparse as sp
 
 from .cluster import dask_client
 from .exceptions import DataFormatError, ParameterError, SchemaError
-from .kernels import resolve_gamma, row_sq_norms
+from .kernels import moments_variance, resolve_gamma, row_sq_norms, value_moments
 from .seeds import derive_seed, resolve_seed
 from .streaming.base import StreamingClassifier
 from .validation import check_classes
@@ -75,11 +75,7 @@ def partition_moments(ds, i: int, normalize: bool = False) -> tuple[int, float, 
         n = np.sqrt(row_sq_norms(X).astype(np.float64))
         inv = np.where(n > 0, 1.0 / np.maximum(n, 1e-30), 0.0)
         X = sp.diags(inv) @ X if sp.issparse(X) else X * inv[:, None]
-    if sp.issparse(X):
-        d = sp.csr_matrix(X).data.astype(np.float64)
-    else:
-        d = np.asarray(X, dtype=np.float64).ravel()
-    return X.shape[0] * X.shape[1], float(d.sum()), float(d @ d)
+    return value_moments(X)
 
 
 def fit_partition(estimator: StreamingClassifier, ds, i: int, seed: int | None,
@@ -170,11 +166,7 @@ def _resolve_gamma(client, estimator, ds, parts: list[int]):
     norm = _normalizes(estimator)
     got = client.gather([client.submit(partition_moments, ds, i, norm, pure=False,
                                        retries=2) for i in parts])
-    n = sum(g[0] for g in got)
-    s = sum(g[1] for g in got)
-    ss = sum(g[2] for g in got)
-    var = max(ss / n - (s / n) ** 2, 0.0)
-    return resolve_gamma("scale", n_features=ds.n_features, x_var=var)
+    return resolve_gamma("scale", n_features=ds.n_features, x_var=moments_variance(got))
 
 
 def fit_streaming(estimator: StreamingClassifier, data, client=None,

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import time
-from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,7 +29,7 @@ from .exceptions import DataFormatError, ParameterError, SchemaError
 from .kernels import moments_variance, resolve_gamma, row_sq_norms, value_moments
 from .seeds import derive_seed, resolve_seed
 from .streaming.base import StreamingClassifier
-from .validation import check_classes
+from .validation import check_classes, check_int
 from .waiting import gather
 
 log = logging.getLogger("randsvm_dist")
@@ -132,9 +131,7 @@ def node_stats(node: tuple[StreamingClassifier, dict]) -> dict:
 
 # -- the driver -----------------------------------------------------------------------------
 def _check_fan_in(fan_in) -> int:
-    if isinstance(fan_in, bool) or not isinstance(fan_in, Integral) or fan_in < 2:
-        raise ParameterError(f"fan_in must be an integer >= 2; got {fan_in!r}")
-    return int(fan_in)
+    return check_int(fan_in, "fan_in", 2)
 
 
 def _check_random_state(estimator) -> int | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
@@ -115,6 +116,35 @@ def check_positive(value: float, name: str, *, allow_zero: bool = False) -> floa
         bound = ">= 0" if allow_zero else "> 0"
         raise ParameterError(f"{name} must be {bound}; got {value!r}")
     return v
+
+
+def check_int(value, name: str, low: int) -> int:
+    """Return value as int if it is an integer (not a bool) >= low; else ParameterError."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
+        raise ParameterError(f"{name} must be an integer >= {low}; got {value!r}")
+    return int(value)
+
+
+def check_choice(value, name: str, choices) -> str:
+    """Return value if it is one of choices; else ParameterError listing them."""
+    if not isinstance(value, str) or value not in choices:
+        raise ParameterError(f"{name} must be one of {tuple(choices)}; got {value!r}")
+    return value
+
+
+def check_flag(value, name: str) -> bool:
+    """Return value as bool if it is True or False (numpy bools too); else ParameterError."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ParameterError(f"{name} must be True or False; got {value!r}")
+    return bool(value)
+
+
+def check_gamma(gamma) -> None:
+    """A kernel width must be 'scale', 'auto' or a number > 0 (else ParameterError)."""
+    if isinstance(gamma, str):
+        check_choice(gamma, "gamma", ("scale", "auto"))
+    else:
+        check_positive(gamma, "gamma")
 
 
 def class_index(y: np.ndarray, classes: np.ndarray, *, where: str = "y") -> np.ndarray:

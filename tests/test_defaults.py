@@ -5,20 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.datasets import load_svmlight_file
 from sklearn.model_selection import train_test_split
 
 from randsvm_dist import RandSVMClassifier
 from randsvm_dist.streaming import BlurredBallSVM, BudgetedSGD, OnlineRampSVM, StreamSVM
 
-LEARNERS = {
-    "StreamSVM": StreamSVM,
-    "BlurredBallSVM": BlurredBallSVM,
-    "BudgetedSGD": BudgetedSGD,
-    "OnlineRampSVM": OnlineRampSVM,
-    "OnlineRampSVM(active)": lambda: OnlineRampSVM(active=True),
-    "RandSVMClassifier": RandSVMClassifier,
-}
+LEARNERS = [StreamSVM(), BlurredBallSVM(), BudgetedSGD(), OnlineRampSVM(),
+            OnlineRampSVM(active=True), RandSVMClassifier()]
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +28,11 @@ def fixture_sets(test_data):
 
 
 @pytest.mark.parametrize("name", ["heart_scale", "a9a_3000"])
-@pytest.mark.parametrize("learner", list(LEARNERS))
+@pytest.mark.parametrize("learner", LEARNERS, ids=repr)
 def test_defaults_beat_the_majority_class(fixture_sets, dask_client, name, learner):
     X, y, Xt, yt = fixture_sets[name]
     values, counts = np.unique(y, return_counts=True)
     majority = np.mean(yt == values[np.argmax(counts)])
-    est = LEARNERS[learner]()
-    est.fit(X, y)
+    est = clone(learner).fit(X, y)
     acc = est.score(Xt, yt)
     assert acc > majority + 0.02, f"{learner} defaults: {acc:.3f}, majority {majority:.3f}"

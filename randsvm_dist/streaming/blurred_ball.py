@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import ParameterError
+from ..validation import check_choice, check_int
 from ._meb_cover import BallCover
 from .base import StreamingClassifier
 from .streamsvm import check_cover_params, resolve_normalize
@@ -98,13 +99,9 @@ class BlurredBallSVM(StreamingClassifier):
         if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating)) \
                 or not np.isfinite(eps) or eps < 0:
             raise ParameterError(f"epsilon must be a number >= 0; got {eps!r}")
-        kb = self.max_balls
-        if isinstance(kb, bool) or not isinstance(kb, (int, np.integer)) or kb < 1:
-            raise ParameterError(f"max_balls must be an integer >= 1; got {kb!r}")
-        if self.rule not in RULES:
-            raise ParameterError(f"rule must be one of {RULES}; got {self.rule!r}")
-        if self.cover not in COVERS:
-            raise ParameterError(f"cover must be one of {COVERS}; got {self.cover!r}")
+        kb = check_int(self.max_balls, "max_balls", 1)
+        check_choice(self.rule, "rule", RULES)
+        check_choice(self.cover, "cover", COVERS)
         return _BlurredCover(n_features, C=self.C, lookahead=int(self.lookahead),
                              epsilon=float(eps), max_balls=int(kb), kernel=self.kernel,
                              gamma=self.gamma, degree=self.degree, coef0=self.coef0,
@@ -116,8 +113,7 @@ class BlurredBallSVM(StreamingClassifier):
         """scikit-learn set_params; a new ``rule`` also applies to fitted learners."""
         super().set_params(**params)
         if "rule" in params and hasattr(self, "learners_"):
-            if params["rule"] not in RULES:
-                raise ParameterError(f"rule must be one of {RULES}; got {params['rule']!r}")
+            check_choice(params["rule"], "rule", RULES)
             for learner in self.learners_:
                 learner.rule = params["rule"]
         return self

@@ -27,24 +27,17 @@ Details the paper leaves open, as implemented:
 from __future__ import annotations
 
 import copy
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import ParameterError, SchemaError
 from ..kernels import Kernel, decision_values, resolve_gamma
-from ..validation import check_positive
+from ..validation import check_choice, check_flag, check_gamma, check_int, check_positive
 from . import _bsgd_kernels as _k
 from .base import StreamingClassifier
 
 MERGE_METHODS = {"golden": _k.MERGE_GOLDEN, "gradient": _k.MERGE_GRADIENT}
-
-
-def _check_int(value, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ParameterError(f"{name} must be an integer >= {low}; got {value!r}")
-    return int(value)
 
 
 def merge_points(points: np.ndarray, alphas: np.ndarray, gamma: float,
@@ -297,24 +290,16 @@ class BudgetedSGD(StreamingClassifier):
             lam = check_positive(self.lambda_, "lambda_")
         else:
             C = 1.0 if self.C is None else check_positive(self.C, "C")
-        budget = _check_int(self.budget, "budget", 1)
-        merge_size = _check_int(self.merge_size, "merge_size", 2)
+        budget = check_int(self.budget, "budget", 1)
+        merge_size = check_int(self.merge_size, "merge_size", 2)
         if merge_size > budget + 1:
             raise ParameterError(
                 f"merge_size must be <= budget + 1 = {budget + 1}; got {merge_size}")
-        method = self.merge_method
-        if not isinstance(method, str) or method not in MERGE_METHODS:
-            raise ParameterError(f"merge_method must be 'golden' or 'gradient'; got "
-                                 f"{method!r}")
-        epochs = _check_int(self.epochs, "epochs", 1)
-        n_rows = None if self.n_rows is None else _check_int(self.n_rows, "n_rows", 1)
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise ParameterError(f"fit_intercept must be True or False; got "
-                                 f"{self.fit_intercept!r}")
-        if not isinstance(self.gamma, str):
-            resolve_gamma(self.gamma)
-        elif self.gamma not in ("scale", "auto"):
-            raise ParameterError(f"gamma must be a number, 'scale' or 'auto'; got {self.gamma!r}")
+        method = check_choice(self.merge_method, "merge_method", MERGE_METHODS)
+        epochs = check_int(self.epochs, "epochs", 1)
+        n_rows = None if self.n_rows is None else check_int(self.n_rows, "n_rows", 1)
+        check_flag(self.fit_intercept, "fit_intercept")
+        check_gamma(self.gamma)
         return dict(C=C, lambda_=lam, gamma=self.gamma, budget=budget, merge_size=merge_size,
                     method=MERGE_METHODS[method], epochs=epochs,
                     fit_intercept=bool(self.fit_intercept), n_rows=n_rows)

@@ -51,7 +51,7 @@ import scipy.sparse as sp
 
 from ..exceptions import ParameterError, SchemaError
 from ..kernels import KERNELS, Kernel, decision_values, resolve_gamma
-from ..validation import check_features, check_positive
+from ..validation import check_choice, check_features, check_flag, check_int, check_positive
 from . import _ramp_kernels as rk
 from .base import StreamingClassifier
 
@@ -464,13 +464,10 @@ class OnlineRampSVM(StreamingClassifier):
         if not (np.isfinite(s) and s < 1):
             raise ParameterError(f"s must be a finite number < 1; got {self.s!r}")
         m = self.max_non_sv
-        if m is not None and (isinstance(m, bool) or not isinstance(m, (int, np.integer))
-                              or m < 0):
-            raise ParameterError(f"max_non_sv must be None or an integer >= 0; got {m!r}")
-        if not isinstance(self.active, (bool, np.bool_)):
-            raise ParameterError(f"active must be True or False; got {self.active!r}")
-        if self.kernel not in KERNELS:
-            raise ParameterError(f"kernel must be one of {KERNELS}; got {self.kernel!r}")
+        if m is not None:
+            check_int(m, "max_non_sv", 0)
+        check_flag(self.active, "active")
+        check_choice(self.kernel, "kernel", KERNELS)
         try:
             coef0 = float(self.coef0)
         except (TypeError, ValueError):

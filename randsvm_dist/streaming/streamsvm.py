@@ -58,7 +58,7 @@ import numpy as np
 
 from ..exceptions import ParameterError
 from ..kernels import KERNELS
-from ..validation import check_positive
+from ..validation import check_choice, check_int, check_positive
 from ._meb_cover import BallCover
 from .base import StreamingClassifier
 
@@ -71,13 +71,10 @@ def check_cover_params(est) -> None:
             bad degree.
     """
     check_positive(est.C, "C")
-    L = est.lookahead
-    if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1:
-        raise ParameterError(f"lookahead must be an integer >= 1; got {L!r}")
-    if est.kernel not in KERNELS:
-        raise ParameterError(f"kernel must be one of {KERNELS}; got {est.kernel!r}")
-    if est.kernel == "poly" and (int(est.degree) != est.degree or est.degree < 1):
-        raise ParameterError(f"degree must be a positive integer; got {est.degree!r}")
+    check_int(est.lookahead, "lookahead", 1)
+    check_choice(est.kernel, "kernel", KERNELS)
+    if est.kernel == "poly":
+        check_int(est.degree, "degree", 1)
     if not (isinstance(est.normalize, (bool, np.bool_)) or est.normalize == "auto"):
         raise ParameterError(f"normalize must be True, False or 'auto'; got {est.normalize!r}")
 

@@ -49,6 +49,7 @@ GUIDE_LOG2C = (-5.0, 15.0, 2.0)
 GUIDE_LOG2GAMMA = (3.0, -15.0, -2.0)
 GUIDE_FINE_STEP = 0.25
 LIBSVM_MAX_ROWS = 50_000
+PROGRESS_SECONDS = 2.0  # at most one progress line this often (and always the last one)
 FOLD_COLUMNS = ("fold", "log2C", "log2gamma", "correct", "n", "seconds", "solver")
 
 
@@ -453,18 +454,23 @@ class _Run:
                                      2.0 ** p.log2gamma, float(self.s.tol),
                                      float(self.s.cache_size), pure=False, retries=2)
             futures[fut] = p
-        done = 0
+        done, last_line = 0, -np.inf
 
         def finished(p: _Point, result: tuple) -> None:
-            nonlocal done
+            nonlocal done, last_line
             self.s._record(p, result)
             done += 1
             elapsed = time.perf_counter() - t0
-            best = self.s._best(self) if self.points() else None
-            log.info("grid %d/%d  fold %d C=2^%g gamma=2^%g acc %.4f  best so far %s  "
-                     "ETA %.0f s", done, total, p.fold, p.log2C, p.log2gamma,
-                     result[0] / max(result[1], 1),
-                     f"C=2^{best[0]:g} gamma=2^{best[1]:g}" if best else "-",
+            log.debug("fold %d C=2^%g gamma=2^%g: accuracy %.4f", p.fold, p.log2C,
+                      p.log2gamma, result[0] / max(result[1], 1))
+            if done < total and elapsed - last_line < PROGRESS_SECONDS:
+                return
+            last_line = elapsed
+            pts = self.points()
+            best = max(pts, key=lambda q: q["mean_accuracy"]) if pts else None
+            log.info("grid %d/%d (fold, C, gamma) done  best so far %s  ETA %.0f s", done,
+                     total, f"C=2^{best['log2C']:g} gamma=2^{best['log2gamma']:g} "
+                     f"{best['mean_accuracy']:.4f}" if best else "-",
                      elapsed / done * (total - done))
 
         with ThreadPoolExecutor(max_workers=max(1, _n_workers(self.client))) as pool:

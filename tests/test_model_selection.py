@@ -167,27 +167,31 @@ def test_a_killed_worker_loses_no_finished_point(small, tmp_path):
             Client(cluster) as client:
         ref = GridSearch(**grid, client=client).fit(str(root / "p3"))
         import logging
-        import threading
+        import os
+        import signal
 
-        killed = threading.Event()
+        pids = client.run(os.getpid)
+        victim = next(iter(pids.values()))
+        killed: list = []
 
         class KillOnce(logging.Handler):
             def emit(self, record):
-                if record.getMessage().startswith("grid 5/") and not killed.is_set():
-                    killed.set()
-                    worker = list(client.scheduler_info()["workers"])[0]
-                    threading.Thread(target=client.retire_workers, args=([worker],),
-                                     kwargs={"close_workers": True}).start()
+                if record.getMessage().startswith("fold ") and not killed:
+                    killed.append(victim)
+                    os.kill(victim, signal.SIGKILL)  # the worker process dies outright
 
         h = KillOnce()
-        logging.getLogger("randsvm_dist").addHandler(h)
-        logging.getLogger("randsvm_dist").setLevel(logging.INFO)
+        logger = logging.getLogger("randsvm_dist")
+        level = logger.level
+        logger.addHandler(h)
+        logger.setLevel(logging.DEBUG)
         try:
             got = GridSearch(**grid, client=client, results=tmp_path / "r.csv").fit(
                 str(root / "p3"))
         finally:
-            logging.getLogger("randsvm_dist").removeHandler(h)
-    assert killed.is_set()
+            logger.removeHandler(h)
+            logger.setLevel(level)
+        assert killed and victim not in client.run(os.getpid).values()
     assert got.points_ == [dict(p, seconds=q["seconds"]) for p, q in
                            zip(ref.points_, got.points_)]
     assert (tmp_path / "r.csv").read_text().count("\n") == 1 + 16 * 3

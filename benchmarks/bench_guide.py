@@ -151,9 +151,12 @@ def _german_grid():
 
 def cmd_speedup(args) -> None:
     from randsvm_dist.model_selection import GUIDE_LOG2C, GUIDE_LOG2GAMMA, GridSearch
+    from randsvm_dist.preprocessing import FeatureScaler
 
+    if args.which == "serial":  # one core, like one worker (libsvm-official uses OpenMP)
+        os.environ["OMP_NUM_THREADS"] = "1"
     Xtr, ytr, _, _ = load_split(args.set)
-    X = Xtr
+    X = FeatureScaler().fit(Xtr).transform(Xtr)  # the guide's order: scale, then search
     n_points = len(_german_grid()[0]) * len(_german_grid()[1]) * args.folds
     t0 = time.perf_counter()
     if args.which == "cluster":
@@ -167,6 +170,7 @@ def cmd_speedup(args) -> None:
     else:
         best = serial_grid(X, ytr, args.folds)
     rec = {"bench": "speedup", "which": args.which, "set": args.set, "rows": len(ytr),
+           "omp_threads": os.environ.get("OMP_NUM_THREADS"),
            "fold_points": n_points, "seconds": time.perf_counter() - t0, "best_cv": best}
     _emit(args.out, rec)
 

@@ -289,7 +289,7 @@ class GridSearch:
         t0 = time.perf_counter()
         self._done = self._read_results()
         with dask_client(self.client) as client:
-            parts, classes = load_partitions(client, data, y)
+            parts, classes = load_partitions(client, data, y, cache=True)
             self.scaler_ = None
             if self.scale is not None:
                 from .preprocessing import make_scaler

@@ -39,6 +39,7 @@ class RealCluster:
 
     def __init__(self, tmp: Path, n_workers: int = 2):
         env = {**os.environ, "PYTHONPATH": str(ROOT), "DASK_LOGGING__DISTRIBUTED": "error"}
+        tmp.mkdir(parents=True, exist_ok=True)
         self.file = tmp / "scheduler.json"
         dask = [sys.executable, "-m", "distributed.cli"]
         self.procs = [subprocess.Popen(
@@ -179,3 +180,65 @@ def test_killing_the_worker_that_runs_a_submitted_driver(cluster, data, tmp_path
     assert final["state"] == "done" and final["attempt"] >= 2
     assert same_model(tmp_path / "job.model", tmp_path / "ref.model")
     cluster.client.wait_for_workers(2, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    """Enough rows (20,000) that the driver samples and iterates (no direct solve)."""
+    X, y = make_arrays("checkerboard", 20000, seed=3)
+    return write_arrays(X, y, tmp_path_factory.mktemp("big") / "train", partitions=4)
+
+
+LONG = ["--C", "10", "--gamma", "1", "--sample-size", "500", "--max-iter", "12",
+        "--gap-tol", "0", "--random-state", "4"]
+
+
+def _wait_for_checkpoint(path: Path, proc=None, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc is None or proc.poll() is None, "the run ended before its checkpoint"
+        assert time.monotonic() < deadline, f"no checkpoint at {path}"
+        time.sleep(0.05)
+
+
+@pytest.mark.heavy
+def test_killing_the_local_driver_process_then_resume(cluster, big, tmp_path):
+    at = ["--scheduler", cluster.address]
+    assert cli_main(["train", big.url, "--model", str(tmp_path / "ref.model"), *LONG,
+                     *at]) == 0
+    ck = tmp_path / "ck"
+    argv = ["train", big.url, "--model", str(tmp_path / "m.model"), *LONG, *at,
+            "--checkpoint", str(ck)]
+    proc = subprocess.Popen([sys.executable, "-m", "randsvm_dist.cli", *argv],
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for_checkpoint(ck / "state.npz", proc)
+    proc.kill()  # SIGKILL: the driver dies mid-fit
+    proc.wait()
+    assert not (tmp_path / "m.model").exists()
+    assert cli_main([*argv, "--resume"]) == 0
+    assert same_model(tmp_path / "m.model", tmp_path / "ref.model")
+
+
+@pytest.mark.heavy
+def test_a_job_survives_a_scheduler_restart_from_its_checkpoint(big, tmp_path):
+    first = RealCluster(tmp_path / "c1")
+    try:
+        assert cli_main(["train", big.url, "--model", str(tmp_path / "ref.model"), *LONG,
+                         "--scheduler", first.address]) == 0
+        job_dir = str(tmp_path / "jobs")
+        job_id = jobs.submit("train", [big.url, "--model", str(tmp_path / "job.model"),
+                                       *LONG], scheduler=first.address, job_dir=job_dir)
+        _wait_for_checkpoint(Path(job_dir) / job_id / "checkpoint" / "state.npz")
+    finally:
+        first.close()  # the scheduler and its workers go away mid-fit
+    assert jobs.status(job_dir, job_id)["state"] == "running"
+    second = RealCluster(tmp_path / "c2")
+    try:
+        jobs.restart(job_dir, job_id, scheduler=second.address)
+        final = jobs.wait(job_dir, job_id, timeout=300)
+        assert final["state"] == "done", final
+        assert "resuming from" in jobs.logs(job_dir, job_id)
+        assert same_model(tmp_path / "job.model", tmp_path / "ref.model")
+    finally:
+        second.close()

@@ -232,7 +232,8 @@ def test_a_job_survives_a_scheduler_restart_from_its_checkpoint(big, tmp_path):
         _wait_for_checkpoint(Path(job_dir) / job_id / "checkpoint" / "state.npz")
     finally:
         first.close()  # the scheduler and its workers go away mid-fit
-    assert jobs.status(job_dir, job_id)["state"] == "running"
+    # SIGKILL leaves it "running"; a shutdown lets the driver record "failed": either restarts
+    assert jobs.status(job_dir, job_id)["state"] in ("running", "failed")
     second = RealCluster(tmp_path / "c2")
     try:
         jobs.restart(job_dir, job_id, scheduler=second.address)

@@ -64,9 +64,17 @@ def write_certificates(directory: str | os.PathLike, hosts: tuple[str, ...] = ("
 
     Returns:
         {"ca": path, "cert": path, "key": path}.
+
+    Raises:
+        ImportError: the ``cryptography`` package is missing (``pip install randsvm-dist[tls]``).
     """
     import ipaddress
 
+    try:
+        import cryptography  # noqa: F401
+    except ImportError as exc:
+        raise ImportError("writing TLS certificates needs the 'cryptography' package: "
+                          "pip install 'randsvm-dist[tls]'") from exc
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec

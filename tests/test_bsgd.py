@@ -257,8 +257,11 @@ def test_sparse_and_dense_give_the_same_model(moons):
     d = BudgetedSGD(**kw).fit(X, y)
     s = BudgetedSGD(**kw).fit(sp.csr_matrix(X), y)
     np.testing.assert_allclose(s.support_vectors_, d.support_vectors_, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(s.decision_function(sp.csr_matrix(Xt)),
-                               d.decision_function(Xt), rtol=1e-5, atol=1e-6)
+    # float32 kernel blocks: sparse and dense dot products round differently, so agreement
+    # is to float32's precision relative to the scale of f, not to each (cancelled) value
+    fd = d.decision_function(Xt)
+    np.testing.assert_allclose(s.decision_function(sp.csr_matrix(Xt)), fd, rtol=1e-5,
+                               atol=1e-6 * np.abs(fd).max())
 
 
 def test_merge_two_learners(moons):

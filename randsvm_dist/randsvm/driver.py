@@ -86,6 +86,7 @@ class Problem:
     relative_gap: float = np.inf
     stop_reason: str | None = None
     cascade: tuple = ()
+    margin_tol: float | None = None   # violator slack of this problem's scans (None: cfg's)
 
 
 @dataclass
@@ -349,6 +350,23 @@ def _tighten(p: Problem) -> bool:
     return True
 
 
+def _relax_stall(p: Problem, gap_tol: float, solver_limited: bool, route: str) -> bool:
+    """No violators yet no certificate: tighten what keeps the gap open; False if nothing can.
+
+    The gap is then either the working set's own (LIBSVM's tol: tighten it) or the hinge of
+    rows outside it that sit within the violator slack of the margin, 1 - margin_tol <= y f
+    < 1 (narrow the slack 10x, down to MIN_TOL, so the next scan draws them).
+    """
+    if gap_tol <= 0:
+        return False
+    if solver_limited:
+        return _tighten(p)
+    if route == "direct" or p.margin_tol is None or p.margin_tol <= MIN_TOL:
+        return False
+    p.margin_tol = max(MIN_TOL, p.margin_tol / 10)
+    return True
+
+
 @dataclass
 class DriverState:
     """What the driver needs to go on after an iteration: its number, the route, the
@@ -381,6 +399,7 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
     Returns:
         list of per-iteration, per-problem records: iteration, problem, route ('sample' or
         'direct'), sample_size, n_fresh, cascade_parts (0: one solve), tol (LIBSVM's, this solve),
+        margin_tol (the scan's violator slack: y f < 1 - margin_tol),
         n_support, n_violators, violator_fraction, n_errors, min_margin, dual_objective,
         primal_objective, relative_gap, ws_relative_gap (the working set's own share),
         solve_seconds, scan_seconds, rows_evaluated (rows whose decision values the scan
@@ -434,8 +453,10 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
             if p.stop_reason is not None:
                 requests.append(None)
                 continue
+            if p.margin_tol is None:
+                p.margin_tol = cfg.margin_tol
             requests.append(ProblemRequest(p.positive, p.ws_rows, _draw_size(p, r, route, n),
-                                           stream_id(cfg.random_state, it, j), cfg.margin_tol,
+                                           stream_id(cfg.random_state, it, j), p.margin_tol,
                                            FILL_BAND))
         scan = run_scan(client, parts, model, requests, lower, shift_w, shift_b)
         lower = scan.lower
@@ -462,7 +483,8 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
             solver_limited = cfg.gap_tol > 0 and ws_gap > WS_GAP_SHARE * cfg.gap_tol
             if certified:
                 p.stop_reason = "optimal" if s["n_violators"] == 0 else "gap_tol"
-            elif s["n_violators"] == 0 and not (solver_limited and _tighten(p)):
+            elif s["n_violators"] == 0 and not _relax_stall(p, cfg.gap_tol, solver_limited,
+                                                             route):
                 p.stop_reason = "optimal"
             elif cfg.k is not None and len(p.sv_rows) >= cfg.k:
                 p.stop_reason = "k_reached"
@@ -476,6 +498,7 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
                 "iteration": it, "problem": j, "route": route,
                 "sample_size": len(p.ws_rows), "n_fresh": p.n_fresh,
                 "cascade_parts": len(p.cascade), "tol": tols[j],
+                "margin_tol": requests[j].tol,
                 "n_support": len(p.sv_rows), "n_violators": s["n_violators"],
                 "violator_fraction": s["n_violators"] / n, "n_errors": s["n_errors"],
                 "min_margin": s["min_margin"], "dual_objective": p.dual_objective,

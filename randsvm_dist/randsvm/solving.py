@@ -9,8 +9,10 @@ solve checks the model against all rows, and the certificate is computed from th
   one-vs-rest problems solve concurrently, one task each, sharing the cores.
 - **cascade** (Graf et al., NIPS 2004): a large working set made mostly of fresh rows is
   cut into disjoint parts (by the rows' random keys), the parts are solved in parallel,
-  and the final solve runs on the union of their support vectors. Rows the cascade drops
-  are not lost: if the final model violates them, the next scan finds them.
+  and the final solve runs on the union of their support vectors; rows of the working set
+  that this united model violates join it and it is solved again (Graf et al.'s feedback
+  loop) until none does, so a cascade gives the working set's own optimum (a cascade that
+  only dropped them would cycle: the next scan draws them again).
 - **direct**: when sampling cannot pay, one solve on every row, the partitions
   concatenated on the worker that solves (nothing passes through the driver).
 """
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ..kernels import decision_values
 from ..solvers.libsvm_adapter import BinarySolution, SolverParams, solve_binary
 from .partitions import Partition
 from .sampling import keys_of
@@ -129,9 +132,19 @@ def solve_working_set(client, X, y: np.ndarray, rows: np.ndarray, params: Solver
                                    zip([m for m in members if len(m)], client.gather(futures))]))
     if not len(kept):  # every part one class: fall back to the whole set
         return solve_working_set(client, X, y, rows, params, n_threads, 1, stream)
-    sol = client.gather(client.submit(_solve_part, X[kept], y[kept], params, n_threads,
-                                      pure=False, retries=2))
-    return Solved(kept[sol.support], sol, tuple(len(m) for m in members))
+    while True:
+        sol = client.gather(client.submit(_solve_part, X[kept], y[kept], params, n_threads,
+                                          pure=False, retries=2))
+        # Graf et al.'s feedback: rows a part dropped that violate the united solution join
+        # it, until none does, so the result is the optimum of the whole working set
+        rest = np.setdiff1d(np.arange(len(y)), kept, assume_unique=True)
+        f = decision_values(X[rest], X[kept[sol.support]], sol.dual_coef, sol.intercept,
+                            params.kernel) if len(rest) and len(sol.support) else \
+            np.full(len(rest), sol.intercept)
+        late = rest[y[rest] * f < 1.0 - params.tol]
+        if not len(late):
+            return Solved(kept[sol.support], sol, tuple(len(m) for m in members))
+        kept = np.union1d(kept, late)
 
 
 def threads_per_solve(client, n_solves: int) -> int:

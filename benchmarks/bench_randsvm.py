@@ -7,11 +7,15 @@ reads the Parquet partitions there. Reports training time (wall and CPU: driver 
 for RandSVM), test accuracy, #SV, iterations, driver peak RSS, and the time ratios.
 
     python benchmarks/bench_randsvm.py --sets checkerboard ringnorm --sizes 100000 300000 \\
-        --out benchmarks/results/randsvm.json
+        --out benchmarks/results/randsvm.jsonl
     python benchmarks/bench_randsvm.py --sets ijcnn1 a9a skin_nonskin
+    python benchmarks/bench_randsvm.py --sets checkerboard --sizes 10000000 --cache false \\
+        --memory-limit 1GB        # larger than memory: partitions re-read every pass
 
+RandSVM runs with its defaults (certified relative gap 1e-3, no k bound) unless told.
 LIBSVM above --libsvm-max-rows is not rerun: the table then shows the reference figure
-recorded for this machine (../shared/DESIGN.md, measured 2026-11-21), marked as such.
+recorded for this machine (../shared/DESIGN.md, measured 2026-11-21), marked as such, or
+extrapolates from the set's two largest measured sizes (t = a n^b), marked as such.
 """
 
 from __future__ import annotations
@@ -118,31 +122,93 @@ def run_libsvm(train: Path, test: Path, C: float, gamma: float) -> dict:
             "n_support": int(model.get_nr_sv()), "peak_rss_mb": _peak_rss_mb()}
 
 
-def run_randsvm(train: Path, test: Path, C: float, gamma: float, gap_tol: float,
-                workers: int, k="auto") -> dict:
-    """RandSVMClassifier fitted from Parquet on a LocalCluster (cluster start excluded)."""
+def _worker_peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _warm_up(client) -> None:
+    """A tiny fit, so imports and numba's cached compiles (about 1 s, paid once per
+    cluster) are not in the timed fit: the figures are a warm cluster's."""
+    import numpy as np
+
+    from randsvm_dist.estimators import RandSVMClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3)).astype(np.float32)
+    RandSVMClassifier(random_state=0, client=client).fit(X, (X[:, 0] > 0).astype(int))
+
+
+def run_randsvm(train: Path, test: Path, C: float, gamma: float, opts: dict) -> dict:
+    """RandSVMClassifier fitted from Parquet on a LocalCluster (cluster start excluded).
+
+    opts: gap_tol, workers, k ('none' or 'auto'), seed (None, 'bsgd', 'ramp'), cache
+    ('auto', 'true', 'false'), memory_limit (per worker, e.g. '400MB', or None).
+    """
     import numpy as np
     from distributed import Client, LocalCluster
 
     from randsvm_dist.data import Dataset
     from randsvm_dist.estimators import RandSVMClassifier
 
-    with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=":0") as lc, \
+    cache = {"auto": "auto", "true": True, "false": False}[opts["cache"]]
+    with LocalCluster(n_workers=opts["workers"], threads_per_worker=1, dashboard_address=":0",
+                      memory_limit=opts["memory_limit"] or "auto") as lc, \
             Client(lc) as client:
-        client.run(lambda: __import__("libsvm.svmutil"))  # worker imports, as a warm cluster
-        est = RandSVMClassifier(C=C, gamma=gamma, gap_tol=gap_tol, random_state=0,
-                                client=client, k=k)
+        _warm_up(client)
+        est = RandSVMClassifier(C=C, gamma=gamma, gap_tol=opts["gap_tol"], random_state=0,
+                                client=client, k={"none": None}.get(opts["k"], opts["k"]),
+                                seed=opts["seed"], cache=cache)
         w0, t0, c0 = client.run(_cpu_seconds), time.perf_counter(), _cpu_seconds()
         est.fit(str(train))
         seconds, w1 = time.perf_counter() - t0, client.run(_cpu_seconds)
         cpu = _cpu_seconds() - c0 + sum(w1[w] - w0.get(w, 0.0) for w in w1)
-        Xt, yt = Dataset.open(test).to_arrays()
+        worker_rss = client.run(_worker_peak_rss_mb)
+        ds = Dataset.open(test)
+        Xt, yt = ds.to_arrays()
         acc = float(np.mean(est.predict(Xt) == yt))
+    h = est.history_
+    rates = [r["kernel_evals_per_second"] for r in h if r["kernel_evals"] > 1e8]
+    core_rates = [r["kernel_evals_per_core_second"] for r in h if r["kernel_evals"] > 1e8]
     return {"seconds": seconds, "cpu_seconds": cpu, "accuracy": acc,
             "n_support": int(len(est.support_)),
             "iterations": est.n_iter_, "stop": est.stop_reasons_[0], "k": est.k_,
+            "relative_gap": est.relative_gap_, "certified": est.certified_,
+            "solve_seconds": sum(r["solve_seconds"] for r in h),
+            "scan_seconds": sum(r["scan_seconds"] for r in h),
+            "seed_seconds": (est.seed_info_ or {}).get("seed_seconds", 0.0),
+            "scan_evals_per_second": float(np.median(rates)) if rates else None,
+            "scan_evals_per_core_second": float(np.median(core_rates)) if core_rates else None,
             "sample_size": est.sample_size_, "peak_rss_mb": _peak_rss_mb(),
-            "history": est.history_}
+            "worker_peak_rss_mb": max(worker_rss.values()),
+            "history": h}
+
+
+def _variant(r: dict) -> str:
+    """A run's variant label: seed, k and cache settings other than the defaults."""
+    bits = []
+    if r.get("seed"):
+        bits.append(f"seed={r['seed']}")
+    if r.get("k", "none") not in ("none", None):
+        bits.append(f"k={r['k']}")
+    if r.get("cache", "auto") != "auto":
+        bits.append(f"cache={r['cache']}")
+    if r.get("memory_limit"):
+        bits.append(f"mem={r['memory_limit']}/worker")
+    return ", ".join(bits)
+
+
+def extrapolate(rows: dict, name: str, n: int) -> float | None:
+    """LIBSVM seconds at n from its two largest measured (or reference) sizes of the set,
+    t = a n^b fitted through them (log-log line)."""
+    import math
+
+    pts = sorted((m, r["libsvm"]["seconds"]) for (s, m, v), r in rows.items()
+                 if s == name and not v and m < n and r["libsvm"].get("seconds"))
+    if len(pts) < 2:
+        return None
+    (n1, t1), (n2, t2) = pts[-2], pts[-1]
+    b = math.log(t2 / t1) / math.log(n2 / n1)
+    return t2 * (n / n2) ** b
 
 
 def markdown_table(path: str) -> str:
@@ -150,25 +216,34 @@ def markdown_table(path: str) -> str:
     rows: dict = {}
     for line in Path(path).read_text().splitlines():
         r = json.loads(line)
-        rows[(r["set"], r["n"], r.get("k", "auto"))] = r
-    out = ["| set | n | LIBSVM s | LIBSVM CPU s | LIBSVM acc | LIBSVM #SV | RandSVM s | "
-           "RandSVM CPU s | RandSVM acc | RandSVM #SV | iters | stop | driver RSS MB | "
-           "wall ratio | CPU ratio | acc diff (pts) |",
-           "|" + "---|" * 16]
-    for (name, n, k), r in rows.items():
-        lib, rnd = r["libsvm"], r["randsvm"]
-        ref = "" if lib.get("source", "run") == "run" else " (ref.)"
-        lcpu, rcpu = lib.get("cpu_seconds"), rnd.get("cpu_seconds")
-        cpu_ratio = f"{lcpu / rcpu:.1f}x" if lcpu and rcpu else "-"
+        if "relative_gap" not in r["randsvm"]:
+            continue  # a run of the earlier, uncertified defaults
+        rows[(r["set"], r["n"], _variant(r))] = r
+    out = ["| set | n | LIBSVM s | LIBSVM acc | LIBSVM #SV | RandSVM s | RandSVM acc | "
+           "RandSVM #SV | iters | certified gap | solve s | scan s | seed s | "
+           "scan G evals/s | driver MB | worker MB | speed-up | acc diff (pts) |",
+           "|" + "---|" * 18]
+    for (name, n, variant), r in sorted(rows.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        lib, rnd = dict(r["libsvm"]), r["randsvm"]
+        mark = {"run": "", "skipped": " (extrap.)"}.get(lib.get("source", "run"), " (ref.)")
+        if lib.get("source") == "skipped":
+            lib["seconds"] = extrapolate(rows, name, n)
+        lsec = "-" if lib.get("seconds") is None else f"{lib['seconds']:.1f}{mark}"
+        lacc = f"{100 * lib['accuracy']:.2f}" if lib.get("accuracy") else "-"
+        lsv = f"{lib['n_support']:,}" if lib.get("n_support") else "-"
+        ratio = f"{lib['seconds'] / rnd['seconds']:.1f}x" if lib.get("seconds") else "-"
+        dacc = (f"{100 * (rnd['accuracy'] - lib['accuracy']):+.2f}" if lib.get("accuracy")
+                else "-")
+        rate = rnd.get("scan_evals_per_second")
+        gap = f"{rnd['relative_gap']:.1e}" + ("" if rnd["certified"] else " (not cert.)")
         out.append(
-            f"| {name}{'' if k == 'auto' else ' (k=' + k + ')'} | {n:,} | "
-            f"{lib['seconds']:.1f}{ref} | "
-            f"{'-' if lcpu is None else round(lcpu, 1)} | {100 * lib['accuracy']:.2f} | "
-            f"{lib['n_support']:,} | {rnd['seconds']:.1f} | "
-            f"{'-' if rcpu is None else round(rcpu, 1)} | {100 * rnd['accuracy']:.2f} | "
-            f"{rnd['n_support']:,} | {rnd['iterations']} | {rnd['stop']} | "
-            f"{rnd['peak_rss_mb']:.0f} | {lib['seconds'] / rnd['seconds']:.1f}x | "
-            f"{cpu_ratio} | {100 * (rnd['accuracy'] - lib['accuracy']):+.2f} |")
+            f"| {name}{' (' + variant + ')' if variant else ''} | {n:,} | {lsec} | {lacc} | "
+            f"{lsv} | {rnd['seconds']:.1f} | {100 * rnd['accuracy']:.2f} | "
+            f"{rnd['n_support']:,} | {rnd['iterations']} | {gap} | "
+            f"{rnd['solve_seconds']:.1f} | {rnd['scan_seconds']:.1f} | "
+            f"{rnd.get('seed_seconds', 0.0):.1f} | "
+            f"{'-' if rate is None else f'{rate / 1e9:.2f}'} | {rnd['peak_rss_mb']:.0f} | "
+            f"{rnd['worker_peak_rss_mb']:.0f} | {ratio} | {dacc} |")
     return "\n".join(out)
 
 
@@ -188,11 +263,16 @@ def main(argv=None) -> int:
     p.add_argument("--sizes", nargs="+", type=int, default=[100_000, 300_000, 1_000_000])
     p.add_argument("--gap-tol", type=float, default=1e-3)
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--k", default="auto", help="'auto' (the paper's bound) or 'none'")
-    p.add_argument("--libsvm-max-rows", type=int, default=300_000)
+    p.add_argument("--k", default="none", help="'none' (the default: certified stop) or "
+                                               "'auto' (the paper's bound)")
+    p.add_argument("--seed", default=None, help="RandSVM's seed: 'bsgd' or 'ramp'")
+    p.add_argument("--cache", default="auto", choices=["auto", "true", "false"])
+    p.add_argument("--memory-limit", default=None, help="per worker, e.g. 400MB")
+    p.add_argument("--libsvm-max-rows", type=int, default=300_000,
+                   help="above this, LIBSVM is not run: the reference figure of "
+                        "../shared/DESIGN.md, or extrapolated in the table")
     p.add_argument("--libsvm-threads", type=int, default=None,
-                   help="OMP_NUM_THREADS for LIBSVM (default: its own, 2 here); use 1 when "
-                        "the machine is busy: its OpenMP threads then slow it down ~3x")
+                   help="OMP_NUM_THREADS for LIBSVM (default: its own, as a user runs it)")
     p.add_argument("--out", default=None, help="append JSON lines of results here")
     p.add_argument("--report", default=None,
                    help="print a Markdown table of a results file and exit")
@@ -200,9 +280,12 @@ def main(argv=None) -> int:
     if args.report:
         print(markdown_table(args.report))
         return 0
+    opts = {"gap_tol": args.gap_tol, "workers": args.workers, "k": args.k, "seed": args.seed,
+            "cache": args.cache, "memory_limit": args.memory_limit}
     print(f"{'set':14s} {'n':>9s} | {'LIBSVM s':>9s} {'acc':>7s} {'#SV':>7s} | "
-          f"{'RandSVM s':>9s} {'acc':>7s} {'#SV':>7s} {'it':>3s} {'stop':>9s} "
-          f"{'RSS MB':>7s} | {'speed-up':>8s} {'d-acc':>6s}", flush=True)
+          f"{'RandSVM s':>9s} {'acc':>7s} {'#SV':>7s} {'it':>3s} {'gap':>8s} "
+          f"{'solve':>7s} {'scan':>7s} {'wRSS MB':>7s} | {'speed-up':>8s} {'d-acc':>6s}",
+          flush=True)
     for name in args.sets:
         sizes = args.sizes if name in SYNTHETIC else [None]
         for n in sizes:
@@ -211,28 +294,31 @@ def main(argv=None) -> int:
 
             rows = Dataset.open(train).n_rows
             common = [str(train), str(test), str(C), str(gamma)]
-            if rows <= args.libsvm_max_rows or (name, rows) not in LIBSVM_REFERENCE:
+            if rows <= args.libsvm_max_rows:
                 env = ({"OMP_NUM_THREADS": str(args.libsvm_threads)} if args.libsvm_threads
                        else None)
                 lib = _subprocess(["libsvm", *common], env)
                 lib["source"] = "run"
-            else:
+            elif (name, rows) in LIBSVM_REFERENCE:
                 lib = {**LIBSVM_REFERENCE[(name, rows)], "source": "DESIGN.md 2026-11-21"}
-            rnd = _subprocess(["randsvm", *common, str(args.gap_tol), str(args.workers),
-                               args.k])
-            ratio = lib["seconds"] / rnd["seconds"]
-            mark = "*" if lib["source"] != "run" else " "
-            print(f"{name:14s} {rows:9d} | {lib['seconds']:8.1f}{mark} {lib['accuracy']:7.4f} "
-                  f"{lib['n_support']:7d} | {rnd['seconds']:9.1f} {rnd['accuracy']:7.4f} "
-                  f"{rnd['n_support']:7d} {rnd['iterations']:3d} {rnd['stop']:>9s} "
-                  f"{rnd['peak_rss_mb']:7.0f} | {ratio:7.1f}x "
-                  f"{100 * (rnd['accuracy'] - lib['accuracy']):+6.2f}", flush=True)
+            else:
+                lib = {"source": "skipped"}
+            rnd = _subprocess(["randsvm", *common, json.dumps(opts)])
+            ratio = lib["seconds"] / rnd["seconds"] if lib.get("seconds") else float("nan")
+            print(f"{name:14s} {rows:9d} | {lib.get('seconds', float('nan')):8.1f} "
+                  f"{lib.get('accuracy', float('nan')):7.4f} {lib.get('n_support', 0):7d} | "
+                  f"{rnd['seconds']:9.1f} {rnd['accuracy']:7.4f} {rnd['n_support']:7d} "
+                  f"{rnd['iterations']:3d} {rnd['relative_gap']:8.1e} "
+                  f"{rnd['solve_seconds']:7.1f} {rnd['scan_seconds']:7.1f} "
+                  f"{rnd['worker_peak_rss_mb']:7.0f} | {ratio:7.1f}x "
+                  f"{100 * (rnd['accuracy'] - lib.get('accuracy', float('nan'))):+6.2f}",
+                  flush=True)
             if args.out:
                 with open(args.out, "a") as f:
                     f.write(json.dumps({"set": name, "n": rows, "C": C, "gamma": gamma,
-                                        "gap_tol": args.gap_tol, "k": args.k, "libsvm": lib,
-                                        "randsvm": rnd, "date": time.strftime("%F %T")})
-                            + "\n")
+                                        **opts, "libsvm": lib, "randsvm": rnd,
+                                        "load_average": os.getloadavg(),
+                                        "date": time.strftime("%F %T")}) + "\n")
     return 0
 
 
@@ -242,9 +328,8 @@ if __name__ == "__main__":
         if engine == "libsvm":
             res = run_libsvm(Path(train), Path(test), float(C), float(gamma))
         else:
-            k = {"auto": "auto", "none": None}[rest[2]] if len(rest) > 2 else "auto"
-            res = run_randsvm(Path(train), Path(test), float(C), float(gamma), float(rest[0]),
-                              int(rest[1]), k)
+            res = run_randsvm(Path(train), Path(test), float(C), float(gamma),
+                              json.loads(rest[0]))
         print(json.dumps(res))
         sys.exit(0)
     sys.exit(main())

@@ -216,8 +216,8 @@ def markdown_table(path: str) -> str:
     rows: dict = {}
     for line in Path(path).read_text().splitlines():
         r = json.loads(line)
-        if "relative_gap" not in r["randsvm"]:
-            continue  # a run of the earlier, uncertified defaults
+        if not r["randsvm"] or "relative_gap" not in r["randsvm"]:
+            continue  # LIBSVM alone, or a run of the earlier, uncertified defaults
         rows[(r["set"], r["n"], _variant(r))] = r
     out = ["| set | n | LIBSVM s | LIBSVM acc | LIBSVM #SV | RandSVM s | RandSVM acc | "
            "RandSVM #SV | iters | certified gap | solve s | scan s | seed s | "
@@ -247,6 +247,19 @@ def markdown_table(path: str) -> str:
     return "\n".join(out)
 
 
+def _earlier_libsvm(path: str | None, name: str, n: int, C: float, gamma: float):
+    """The last LIBSVM figure measured on these rows and parameters in a results file."""
+    if not path or not Path(path).exists():
+        return None
+    found = None
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        if (r["set"], r["n"], r["C"], r["gamma"]) == (name, n, C, gamma) and \
+                r["libsvm"].get("source") == "run":
+            found = {**r["libsvm"], "measured": r["date"]}
+    return found
+
+
 def _subprocess(args: list[str], env: dict | None = None) -> dict:
     out = subprocess.run([sys.executable, __file__, "_one", *args], capture_output=True,
                          text=True, check=False, env={**os.environ, **(env or {})})
@@ -273,6 +286,11 @@ def main(argv=None) -> int:
                         "../shared/DESIGN.md, or extrapolated in the table")
     p.add_argument("--libsvm-threads", type=int, default=None,
                    help="OMP_NUM_THREADS for LIBSVM (default: its own, as a user runs it)")
+    p.add_argument("--libsvm-only", action="store_true",
+                   help="measure LIBSVM only (recorded with an empty RandSVM entry)")
+    p.add_argument("--reuse-libsvm", action="store_true",
+                   help="take LIBSVM's figure from an earlier --libsvm-only run in --out on "
+                        "the same rows and parameters instead of training it again")
     p.add_argument("--out", default=None, help="append JSON lines of results here")
     p.add_argument("--report", default=None,
                    help="print a Markdown table of a results file and exit")
@@ -294,7 +312,11 @@ def main(argv=None) -> int:
 
             rows = Dataset.open(train).n_rows
             common = [str(train), str(test), str(C), str(gamma)]
-            if rows <= args.libsvm_max_rows:
+            earlier = _earlier_libsvm(args.out, name, rows, C, gamma) \
+                if args.reuse_libsvm else None
+            if earlier is not None:
+                lib = earlier
+            elif rows <= args.libsvm_max_rows:
                 env = ({"OMP_NUM_THREADS": str(args.libsvm_threads)} if args.libsvm_threads
                        else None)
                 lib = _subprocess(["libsvm", *common], env)
@@ -303,6 +325,16 @@ def main(argv=None) -> int:
                 lib = {**LIBSVM_REFERENCE[(name, rows)], "source": "DESIGN.md 2026-11-21"}
             else:
                 lib = {"source": "skipped"}
+            if args.libsvm_only:
+                print(f"{name:14s} {rows:9d} | {lib['seconds']:8.1f} {lib['accuracy']:7.4f} "
+                      f"{lib['n_support']:7d}", flush=True)
+                if args.out:
+                    with open(args.out, "a") as f:
+                        f.write(json.dumps({"set": name, "n": rows, "C": C, "gamma": gamma,
+                                            "libsvm": lib, "randsvm": None,
+                                            "load_average": os.getloadavg(),
+                                            "date": time.strftime("%F %T")}) + "\n")
+                continue
             rnd = _subprocess(["randsvm", *common, json.dumps(opts)])
             ratio = lib["seconds"] / rnd["seconds"] if lib.get("seconds") else float("nan")
             print(f"{name:14s} {rows:9d} | {lib.get('seconds', float('nan')):8.1f} "

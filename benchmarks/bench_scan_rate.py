@@ -1,0 +1,82 @@
+"""RBF kernel evaluations per second: the scan's fused kernel against float32 GEMM + numpy.
+
+The reference is what a plain float32 BLAS implementation reaches on this machine with all
+its cores: G = X S' (sgemm, every BLAS thread), then exp(-gamma (|x|^2 + |s|^2 - 2 G)) in
+place with numpy and the product with the coefficients (sgemv). The scan's kernel
+(``kernels.decision_values``: sgemm per block, then ``rbf_fused.rbf_accumulate``) runs
+single-threaded per worker, so its machine rate is the per-core rate x the cores (the
+scans run one task per core). RandSVM's in-run rates are in ``history_``
+(``kernel_evals_per_second``) and in bench_randsvm's table.
+
+    python benchmarks/bench_scan_rate.py
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from randsvm_dist.kernels import Kernel, decision_values, row_sq_norms
+
+
+def gemm_rbf(X: np.ndarray, S: np.ndarray, coef: np.ndarray, gamma: float,
+             block: int = 4096) -> np.ndarray:
+    """The float32 GEMM + numpy reference: decision values without the intercept."""
+    sn = row_sq_norms(S)
+    out = np.empty(len(X), np.float32)
+    g = np.float32(gamma)
+    for a in range(0, len(X), block):
+        xb = X[a:a + block]
+        K = xb @ S.T
+        K *= np.float32(2.0)
+        K -= row_sq_norms(xb)[:, None]
+        K -= sn[None, :]
+        np.minimum(K, 0, out=K)
+        K *= g
+        np.exp(K, out=K)
+        out[a:a + block] = K @ coef
+    return out
+
+
+def best_of(fn, repeats: int = 3) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    cores = os.cpu_count() or 1
+    rng = np.random.default_rng(0)
+    print(f"cores: {cores}, load average before: {os.getloadavg()}")
+    print("| d | SVs | GEMM+numpy, all cores (G/s) | sgemm alone, all cores (G/s) | "
+          "fused, 1 core (G/s) | fused x cores (G/s) | fused x cores / GEMM+numpy |")
+    print("|---|---|---|---|---|---|---|")
+    for d, m in ((2, 20_000), (20, 5_000), (20, 15_000)):
+        n = 200_000
+        X = rng.normal(size=(n, d)).astype(np.float32)
+        S = rng.normal(size=(m, d)).astype(np.float32)
+        coef = rng.normal(size=m).astype(np.float32)
+        gamma = 1.0 / d
+        evals = n * m
+        ref = best_of(lambda: gemm_rbf(X, S, coef, gamma))
+        dot = best_of(lambda: [X[a:a + 4096] @ S.T for a in range(0, n, 4096)])
+        with threadpool_limits(limits=1):
+            fused = best_of(lambda: decision_values(X, S, coef, 0.0, Kernel("rbf", gamma)))
+        # the fused result must be the reference's
+        f_ref = gemm_rbf(X[:2000], S, coef, gamma)
+        f = decision_values(X[:2000], S, coef, 0.0, Kernel("rbf", gamma))
+        assert np.max(np.abs(f - f_ref)) <= 1e-4 * max(1.0, np.abs(f_ref).max())
+        r_ref, r_dot, r_fused = evals / ref / 1e9, evals / dot / 1e9, evals / fused / 1e9
+        print(f"| {d} | {m:,} | {r_ref:.2f} | {r_dot:.2f} | {r_fused:.2f} | "
+              f"{cores * r_fused:.2f} | {cores * r_fused / r_ref:.0%} |", flush=True)
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

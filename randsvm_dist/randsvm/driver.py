@@ -6,9 +6,11 @@
         R = random subset of V; SV = solve(SV u R); recompute V
 
 Solves run on the workers (see ``solving``: threads, cascades, one task per binary
-problem); scans run on the workers (one task per partition, all problems at once); the
-driver holds only the working sets, the support vectors and per-partition statistics. The
-draw from V is exactly uniform and identical for any partition layout (see ``sampling``).
+problem; a working set that is mostly the previous support vectors is re-solved from the
+previous alphas with ``solvers.warm_smo``); scans run on the workers (one task per
+partition, all problems at once); the driver holds only the working sets, the support
+vectors and per-partition statistics. The draw from V is exactly uniform and identical for
+any partition layout (see ``sampling``).
 
 The certificate: every scan gives the primal objective over all rows, P = 1/2 |w|^2 +
 C sum_i hinge_i, and the solve gives the dual objective D of the working set, which is a
@@ -64,6 +66,13 @@ WS_GAP_SHARE = 0.25
 DIRECT_SAMPLES = 4
 # Rows within this distance above the margin fill a draw that the violators cannot fill.
 FILL_BAND = 0.5
+# A solve starts from the previous alphas (solvers.warm_smo) when at most this share of the
+# working set is fresh rows: then most of the optimum is already there, and LIBSVM, which
+# cannot take a starting point, would spend its time finding it again. Its kernel rows
+# are cached in float64 up to the solve's cache_size; the gradient needs the working set
+# in memory once more, so it is used up to WARM_MAX_BYTES of features.
+WARM_MAX_FRESH_SHARE = 0.25
+WARM_MAX_BYTES = 2 << 30
 DIRECT_MAX_SAMPLES = 10
 SV_SHARE_DIRECT = 0.3
 
@@ -87,6 +96,8 @@ class Problem:
     stop_reason: str | None = None
     cascade: tuple = ()
     margin_tol: float | None = None   # violator slack of this problem's scans (None: cfg's)
+    ws_alpha: np.ndarray = field(default_factory=lambda: np.empty(0))  # warm start
+    warm: bool = False          # the last solve started from the previous alphas
 
 
 @dataclass
@@ -276,6 +287,7 @@ def _set_working_sets(client, parts: PartitionSet, problems: list[Problem], draw
         p.ws_X = _vstack([p.sv_X, new_X], parts.is_sparse)[order]
         sv_y = np.sign(p.dual_coef) if len(p.dual_coef) else np.empty(0)
         p.ws_y = np.concatenate([sv_y, new_y])[order]
+        p.ws_alpha = np.concatenate([np.abs(p.dual_coef), np.zeros(len(draw))])[order]
         p.n_fresh = len(draw)
 
 
@@ -286,10 +298,11 @@ def _solve_sampled(client, problems: list[Problem], it: int, cfg: RunConfig) -> 
     parts = max(1, total_threads(client) // max(1, len(active)))
     futures = [client.submit(solve_working_set_task, p.ws_X, p.ws_y, p.ws_rows, p.solver,
                              threads, plan_cascade(len(p.ws_rows), p.n_fresh, parts),
-                             stream_id(cfg.random_state, it, j, 0xCA5C),
+                             stream_id(cfg.random_state, it, j, 0xCA5C), _warm_start(p),
                              pure=False, retries=2)
                for j, p in enumerate(active)]
     for p, solved in zip(active, client.gather(futures)):
+        p.warm = solved.warm
         p.sv_rows = p.ws_rows[solved.support]
         p.sv_X = p.ws_X[solved.support]
         p.dual_coef = solved.solution.dual_coef
@@ -299,10 +312,28 @@ def _solve_sampled(client, problems: list[Problem], it: int, cfg: RunConfig) -> 
     return time.perf_counter() - t0
 
 
-def solve_working_set_task(X, y, rows, params, n_threads, n_parts, stream):
-    """``solving.solve_working_set`` run from a task (its cascade parts are tasks too)."""
+def _warm_start(p: Problem) -> np.ndarray | None:
+    """The alphas a solve of p's working set starts from, or None for a cold LIBSVM solve."""
+    n = len(p.ws_rows)
+    X = p.ws_X
+    nbytes = X.data.nbytes if sp.issparse(X) else getattr(X, "nbytes", 0)
+    if (not len(p.sv_rows) or len(p.ws_alpha) != n or p.n_fresh > WARM_MAX_FRESH_SHARE * n
+            or nbytes > WARM_MAX_BYTES):
+        return None
+    return p.ws_alpha
+
+
+def solve_working_set_task(X, y, rows, params, n_threads, n_parts, stream, alpha0=None):
+    """``solving.solve_working_set`` run from a task (its cascade parts are tasks too);
+    with ``alpha0``, one warm-started solve (``solvers.warm_smo``) instead."""
     from distributed import worker_client
 
+    if alpha0 is not None:
+        from ..solvers.warm_smo import solve_warm
+        from .solving import Solved
+
+        sol = solve_warm(X, y, params, alpha0, n_threads)
+        return Solved(sol.support, sol, warm=True)
     if n_parts <= 1:
         from ..solvers.libsvm_adapter import solve_binary
         from .solving import Solved
@@ -325,7 +356,7 @@ def _solve_direct(client, parts: PartitionSet, problems: list[Problem]) -> float
         p.ws_rows, p.ws_X, p.n_fresh = np.arange(parts.n_rows, dtype=np.int64), None, 0
         p.dual_coef, p.intercept, p.dual_objective = sol.dual_coef, sol.intercept, \
             sol.dual_objective
-        p.cascade = ()
+        p.cascade, p.warm = (), False
     return time.perf_counter() - t0
 
 
@@ -398,7 +429,8 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
 
     Returns:
         list of per-iteration, per-problem records: iteration, problem, route ('sample' or
-        'direct'), sample_size, n_fresh, cascade_parts (0: one solve), tol (LIBSVM's, this solve),
+        'direct'), sample_size, n_fresh, cascade_parts (0: one solve), warm_start (the solve
+        started from the previous alphas), tol (the solver's, this solve),
         margin_tol (the scan's violator slack: y f < 1 - margin_tol),
         n_support, n_violators, violator_fraction, n_errors, min_margin, dual_objective,
         primal_objective, relative_gap, ws_relative_gap (the working set's own share),
@@ -497,7 +529,8 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
             record = {
                 "iteration": it, "problem": j, "route": route,
                 "sample_size": len(p.ws_rows), "n_fresh": p.n_fresh,
-                "cascade_parts": len(p.cascade), "tol": tols[j],
+                "cascade_parts": len(p.cascade), "warm_start": bool(p.warm),
+                "tol": tols[j],
                 "margin_tol": requests[j].tol,
                 "n_support": len(p.sv_rows), "n_violators": s["n_violators"],
                 "violator_fraction": s["n_violators"] / n, "n_errors": s["n_errors"],

@@ -51,11 +51,13 @@ class Solved:
         support: positions (into the working set) of the support vectors, ascending.
         solution: the BinarySolution (its ``support`` indexes the solved rows).
         parts: sizes of the cascade's parts (empty: a single solve).
+        warm: the solve started from the previous alphas.
     """
 
     support: np.ndarray
     solution: BinarySolution
     parts: tuple = ()
+    warm: bool = False
 
 
 def host_threads(client) -> int:

@@ -43,6 +43,7 @@ import scipy.sparse as sp
 from ..cluster import put
 from ..kernels import decision_values
 from ..solvers.libsvm_adapter import SolverParams
+from ..waiting import gather
 from .partitions import load_dataset_partition, take_rows
 from .sampling import stream_id
 from .scan import ProblemRequest, ScanModel, ScanOutput, scan_partition
@@ -167,7 +168,8 @@ def fetch_rows(client, parts: PartitionSet, rows: np.ndarray):
     for p in np.unique(owner):
         futures.append(client.submit(take_rows, parts.partition(client, p), rows[owner == p],
                                      pure=False, retries=2))
-    got = client.gather(futures)
+    got = gather(client, futures, "rows of the next working set",
+                 [f"partition {p}" for p in np.unique(owner)])
     X = _vstack([g[0] for g in got], parts.is_sparse)
     cls = np.concatenate([g[1] for g in got]) if got else np.empty(0, np.int32)
     return rows, X, cls
@@ -208,7 +210,8 @@ def run_scan(client, parts: PartitionSet, model: ScanModel | None,
                           None if prev_lower is None else prev_lower[i], shift_w, shift_b,
                           pure=False, retries=2)
             for i in range(parts.n_partitions)]
-    answers = client.gather([client.submit(_answers, o, pure=False, retries=2) for o in outs])
+    answers = gather(client, [client.submit(_answers, o, pure=False, retries=2) for o in outs],
+                     "the violator scan", [f"partition {i}" for i in range(len(outs))])
     lower = [client.submit(_lower, o, pure=False, retries=2) for o in outs]
     return ScanResult([a[0] for a in answers], lower, sum(a[1] for a in answers),
                       sum(a[2] for a in answers))
@@ -301,7 +304,8 @@ def _solve_sampled(client, problems: list[Problem], it: int, cfg: RunConfig) -> 
                              stream_id(cfg.random_state, it, j, 0xCA5C), _warm_start(p),
                              pure=False, retries=2)
                for j, p in enumerate(active)]
-    for p, solved in zip(active, client.gather(futures)):
+    for p, solved in zip(active, gather(client, futures, "the working-set solves",
+                                        [f"problem {p.positive}" for p in active])):
         p.warm = solved.warm
         p.sv_rows = p.ws_rows[solved.support]
         p.sv_X = p.ws_X[solved.support]
@@ -351,7 +355,8 @@ def _solve_direct(client, parts: PartitionSet, problems: list[Problem]) -> float
     inputs = [parts.partition(client, i) for i in range(parts.n_partitions)]
     futures = [client.submit(solve_partitions, p.solver, p.positive, threads, *inputs,
                              pure=False, retries=2) for p in active]
-    for p, (rows, X, sol) in zip(active, client.gather(futures)):
+    for p, (rows, X, sol) in zip(active, gather(client, futures, "the direct solves",
+                                                [f"problem {p.positive}" for p in active])):
         p.sv_rows, p.sv_X = rows, X
         p.ws_rows, p.ws_X, p.n_fresh = np.arange(parts.n_rows, dtype=np.int64), None, 0
         p.dual_coef, p.intercept, p.dual_objective = sol.dual_coef, sol.intercept, \

@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from ..exceptions import ParameterError
+from ..waiting import gather
 from .partitions import Partition
 from .sampling import row_keys, smallest_keys, stream_id
 
@@ -122,7 +123,8 @@ def seed_rows(client, parts, seed, classes: np.ndarray, positives: list[int], r:
     futures = [client.submit(seed_scan_partition, parts.partition(client, i), model, positives,
                              len(classes) == 2, stream, r, pure=False, retries=2)
                for i in range(parts.n_partitions)]
-    got = client.gather(futures)
+    got = gather(client, futures, "the seed model's margin scan",
+                 [f"partition {i}" for i in range(parts.n_partitions)])
     rows, candidates = [], []
     for j in range(len(positives)):
         keys = np.concatenate([g[j][0] for g in got])

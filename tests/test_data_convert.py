@@ -182,3 +182,14 @@ def test_arrays_tuple(tmp_path):
     X = np.eye(4)
     ds = convert((X, [0, 1, 0, 1]), tmp_path / "o", dense=False)
     assert ds.is_sparse and ds.n_features == 4
+
+
+def test_the_package_convert_stays_the_function_after_its_module_is_imported():
+    import importlib
+
+    import randsvm_dist.data as data
+
+    importlib.import_module("randsvm_dist.data.convert")
+    from randsvm_dist.data import convert
+
+    assert callable(convert) and convert is data.convert

@@ -7,15 +7,9 @@ Public API::
 
 from __future__ import annotations
 
+from .convert import convert
 from .dataset import Dataset
 from .generators import GENERATORS, make, make_arrays
 from .writer import write_arrays
 
 __all__ = ["Dataset", "GENERATORS", "convert", "make", "make_arrays", "write_arrays"]
-
-
-def convert(*args, **kwargs):
-    """Convert svmlight/CSV text or arrays to partitioned Parquet (see ``data.convert``)."""
-    from .convert import convert as _convert
-
-    return _convert(*args, **kwargs)

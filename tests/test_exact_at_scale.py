@@ -178,3 +178,14 @@ def test_a_stalled_gap_narrows_the_violator_slack(dask_client, ringnorm):
     assert stalled and slack[-1] < slack[0] == 0.3  # a zero-violator scan went on, narrower
     assert est.history_[-1]["tol"] < 0.3            # and LIBSVM's tol was tightened
     assert_certified_optimum(est, X, y, p_opt, f_opt)
+
+
+def test_warm_started_re_solves_reach_the_same_optimum(dask_client, ringnorm, monkeypatch):
+    from randsvm_dist.randsvm import driver
+
+    X, y, p_opt, f_opt = ringnorm
+    monkeypatch.setattr(driver, "WARM_MAX_FRESH_SHARE", 1.0)  # every re-solve warm
+    est = fit(dask_client, X, y, route="sample", sample_size=600)
+    warm = [h["warm_start"] for h in est.history_]
+    assert warm[0] is False and all(warm[1:]) and len(warm) >= 2
+    assert_certified_optimum(est, X, y, p_opt, f_opt)

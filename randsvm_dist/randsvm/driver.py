@@ -73,6 +73,10 @@ FILL_BAND = 0.5
 # are cached in float64 up to the solve's cache_size; the gradient needs the working set
 # in memory once more, so it is used up to WARM_MAX_BYTES of features.
 WARM_MAX_FRESH_SHARE = 0.25
+# The support set has settled when a solve finds at most SV_GROWTH x the previous
+# solve's support vectors; draws are then lean (see _draw_size).
+SV_GROWTH = 1.1
+LEAN_FILL = 0.1
 WARM_MAX_BYTES = 2 << 30
 DIRECT_MAX_SAMPLES = 10
 SV_SHARE_DIRECT = 0.3
@@ -99,6 +103,7 @@ class Problem:
     margin_tol: float | None = None   # violator slack of this problem's scans (None: cfg's)
     ws_alpha: np.ndarray = field(default_factory=lambda: np.empty(0))  # warm start
     warm: bool = False          # the last solve started from the previous alphas
+    prev_n_support: int = 0     # support vectors of the solve before the last
 
 
 @dataclass
@@ -306,7 +311,7 @@ def _solve_sampled(client, problems: list[Problem], it: int, cfg: RunConfig) -> 
                for j, p in enumerate(active)]
     for p, solved in zip(active, gather(client, futures, "the working-set solves",
                                         [f"problem {p.positive}" for p in active])):
-        p.warm = solved.warm
+        p.warm, p.prev_n_support = solved.warm, len(p.sv_rows)
         p.sv_rows = p.ws_rows[solved.support]
         p.sv_X = p.ws_X[solved.support]
         p.dual_coef = solved.solution.dual_coef
@@ -366,16 +371,22 @@ def _solve_direct(client, parts: PartitionSet, problems: list[Problem]) -> float
 
 
 def _draw_size(p: Problem, r: int, route: str, n_violators: int) -> int:
-    """Rows to draw after a solve: fill the working set to r, or add min(V, |SV|) rows.
+    """Rows to draw after a solve.
 
-    Violators come first in every draw (near-margin rows only fill what they leave): so the
-    draw takes every violator when there are fewer than |SV|, fills with near-margin rows
-    only up to r, and at most doubles the support set when violators are many, so data
-    whose optimum has many support vectors gets there in a few solves.
+    While the support set is still growing (the last solve found more than SV_GROWTH times
+    the support vectors of the one before), fill the working set to r, or add min(V, |SV|)
+    rows: violators come first in every draw and near-margin rows fill what they leave, so
+    data whose optimum has many support vectors gets there in a few solves. Once it has
+    settled, draw the violators (at most |SV|) and near-margin rows up to LEAN_FILL x |SV|:
+    the working set is then mostly the previous support vectors, which the next solve
+    starts from (``solvers.warm_smo``), instead of re-solving r rows of which a few matter.
     """
     if route == "direct":
         return 0
-    return max(r - len(p.sv_rows), min(n_violators, len(p.sv_rows)))
+    n_sv = len(p.sv_rows)
+    if n_sv > SV_GROWTH * p.prev_n_support:
+        return max(r - n_sv, min(n_violators, n_sv))
+    return max(min(n_violators, n_sv), min(r - n_sv, int(LEAN_FILL * n_sv)))
 
 
 def _tighten(p: Problem) -> bool:

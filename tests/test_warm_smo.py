@@ -1,0 +1,117 @@
+"""The warm-startable SMO: LIBSVM's optimum from a cold start, from a warm start, and from
+an infeasible one; KKT conditions checked in float64 numpy, independently of the solver."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification, make_moons
+from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel
+
+from randsvm_dist.kernels import Kernel
+from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
+from randsvm_dist.solvers.warm_smo import feasible_start, solve_warm_counted
+
+
+def moons(n=600, seed=0):
+    X, y = make_moons(n, noise=0.3, random_state=seed)
+    return X.astype(np.float32), np.where(y == 1, 1.0, -1.0)
+
+
+def gram(X, Z, kernel: Kernel):
+    X, Z = np.asarray(X, np.float64), np.asarray(Z, np.float64)
+    if kernel.name == "rbf":
+        return rbf_kernel(X, Z, gamma=kernel.gamma)
+    if kernel.name == "poly":
+        return polynomial_kernel(X, Z, degree=kernel.degree, gamma=kernel.gamma,
+                                 coef0=kernel.coef0)
+    return linear_kernel(X, Z)
+
+
+def alphas(sol, n):
+    a = np.zeros(n)
+    a[sol.support] = np.abs(sol.dual_coef)
+    return a
+
+
+def kkt_violation(X, y, a, b, params: SolverParams) -> float:
+    """Largest violation of the C-SVM's KKT conditions, from scratch in float64."""
+    Cb = np.where(y > 0, params.C * params.weight_pos, params.C * params.weight_neg)
+    m = y * (gram(X, X, params.kernel) @ (a * y) + b)
+    low, up = a <= 1e-12, a >= Cb - 1e-12
+    free = ~low & ~up
+    return max(np.max(1 - m[low], initial=0), np.max(m[up] - 1, initial=0),
+               np.max(np.abs(m[free] - 1), initial=0))
+
+
+CASES = [
+    ("rbf", SolverParams(C=10.0, kernel=Kernel("rbf", 2.0), tol=1e-6)),
+    ("linear", SolverParams(C=1.0, kernel=Kernel("linear"), tol=1e-6)),
+    ("poly", SolverParams(C=1.0, kernel=Kernel("poly", 0.5, 2, 1.0), tol=1e-6)),
+    ("weighted", SolverParams(C=4.0, kernel=Kernel("rbf", 1.0), weight_pos=3.0,
+                              weight_neg=0.5, tol=1e-6)),
+]
+
+
+@pytest.mark.parametrize("name, params", CASES, ids=[c[0] for c in CASES])
+def test_cold_start_is_libsvm(name, params):
+    X, y = moons()
+    ref = solve_binary(X, y, params)
+    sol, it = solve_warm_counted(X, y, params)
+    assert it > 0
+    assert sol.dual_objective == pytest.approx(ref.dual_objective, rel=1e-6)
+    assert sol.intercept == pytest.approx(ref.intercept, abs=1e-3)
+    Xt, _ = moons(300, seed=1)
+    f = gram(Xt, X[sol.support], params.kernel) @ sol.dual_coef + sol.intercept
+    f_ref = gram(Xt, X[ref.support], params.kernel) @ ref.dual_coef + ref.intercept
+    np.testing.assert_allclose(f, f_ref, atol=1e-3)
+    assert kkt_violation(X, y, alphas(sol, len(y)), sol.intercept, params) < 1e-5
+
+
+def test_sparse_input_is_the_dense_solution():
+    X, y = make_classification(500, 30, random_state=0)
+    X = np.where(np.abs(X) > 1, X, 0).astype(np.float32)
+    y = np.where(y == 1, 1.0, -1.0)
+    params = SolverParams(C=1.0, kernel=Kernel("rbf", 0.05), tol=1e-6)
+    dense, _ = solve_warm_counted(X, y, params)
+    sparse, _ = solve_warm_counted(sp.csr_matrix(X), y, params)
+    np.testing.assert_array_equal(dense.support, sparse.support)
+    np.testing.assert_allclose(dense.dual_coef, sparse.dual_coef, atol=1e-9)
+
+
+def test_warm_start_from_a_subset_reaches_the_full_optimum_in_fewer_steps():
+    X, y = moons(1500)
+    params = SolverParams(C=10.0, kernel=Kernel("rbf", 2.0), tol=1e-5)
+    full = solve_binary(X, y, params)
+    sub = np.arange(1350)  # the optimum of 90% of the rows as the starting point
+    part = solve_binary(X[sub], y[sub], params)
+    start = np.zeros(len(y))
+    start[sub[part.support]] = np.abs(part.dual_coef)
+    warm, it_warm = solve_warm_counted(X, y, params, start)
+    cold, it_cold = solve_warm_counted(X, y, params)
+    assert warm.dual_objective == pytest.approx(full.dual_objective, rel=1e-6)
+    assert it_warm < it_cold
+    assert kkt_violation(X, y, alphas(warm, len(y)), warm.intercept, params) < 1e-4
+    # from the optimum itself: (almost) nothing left to do
+    _, it_opt = solve_warm_counted(X, y, params, alphas(full, len(y)))
+    assert it_opt < it_warm
+
+
+def test_an_infeasible_start_is_repaired():
+    X, y = moons()
+    params = SolverParams(C=1.0, kernel=Kernel("rbf", 2.0), tol=1e-6)
+    Cb = np.full(len(y), 1.0)
+    bad = np.random.default_rng(0).uniform(-1, 3, len(y))
+    a = feasible_start(bad, y, Cb)
+    assert np.all((a >= 0) & (a <= Cb)) and abs(a @ y) < 1e-9
+    sol, _ = solve_warm_counted(X, y, params, bad)
+    ref = solve_binary(X, y, params)
+    assert sol.dual_objective == pytest.approx(ref.dual_objective, rel=1e-6)
+
+
+def test_one_class_falls_back_to_libsvms_answer():
+    X, _ = moons(50)
+    params = SolverParams(C=1.0, kernel=Kernel("rbf", 1.0))
+    sol, it = solve_warm_counted(X, np.ones(50), params, np.ones(50))
+    assert it == 0 and len(sol.support) == 0 and sol.intercept == 1.0

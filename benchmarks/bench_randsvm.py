@@ -261,10 +261,18 @@ def _earlier_libsvm(path: str | None, name: str, n: int, C: float, gamma: float)
 
 
 def _subprocess(args: list[str], env: dict | None = None) -> dict:
-    out = subprocess.run([sys.executable, __file__, "_one", *args], capture_output=True,
-                         text=True, check=False, env={**os.environ, **(env or {})})
+    """Run one measurement in a fresh process; its log lines (one per RandSVM iteration)
+    go to SCRATCH/progress.log as they come."""
+    SCRATCH.mkdir(parents=True, exist_ok=True)
+    log = SCRATCH / "progress.log"
+    with open(log, "a") as err:
+        err.write(f"--- {time.strftime('%F %T')} {args}\n")
+        err.flush()
+        out = subprocess.run([sys.executable, __file__, "_one", *args], stdout=subprocess.PIPE,
+                             stderr=err, text=True, check=False,
+                             env={**os.environ, **(env or {})})
     if out.returncode != 0:
-        raise RuntimeError(f"benchmark step {args} failed:\n{out.stderr[-3000:]}")
+        raise RuntimeError(f"benchmark step {args} failed: see {log}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -356,6 +364,10 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "_one":
+        import logging
+
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+        logging.getLogger("distributed").setLevel(logging.WARNING)
         engine, train, test, C, gamma, *rest = sys.argv[2:]
         if engine == "libsvm":
             res = run_libsvm(Path(train), Path(test), float(C), float(gamma))

@@ -56,9 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         "--help": ["--help"],
         "data info": ["data", "info", str(train)],
         "evaluate (20,000 rows)": ["evaluate", str(model), str(test)],
+        # a new model path each run: an existing output is refused without --overwrite
         "train --test (2,000 + 20,000 rows)": ["train", str(train), "--C", "10", "--gamma",
-                                               "1", "--model", str(work / "m2"), "--test",
-                                               str(test)],
+                                               "1", "--model", str(work / "m2-{run}"),
+                                               "--test", str(test)],
     }
     modes = [("own cluster", env)]
     if args.shared:
@@ -72,8 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         for mode, menv in modes:
             for name, cmd in commands.items():
                 times = []
-                for _ in range(args.repeat):
-                    times.append(_run(args.code, cmd, menv))
+                for i in range(args.repeat):
+                    run = [a.format(run=f"{mode[:3]}{i}") for a in cmd]
+                    times.append(_run(args.code, run, menv))
                 print(json.dumps({"label": args.label, "mode": mode, "command": name,
                                   "median_s": round(statistics.median(times), 2),
                                   "runs_s": [round(t, 2) for t in times]}), flush=True)

@@ -251,8 +251,10 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
                     gamma, rs, ds if self.scaler_ is None else None)
                 log.info("seed %s: %s rows in %.1f s", self.seed_info_["seed"],
                          self.seed_info_["seed_rows"], self.seed_info_["seed_seconds"])
-            cfg = RunConfig(k, r, int(self.max_iter), float(self.violator_tol),
-                            float(self.gap_tol), float(self.tol), rs, seeds, self.route)
+            cfg = RunConfig(k=k, sample_size=r, max_iter=int(self.max_iter),
+                            violator_tol=float(self.violator_tol), gap_tol=float(self.gap_tol),
+                            margin_tol=float(self.tol), random_state=rs, seed_rows=seeds,
+                            route=self.route)
             log.info("RandSVM: %d rows, %d features, %d partitions (%s), %d problem(s), "
                      "k=%s, r=%d, gap_tol=%g", n, parts.n_features, parts.n_partitions,
                      "cached" if parts.futures is not None else "re-read each pass",

@@ -22,6 +22,7 @@ from .randsvm.partitions import (
     make_array_partition,
 )
 from .validation import check_classes, check_features, check_labels
+from .waiting import gather
 
 
 def open_dataset(data, **kwargs):
@@ -51,9 +52,11 @@ def partition_moments(part: Partition) -> tuple[int, float, float]:
 
 def feature_variance(client, parts: PartitionSet) -> float:
     """Variance of all feature values of the data set (for gamma='scale')."""
-    got = client.gather([client.submit(partition_moments, parts.partition(client, i),
-                                       pure=False, retries=2)
-                         for i in range(parts.n_partitions)])
+    got = gather(client, [client.submit(partition_moments, parts.partition(client, i),
+                                        pure=False, retries=2)
+                          for i in range(parts.n_partitions)],
+                 "the feature moments (gamma='scale')",
+                 [f"partition {i}" for i in range(parts.n_partitions)])
     return moments_variance(got)
 
 
@@ -221,8 +224,9 @@ def class_counts(client, data, y, classes: np.ndarray) -> np.ndarray:
     if is_dask_collection(y):
         import dask.array as da
 
-        labels, counts = client.gather(client.compute(
-            list(da.unique(as_dask_array(y, "y").ravel(), return_counts=True))))
+        labels, counts = gather(client, client.compute(
+            list(da.unique(as_dask_array(y, "y").ravel(), return_counts=True))),
+            "the class counts of y")
         got = dict(zip(labels.tolist(), counts.tolist()))
         return np.array([got.get(c, 0) for c in np.asarray(classes).tolist()])
     y = np.asarray(y)

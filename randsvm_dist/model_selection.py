@@ -42,6 +42,8 @@ import scipy.sparse as sp
 
 from .exceptions import DataFormatError, ParameterError
 from .randsvm.sampling import row_keys, stream_id
+from .seeds import resolve_seed
+from .waiting import gather, n_workers
 
 log = logging.getLogger("randsvm_dist")
 
@@ -151,13 +153,14 @@ def _fold_counts(folds: np.ndarray, n_folds: int) -> np.ndarray:
 
 def distributed_folds(client, parts, n_classes: int, n_folds: int, random_state):
     """Fold futures per partition (and per-partition fold sizes) for a PartitionSet."""
-    counts = client.gather([client.submit(_class_counts, f, n_classes, pure=False, retries=2)
-                            for f in parts.futures])
+    counts = gather(client, [client.submit(_class_counts, f, n_classes, pure=False, retries=2)
+                             for f in parts.futures], "the class counts of the folds")
     starts = np.cumsum([np.zeros(n_classes, np.int64)] + counts[:-1], axis=0)
     folds = [client.submit(_partition_folds, f, n_folds, random_state, starts[i], pure=False,
                            retries=2) for i, f in enumerate(parts.futures)]
-    sizes = np.array(client.gather([client.submit(_fold_counts, f, n_folds, pure=False)
-                                    for f in folds]))
+    sizes = np.array(gather(client, [client.submit(_fold_counts, f, n_folds, pure=False,
+                                                   retries=2) for f in folds],
+                            "the fold sizes"))
     return folds, sizes
 
 
@@ -287,6 +290,7 @@ class GridSearch:
                                  f"{self.solver!r}")
         cs, gs = exponent_range(*self.log2C), exponent_range(*self.log2gamma)
         t0 = time.perf_counter()
+        self.random_seed_ = resolve_seed(self.random_state)
         self._done = self._read_results()
         with dask_client(self.client) as client:
             parts, classes = load_partitions(client, data, y, cache=True)
@@ -298,7 +302,7 @@ class GridSearch:
                 parts = self.scaler_.transform_partitions(client, parts)
             self.classes_, self.n_rows_ = classes, parts.n_rows
             folds, fold_sizes = distributed_folds(client, parts, len(classes),
-                                                  int(self.n_folds), self.random_state)
+                                                  int(self.n_folds), self.random_seed_)
             self.fold_sizes_ = fold_sizes.sum(axis=0)
             run = _Run(self, client, parts, folds, fold_sizes, len(classes))
             run.evaluate([(c, g) for c in cs for g in gs])
@@ -327,7 +331,7 @@ class GridSearch:
         est = RandSVMClassifier(kernel="rbf", C=self.best_params_["C"],
                                 gamma=self.best_params_["gamma"], k=None,
                                 gap_tol=self.gap_tol, tol=self.tol, max_iter=self.max_iter,
-                                cache_size=self.cache_size, random_state=self.random_state,
+                                cache_size=self.cache_size, random_state=self.random_seed_,
                                 client=self.client, scale=self.scaler_ if self.scale is not
                                 None else None)
         est.fit(data, y)
@@ -392,11 +396,11 @@ class GridSearch:
                                       f"(columns {reader.fieldnames})")
             for row in reader:
                 if int(row["n_folds"]) != int(self.n_folds) or \
-                        row["random_state"] != str(self.random_state):
+                        row["random_state"] != str(self.random_seed_):
                     raise DataFormatError(
                         f"{self.results}: written with n_folds={row['n_folds']}, "
                         f"random_state={row['random_state']}; this search has "
-                        f"n_folds={self.n_folds}, random_state={self.random_state}: use "
+                        f"n_folds={self.n_folds}, random_state={self.random_seed_}: use "
                         "another results file")
                 p = _Point(int(row["fold"]), float(row["log2C"]), float(row["log2gamma"]))
                 done[p] = (int(row["correct"]), int(row["n"]), float(row["seconds"]),
@@ -415,7 +419,7 @@ class GridSearch:
             if new:
                 w.writerow(FOLD_COLUMNS + ("n_folds", "random_state"))
             w.writerow([p.fold, p.log2C, p.log2gamma, *result, self.n_folds,
-                        self.random_state])
+                        self.random_seed_])
 
 
 class _Run:
@@ -473,7 +477,7 @@ class _Run:
                      f"{best['mean_accuracy']:.4f}" if best else "-",
                      elapsed / done * (total - done))
 
-        with ThreadPoolExecutor(max_workers=max(1, _n_workers(self.client))) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, n_workers(self.client))) as pool:
             pending = {pool.submit(self._randsvm_point, p): p for p in large}
             for fut, result in as_completed(futures, with_results=True):
                 finished(futures[fut], (*result, "libsvm"))
@@ -508,14 +512,16 @@ class _Run:
         problems = [Problem(pos, solver) for pos in positives]
         n = train.n_rows
         r = 2 * support_bound(n, 0.2, 0.9, False)
-        run_randsvm(c, train, problems, RunConfig(n + 1, r, int(self.s.max_iter), 0.0,
-                                                  float(self.s.gap_tol), float(self.s.tol),
-                                                  self.s.random_state))
+        cfg = RunConfig(k=None, sample_size=r, max_iter=int(self.s.max_iter),
+                        gap_tol=float(self.s.gap_tol), margin_tol=float(self.s.tol),
+                        random_state=self.s.random_seed_)
+        run_randsvm(c, train, problems, cfg)
         models = [(q.sv_X if q.sv_X is not None else _empty(train), q.dual_coef, q.intercept)
                   for q in problems]
-        got = c.gather([c.submit(_held_out_correct, part, fo, p.fold, models, kernel,
-                                 pure=False, retries=2)
-                        for part, fo in zip(self.parts.futures, self.folds)])
+        got = gather(c, [c.submit(_held_out_correct, part, fo, p.fold, models, kernel,
+                                  pure=False, retries=2)
+                         for part, fo in zip(self.parts.futures, self.folds)],
+                     f"the held-out accuracy of fold {p.fold}")
         return (sum(g[0] for g in got), sum(g[1] for g in got), time.perf_counter() - t0)
 
     def points(self) -> list[dict]:
@@ -544,5 +550,3 @@ def _empty(parts):
         np.zeros((0, d), np.float32)
 
 
-def _n_workers(client) -> int:
-    return len(client.scheduler_info().get("workers", {}))

@@ -36,6 +36,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from .exceptions import DataFormatError, NotFittedError, ParameterError, SchemaError
 from .validation import check_features
+from .waiting import gather
 
 log = logging.getLogger("randsvm_dist")
 
@@ -172,14 +173,16 @@ class FeatureScaler(TransformerMixin, BaseEstimator):
         from .cluster import dask_client
 
         with dask_client(self.client) as client:
-            stats = client.gather([client.submit(_dataset_partition_stats, ds, i, pure=False,
-                                                 retries=2) for i in range(ds.n_partitions)])
+            stats = gather(client, [client.submit(_dataset_partition_stats, ds, i, pure=False,
+                                                  retries=2) for i in range(ds.n_partitions)],
+                           "the scaling statistics",
+                           [f"partition {i}" for i in range(ds.n_partitions)])
         return self.fit_stats(combine_stats(stats), ds.is_sparse)
 
     def fit_partitions(self, client, parts) -> FeatureScaler:
         """Learn the scaling from partitions already on the workers (a ``PartitionSet``)."""
-        stats = client.gather([client.submit(_partition_stats, f, pure=False, retries=2)
-                               for f in parts.futures])
+        stats = gather(client, [client.submit(_partition_stats, f, pure=False, retries=2)
+                                for f in parts.futures], "the scaling statistics")
         return self.fit_stats(combine_stats(stats), parts.is_sparse)
 
     def fit_stats(self, stats: FeatureStats, sparse: bool) -> FeatureScaler:
@@ -292,8 +295,9 @@ class FeatureScaler(TransformerMixin, BaseEstimator):
                 dask_client(client if client is not None else self.client) as c:
             me = put(c, self)
             paths = [w.out.path(f"part-{i:05d}.parquet") for i in range(ds.n_partitions)]
-            c.gather([c.submit(_scale_dataset_partition, me, ds, i, paths[i], w.filesystem,
-                               pure=False, retries=2) for i in range(ds.n_partitions)])
+            gather(c, [c.submit(_scale_dataset_partition, me, ds, i, paths[i], w.filesystem,
+                                pure=False, retries=2) for i in range(ds.n_partitions)],
+                   "the scaled partitions", [f"partition {i}" for i in range(ds.n_partitions)])
             w.paths = paths
             return w.close()
 

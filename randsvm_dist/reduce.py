@@ -161,8 +161,9 @@ def _resolve_gamma(client, estimator, ds, parts: list[int]):
     if gamma != "scale":
         resolve_gamma(gamma)  # raises ParameterError naming the bad value
     norm = _normalizes(estimator)
-    got = client.gather([client.submit(partition_moments, ds, i, norm, pure=False,
-                                       retries=2) for i in parts])
+    got = gather(client, [client.submit(partition_moments, ds, i, norm, pure=False,
+                                        retries=2) for i in parts],
+                 "the feature moments (gamma='scale')", [f"partition {i}" for i in parts])
     return resolve_gamma("scale", n_features=ds.n_features, x_var=moments_variance(got))
 
 

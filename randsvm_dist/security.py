@@ -120,8 +120,26 @@ def write_certificates(directory: str | os.PathLike, hosts: tuple[str, ...] = ("
     return {k: str(p) for k, (p, _) in files.items()}
 
 
-if __name__ == "__main__":  # pragma: no cover - python -m randsvm_dist.security DIR [HOST..]
-    if len(sys.argv) < 2:
-        sys.exit("usage: python -m randsvm_dist.security DIR [HOST ...]")
-    paths = write_certificates(sys.argv[1], tuple(sys.argv[2:]) or ("localhost", "127.0.0.1"))
+def main(argv: list[str] | None = None) -> int:
+    """``python -m randsvm_dist.security DIR [HOST ...]``: write a CA and a certificate.
+
+    Returns:
+        0.
+    """
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m randsvm_dist.security",
+                                description="write ca.pem, cert.pem and key.pem (a private "
+                                            "CA and one certificate it signs) into DIR")
+    p.add_argument("directory", metavar="DIR")
+    p.add_argument("hosts", nargs="*", metavar="HOST", default=["localhost", "127.0.0.1"],
+                   help="names/addresses the certificate is valid for")
+    p.add_argument("--days", type=int, default=365)
+    args = p.parse_args(argv)
+    paths = write_certificates(args.directory, tuple(args.hosts), days=args.days)
     print("\n".join(f"{k}: {v}" for k, v in paths.items()))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

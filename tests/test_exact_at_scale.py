@@ -189,3 +189,37 @@ def test_warm_started_re_solves_reach_the_same_optimum(dask_client, ringnorm, mo
     warm = [h["warm_start"] for h in est.history_]
     assert warm[0] is False and all(warm[1:]) and len(warm) >= 2
     assert_certified_optimum(est, X, y, p_opt, f_opt)
+
+
+def test_memory_limited_workers_re_read_and_match_the_unlimited_fit(dask_client, ringnorm,
+                                                                    tmp_path, caplog):
+    """Workers whose memory limit is below the data's size: cache='auto' re-reads the
+    partitions from Parquet every pass, and the model is the unlimited, cached fit's.
+
+    The limit is declared to the scheduler but not enforced (an in-process cluster whose
+    pause/terminate thresholds are off, or the test process itself would be paused); the
+    enforced limit runs in benchmarks/bench_randsvm.py (--memory-limit, 1e7 rows).
+    """
+    import logging
+
+    import dask
+    from distributed import Client, LocalCluster
+
+    X, y, _, _ = ringnorm
+    data = tmp_path / "ringnorm"
+    write_arrays(X, y.astype(np.int64), data, partitions=5)
+    kw = dict(route="sample", sample_size=600)
+    unlimited = fit(dask_client, str(data), cache=True, **kw)
+    data_bytes = 4 * (X.shape[1] + 1) * len(y)
+    off = {f"distributed.worker.memory.{k}": False
+           for k in ("target", "spill", "pause", "terminate")}
+    with dask.config.set(off), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                         memory_limit=data_bytes // 2, dashboard_address=None) as lc, \
+            Client(lc, set_as_default=False) as client, \
+            caplog.at_level(logging.INFO, logger="randsvm_dist"):
+        limited = fit(client, str(data), **kw)
+    assert "re-read each pass" in caplog.text
+    np.testing.assert_array_equal(limited.support_, unlimited.support_)
+    np.testing.assert_array_equal(limited.dual_coef_, unlimited.dual_coef_)
+    assert limited.certified_ and limited.n_iter_ == unlimited.n_iter_

@@ -195,3 +195,18 @@ def test_a_killed_worker_loses_no_finished_point(small, tmp_path):
     assert got.points_ == [dict(p, seconds=q["seconds"]) for p, q in
                            zip(ref.points_, got.points_)]
     assert (tmp_path / "r.csv").read_text().count("\n") == 1 + 16 * 3
+
+
+def test_random_state_none_draws_fresh_recorded_folds(dask_client, small):
+    _, _, root = small
+    grid = dict(log2C=(1, 1, 1), log2gamma=(-3, -3, -1), n_folds=3, refine=False,
+                client=dask_client)
+    a = GridSearch(**grid, random_state=None).fit(str(root / "p3"))
+    b = GridSearch(**grid, random_state=None).fit(str(root / "p3"))
+    assert a.random_seed_ != b.random_seed_  # fresh randomness, as in sklearn
+    again = GridSearch(**grid, random_state=a.random_seed_).fit(str(root / "p3"))
+    def accuracies(gs):
+        return [(p["log2C"], p["log2gamma"], p["mean_accuracy"], p["std_accuracy"])
+                for p in gs.points_]
+
+    assert accuracies(again) == accuracies(a)  # the recorded seed reproduces the search

@@ -243,3 +243,56 @@ def test_a_job_survives_a_scheduler_restart_from_its_checkpoint(big, tmp_path):
         assert same_model(tmp_path / "job.model", tmp_path / "ref.model")
     finally:
         second.close()
+
+
+@pytest.fixture(scope="module")
+def ringnorm_big(tmp_path_factory):
+    """40,000 ringnorm rows in 4 partitions: scans and solves long enough to be hit."""
+    X, y = make_arrays("ringnorm", 40000, seed=6)
+    return write_arrays(X, y, tmp_path_factory.mktemp("ringbig") / "train", partitions=4)
+
+
+PHASES = {"scan": ("train", "scan_partition"),
+          "solve": ("train", "solve_working_set_task"),
+          "streaming reduce": ("stream", "fit_partition")}
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("phase", list(PHASES))
+def test_killing_a_worker_in_each_phase_changes_nothing(cluster, ringnorm_big, tmp_path,
+                                                        phase):
+    """SIGKILL the worker that runs a task of the phase (a violator scan, a working-set
+    solve, a streaming learner's partition pass): the result is the undisturbed run's."""
+    import threading
+
+    command, prefix = PHASES[phase]
+    argv = ([command, ringnorm_big.url, "--C", "1", "--gamma", "0.05", "--random-state",
+             "5", "--scheduler", cluster.address]
+            + (["--sample-size", "8000", "--route", "sample"] if command == "train"
+               else ["--method", "bsgd", "--budget", "200"]))
+    ext = ".model" if command == "train" else ".npz"
+    assert cli_main([*argv, "--model", str(tmp_path / f"ref{ext}")]) == 0
+
+    def running() -> dict:
+        return {w: k for w, keys in cluster.client.processing().items() for k in keys
+                if str(k).startswith(prefix)}
+
+    outcome = {}
+    run = threading.Thread(target=lambda: outcome.setdefault(
+        "rc", cli_main([*argv, "--model", str(tmp_path / f"hit{ext}")])))
+    run.start()
+    deadline = time.monotonic() + 120
+    while not (hit := running()):
+        assert run.is_alive() and time.monotonic() < deadline, f"no {phase} task was seen"
+        time.sleep(0.005)
+    victim = next(iter(hit))
+    os.kill(cluster.worker_pids()[victim], signal.SIGKILL)
+    run.join(600)
+    assert not run.is_alive() and outcome["rc"] == 0
+    cluster.client.wait_for_workers(2, timeout=60)
+    if command == "train":
+        assert same_model(tmp_path / "hit.model", tmp_path / "ref.model")
+    else:
+        X, _ = ringnorm_big.read_partition(0)
+        np.testing.assert_array_equal(load_model(tmp_path / "hit.npz").decision_function(X),
+                                      load_model(tmp_path / "ref.npz").decision_function(X))

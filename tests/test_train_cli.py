@@ -72,3 +72,20 @@ def test_report_draws_the_history(dask_client, tmp_path, capsys):
     (tmp_path / "other.json").write_text('{"accuracy": 0.9}')
     assert main(["report", str(tmp_path / "other.json")]) == 2
     assert "has no training history" in capsys.readouterr().err
+
+
+def test_train_defaults_are_the_estimators_certified_defaults():
+    """`train` with no options fits what RandSVMClassifier() fits: certified, no k bound."""
+    from randsvm_dist.cli import build_parser
+    from randsvm_dist.estimators import RandSVMClassifier
+
+    args = build_parser().parse_args(["train", "data", "--model", "m.model"])
+    defaults = RandSVMClassifier().get_params()
+    for option, param in [("kernel", "kernel"), ("C", "C"), ("gamma", "gamma"), ("k", "k"),
+                          ("sample_size", "sample_size"), ("epsilon", "epsilon"),
+                          ("delta", "delta"), ("max_iter", "max_iter"), ("tol", "tol"),
+                          ("violator_tol", "violator_tol"), ("gap_tol", "gap_tol"),
+                          ("cache_size", "cache_size"), ("route", "route"),
+                          ("seed_from", "seed"), ("scale", "scale")]:
+        assert getattr(args, option) == defaults[param], option
+    assert args.cache == str(defaults["cache"]).lower()

@@ -43,7 +43,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         epsilon=args.epsilon, delta=args.delta, separable=args.separable,
         max_iter=args.max_iter, tol=args.tol, violator_tol=args.violator_tol,
         gap_tol=args.gap_tol, cache_size=args.cache_size, random_state=args.random_state,
-        client=client, scale=args.scale,
+        client=client, scale=args.scale, seed=args.seed_from, route=args.route,
+        cache={"auto": "auto", "true": True, "false": False}[args.cache],
     )
     est.fit(args.data, checkpoint=getattr(args, "checkpoint", None),
             resume=getattr(args, "resume", False))
@@ -52,10 +53,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         "data": args.data, "model": args.model, "fit_seconds": est.fit_time_,
         "n_support": int(len(est.support_)), "n_iter": est.n_iter_,
         "stop_reasons": est.stop_reasons_, "optimal": est.optimal_, "k": est.k_,
-        "sample_size": est.sample_size_, "gamma": est.gamma_, "history": est.history_,
+        "sample_size": est.sample_size_, "gamma": est.gamma_,
+        "relative_gap": est.relative_gap_, "certified": est.certified_,
+        "seed": est.seed_info_, "history": est.history_,
     }
     summary = (f"trained in {est.fit_time_:.1f} s: {len(est.support_)} support vectors, "
-               f"{est.n_iter_} iterations, stop: {', '.join(est.stop_reasons_)}; "
+               f"{est.n_iter_} iterations, stop: {', '.join(est.stop_reasons_)}, relative "
+               f"gap {est.relative_gap_:.2e} ({'certified' if est.certified_ else 'NOT certified'}"
+               f" <= {est.gap_tol:g}); "
                f"model written to {args.model}")
     if args.test:
         say(args, summary)
@@ -81,9 +86,10 @@ def register(subparsers) -> None:
     p.add_argument("--degree", type=int, default=3)
     p.add_argument("--coef0", type=float, default=0.0)
     p.add_argument("--class-weight", default=None, help="'balanced' or omit")
-    p.add_argument("--k", type=bound, default="auto",
-                   help="support-set bound: 'auto' (the paper's estimate), a number, or "
-                        "'none'")
+    p.add_argument("--k", type=bound, default=None,
+                   help="the paper's support-set bound, an option: 'auto' (its estimate), a "
+                        "number, or 'none' (the default: run to the certified gap); a stop "
+                        "at k is not certified and warns")
     p.add_argument("--sample-size", type=int_or_auto, default="auto",
                    help="rows per LIBSVM solve (r)")
     p.add_argument("--epsilon", type=float, default=0.2)
@@ -93,8 +99,18 @@ def register(subparsers) -> None:
     p.add_argument("--tol", type=float, default=1e-3)
     p.add_argument("--violator-tol", type=float, default=0.0,
                    help="stop at this fraction of violators")
-    p.add_argument("--gap-tol", type=float, default=0.0,
-                   help="stop at this relative primal-dual gap (certified on all rows)")
+    p.add_argument("--gap-tol", type=float, default=1e-3,
+                   help="stop at this relative primal-dual gap, certified on all rows (0: run "
+                        "until no row violates the margin)")
+    p.add_argument("--seed-from", default=None, choices=["bsgd", "ramp"],
+                   help="start from this streaming learner, trained per partition on the "
+                        "workers and tree-merged: its support vectors join the first sample")
+    p.add_argument("--route", default="auto", choices=["auto", "sample", "direct"],
+                   help="'direct': one LIBSVM solve of all rows on a worker; 'auto' chooses "
+                        "by the measured rule")
+    p.add_argument("--cache", default="auto", choices=["auto", "true", "false"],
+                   help="keep partitions in worker memory; 'false' re-reads them from "
+                        "Parquet every pass (data larger than the workers' memory)")
     p.add_argument("--cache-size", type=float, default=200.0)
     p.add_argument("--scale", choices=["minmax", "standard"], default=None,
                    help="scale the features (learnt on the training rows, kept in the model, "

@@ -27,6 +27,7 @@ import scipy.sparse as sp
 
 from ..kernels import decision_values
 from ..solvers.libsvm_adapter import BinarySolution, SolverParams, solve_binary
+from ..waiting import gather
 from .partitions import Partition
 from .sampling import keys_of
 
@@ -121,8 +122,8 @@ def solve_working_set(client, X, y: np.ndarray, rows: np.ndarray, params: Solver
         Solved.
     """
     if n_parts <= 1:
-        sol = client.gather(client.submit(_solve_part, X, y, params, n_threads, pure=False,
-                                          retries=2))
+        sol, = gather(client, [client.submit(_solve_part, X, y, params, n_threads,
+                                             pure=False, retries=2)], "the working-set solve")
         return Solved(sol.support, sol)
     keys = keys_of(stream, rows)
     part_of = np.minimum((keys * n_parts).astype(np.int64), n_parts - 1)
@@ -131,12 +132,14 @@ def solve_working_set(client, X, y: np.ndarray, rows: np.ndarray, params: Solver
                              max(1, n_threads // n_parts), pure=False, retries=2)
                for m in members if len(m)]
     kept = np.sort(np.concatenate([m[s.support] for m, s in
-                                   zip([m for m in members if len(m)], client.gather(futures))]))
+                                   zip([m for m in members if len(m)],
+                                       gather(client, futures, "the cascade's part solves"))]))
     if not len(kept):  # every part one class: fall back to the whole set
         return solve_working_set(client, X, y, rows, params, n_threads, 1, stream)
     while True:
-        sol = client.gather(client.submit(_solve_part, X[kept], y[kept], params, n_threads,
-                                          pure=False, retries=2))
+        sol, = gather(client, [client.submit(_solve_part, X[kept], y[kept], params,
+                                             n_threads, pure=False, retries=2)],
+                      "the cascade's final solve")
         # Graf et al.'s feedback: rows a part dropped that violate the united solution join
         # it, until none does, so the result is the optimum of the whole working set
         rest = np.setdiff1d(np.arange(len(y)), kept, assume_unique=True)

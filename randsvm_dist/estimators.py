@@ -20,7 +20,7 @@ from .randsvm.bounds import support_bound
 from .randsvm.driver import Problem, RunConfig, run_randsvm
 from .seeds import resolve_seed
 from .solvers.libsvm_adapter import SolverParams
-from .validation import check_features, check_positive
+from .validation import check_features, check_gamma, check_positive
 
 log = logging.getLogger("randsvm_dist")
 
@@ -161,9 +161,7 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
                                  f"{self.route!r}")
         if self.cache not in ("auto", True, False):
             raise ParameterError(f"cache must be 'auto', True or False; got {self.cache!r}")
-        if isinstance(self.gamma, str) and self.gamma not in ("scale", "auto"):
-            raise ParameterError(f"gamma must be a number, 'scale' or 'auto'; got "
-                                 f"{self.gamma!r}")
+        check_gamma(self.gamma)
 
     def _class_weights(self, classes: np.ndarray, counts: np.ndarray | None) -> np.ndarray:
         cw = self.class_weight

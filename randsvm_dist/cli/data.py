@@ -52,7 +52,9 @@ def register(subparsers) -> None:
     p.add_argument("dst", help="output directory or URL (must not exist)")
     p.add_argument("--rows", type=int, required=True, help="number of rows")
     _add_partitioning(p)
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--random-state", "--seed", dest="seed", type=int, default=0,
+                   help="seed of the generator, as every command's --random-state "
+                        "(default 0)")
     add_overwrite_progress(p)
     p.set_defaults(func=_make)
 

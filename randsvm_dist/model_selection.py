@@ -35,6 +35,7 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import as_completed as futures_completed
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -479,10 +480,11 @@ class _Run:
 
         with ThreadPoolExecutor(max_workers=max(1, n_workers(self.client))) as pool:
             pending = {pool.submit(self._randsvm_point, p): p for p in large}
-            for fut, result in as_completed(futures, with_results=True):
-                finished(futures[fut], (*result, "libsvm"))
-            for fut, p in pending.items():
-                finished(p, (*fut.result(), "randsvm"))
+            if futures:  # distributed's as_completed([]) looks for a default client
+                for fut, result in as_completed(futures, with_results=True):
+                    finished(futures[fut], (*result, "libsvm"))
+            for fut in futures_completed(pending):  # each recorded as soon as it ends
+                finished(pending[fut], (*fut.result(), "randsvm"))
 
     def _fold_data(self, f: int):
         if f not in self.fold_data:

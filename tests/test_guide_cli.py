@@ -46,3 +46,24 @@ def test_scale_grid_train_evaluate(dask_client, tmp_path, capsys):
     assert main(["evaluate", str(tmp_path / "m.model"), str(tmp_path / "test"), "--json",
                  *addr]) == 0
     assert json.loads(capsys.readouterr().out)["accuracy"] > 0.9
+
+
+def test_grid_of_large_folds_only_in_a_fresh_process(dask_client, tmp_path):
+    """Every point on the RandSVM path (no LIBSVM task at all), from a process with no
+    default Dask client: the search finishes and records every point."""
+    import csv
+    import subprocess
+    import sys
+
+    X, y = make_arrays("twonorm", 400, seed=1)
+    write_arrays(X, y, tmp_path / "train", partitions=2)
+    proc = subprocess.run(
+        [sys.executable, "-m", "randsvm_dist.cli", "grid", str(tmp_path / "train"), "--C",
+         "2^0..2^1:1", "--gamma", "2^-3..2^-3", "--folds", "2", "--no-refine",
+         "--libsvm-max-rows", "10", "--out", str(tmp_path / "grid"), "--scheduler",
+         dask_client.scheduler.address, "--json"],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    with open(tmp_path / "grid" / "folds.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 4 and {r["solver"] for r in rows} == {"randsvm"}

@@ -386,6 +386,12 @@ class GridSearch:
         top = max(pts, key=lambda p: (p["mean_accuracy"], -p["log2C"], -p["log2gamma"]))
         return top["log2C"], top["log2gamma"]
 
+    def _seed(self) -> int:
+        """The seed of this search (``random_state`` resolved once; see ``seeds``)."""
+        if getattr(self, "random_seed_", None) is None:
+            self.random_seed_ = resolve_seed(self.random_state)
+        return self.random_seed_
+
     def _read_results(self) -> dict:
         done: dict = {}
         if self.results is None or not os.path.exists(self.results):
@@ -397,11 +403,11 @@ class GridSearch:
                                       f"(columns {reader.fieldnames})")
             for row in reader:
                 if int(row["n_folds"]) != int(self.n_folds) or \
-                        row["random_state"] != str(self.random_seed_):
+                        row["random_state"] != str(self._seed()):
                     raise DataFormatError(
                         f"{self.results}: written with n_folds={row['n_folds']}, "
                         f"random_state={row['random_state']}; this search has "
-                        f"n_folds={self.n_folds}, random_state={self.random_seed_}: use "
+                        f"n_folds={self.n_folds}, random_state={self._seed()}: use "
                         "another results file")
                 p = _Point(int(row["fold"]), float(row["log2C"]), float(row["log2gamma"]))
                 done[p] = (int(row["correct"]), int(row["n"]), float(row["seconds"]),
@@ -420,7 +426,7 @@ class GridSearch:
             if new:
                 w.writerow(FOLD_COLUMNS + ("n_folds", "random_state"))
             w.writerow([p.fold, p.log2C, p.log2gamma, *result, self.n_folds,
-                        self.random_seed_])
+                        self._seed()])
 
 
 class _Run:

@@ -1,6 +1,6 @@
 """Checkpoint overhead of the RandSVM driver, and what a resume saves over a restart.
 
-    /work/bin/timed python benchmarks/bench_checkpoint.py --rows 1000000
+    python benchmarks/bench_checkpoint.py --rows 1000000
 
 On a checkerboard of ``--rows`` rows (Parquet, 8 partitions) with a fixed number of
 iterations (``--iters``, route 'sample'):

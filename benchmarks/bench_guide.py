@@ -16,9 +16,9 @@ included) against the same (fold, C, gamma) LIBSVM runs in a serial loop in one 
 --rows rows (2 folds, one (C, gamma)), for the arithmetic of a full grid at that size.
 
     python benchmarks/bench_guide.py steps --sets heart_scale german skin ijcnn1
-    /work/bin/timed python benchmarks/bench_guide.py speedup --set german --which cluster
-    /work/bin/timed python benchmarks/bench_guide.py speedup --set german --which serial
-    /work/bin/timed python benchmarks/bench_guide.py large --rows 1000000
+    python benchmarks/bench_guide.py speedup --set german --which cluster
+    python benchmarks/bench_guide.py speedup --set german --which serial
+    python benchmarks/bench_guide.py large --rows 1000000
 """
 
 from __future__ import annotations

@@ -4,10 +4,10 @@ Each command runs in a fresh process (``python -m randsvm_dist.cli``) with the p
 taken from ``--code`` (a source tree, put first on PYTHONPATH), so two trees (e.g. main
 before and after a change) are timed the same way. The inputs are small enough that the
 work itself takes well under a second; what remains is import, cluster start and stop.
-Run under ``/work/bin/timed``:
+Run it alone on the machine:
 
-    /work/bin/timed python benchmarks/bench_startup.py --code /tmp/before --label before
-    /work/bin/timed python benchmarks/bench_startup.py --code . --label after --shared
+    python benchmarks/bench_startup.py --code /tmp/before --label before
+    python benchmarks/bench_startup.py --code . --label after --shared
 """
 
 from __future__ import annotations

@@ -145,29 +145,35 @@ def run_randsvm(train: Path, test: Path, C: float, gamma: float, opts: dict) -> 
     ('auto', 'true', 'false'), memory_limit (per worker, e.g. '400MB', or None).
     """
     import numpy as np
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
+    from randsvm_dist.cluster import launch, wait_for_workers
     from randsvm_dist.data import Dataset
     from randsvm_dist.estimators import RandSVMClassifier
 
     cache = {"auto": "auto", "true": True, "false": False}[opts["cache"]]
-    with LocalCluster(n_workers=opts["workers"], threads_per_worker=1, dashboard_address=":0",
-                      memory_limit=opts["memory_limit"] or "auto") as lc, \
-            Client(lc) as client:
-        _warm_up(client)
-        est = RandSVMClassifier(C=C, gamma=gamma, gap_tol=opts["gap_tol"], random_state=0,
-                                client=client, k={"none": None}.get(opts["k"], opts["k"]),
-                                seed=opts["seed"], cache=cache,
-                                max_iter=opts.get("max_iter") or 50,
-                                cache_size=opts.get("cache_size") or 200.0)
-        w0, t0, c0 = client.run(_cpu_seconds), time.perf_counter(), _cpu_seconds()
-        est.fit(str(train))
-        seconds, w1 = time.perf_counter() - t0, client.run(_cpu_seconds)
-        cpu = _cpu_seconds() - c0 + sum(w1[w] - w0.get(w, 0.0) for w in w1)
-        worker_rss = client.run(_worker_peak_rss_mb)
-        ds = Dataset.open(test)
-        Xt, yt = ds.to_arrays()
-        acc = float(np.mean(est.predict(Xt) == yt))
+    # scheduler and workers in their own processes: this one's peak RSS is the driver's
+    procs = launch(opts["workers"], memory_limit=opts["memory_limit"] or "auto",
+                   log_path=opts.get("cluster_log"))
+    try:
+        with Client(procs.address) as client:
+            wait_for_workers(client, opts["workers"])
+            _warm_up(client)
+            est = RandSVMClassifier(C=C, gamma=gamma, gap_tol=opts["gap_tol"], random_state=0,
+                                    client=client, k={"none": None}.get(opts["k"], opts["k"]),
+                                    seed=opts["seed"], cache=cache,
+                                    max_iter=opts.get("max_iter") or 50,
+                                    cache_size=opts.get("cache_size") or 200.0)
+            w0, t0, c0 = client.run(_cpu_seconds), time.perf_counter(), _cpu_seconds()
+            est.fit(str(train))
+            seconds, w1 = time.perf_counter() - t0, client.run(_cpu_seconds)
+            cpu = _cpu_seconds() - c0 + sum(w1[w] - w0.get(w, 0.0) for w in w1)
+            worker_rss = client.run(_worker_peak_rss_mb)
+            ds = Dataset.open(test)
+            Xt, yt = ds.to_arrays()
+            acc = float(np.mean(est.predict(Xt) == yt))
+    finally:
+        procs.close()
     h = est.history_
     rates = [r["kernel_evals_per_second"] for r in h if r["kernel_evals"] > 1e8]
     core_rates = [r["kernel_evals_per_core_second"] for r in h if r["kernel_evals"] > 1e8]
@@ -182,6 +188,7 @@ def run_randsvm(train: Path, test: Path, C: float, gamma: float, opts: dict) -> 
             "scan_evals_per_core_second": float(np.median(core_rates)) if core_rates else None,
             "sample_size": est.sample_size_, "peak_rss_mb": _peak_rss_mb(),
             "worker_peak_rss_mb": max(worker_rss.values()),
+            "worker_peak_rss_mb_each": sorted(worker_rss.values()),
             "history": h}
 
 
@@ -295,6 +302,9 @@ def main(argv=None) -> int:
     p.add_argument("--seed", default=None, help="RandSVM's seed: 'bsgd' or 'ramp'")
     p.add_argument("--cache", default="auto", choices=["auto", "true", "false"])
     p.add_argument("--memory-limit", default=None, help="per worker, e.g. 400MB")
+    p.add_argument("--cluster-log", default=None,
+                   help="keep the scheduler's and workers' log here (memory warnings, "
+                        "restarts)")
     p.add_argument("--cache-size", type=float, default=None,
                    help="RandSVM's LIBSVM kernel cache per solve in MB (default its own, "
                         "200; the LIBSVM baseline runs with -m 1000)")
@@ -320,7 +330,7 @@ def main(argv=None) -> int:
         return 0
     opts = {"gap_tol": args.gap_tol, "workers": args.workers, "k": args.k, "seed": args.seed,
             "cache": args.cache, "memory_limit": args.memory_limit, "max_iter": args.max_iter,
-            "cache_size": args.cache_size}
+            "cache_size": args.cache_size, "cluster_log": args.cluster_log}
     print(f"{'set':14s} {'n':>9s} | {'LIBSVM s':>9s} {'acc':>7s} {'#SV':>7s} | "
           f"{'RandSVM s':>9s} {'acc':>7s} {'#SV':>7s} {'it':>3s} {'gap':>8s} "
           f"{'solve':>7s} {'scan':>7s} {'wRSS MB':>7s} | {'speed-up':>8s} {'d-acc':>6s}",

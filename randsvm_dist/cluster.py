@@ -95,16 +95,20 @@ def _child_environ() -> dict[str, str]:
 
 
 def launch(n_workers: int | None = None, threads_per_worker: int = 1, *,
-           log_path: Path | None = None, detach: bool = False) -> LocalProcesses:
+           log_path: Path | None = None, detach: bool = False,
+           memory_limit: str = "auto") -> LocalProcesses:
     """Start a scheduler and ``n_workers`` worker processes on this machine, loopback only.
 
     Args:
         n_workers: worker processes (default: one per core).
         threads_per_worker: threads per worker (1: each LIBSVM solve keeps to one core).
-        log_path: where the processes write their output (default: a temporary file).
+        log_path: where the processes write their output (default: a temporary file,
+            removed with the processes unless detached).
         detach: the processes outlive this one (``randsvm-dist cluster start``); otherwise
             the scheduler stops when this process ends, even if killed, and the workers
             follow it.
+        memory_limit: per worker, as ``dask worker --memory-limit`` takes it ('auto': the
+            machine's memory shared out; e.g. '2GB'); a worker above 95% of it is restarted.
 
     Returns:
         the running processes, their scheduler reachable at ``.address``.
@@ -115,7 +119,8 @@ def launch(n_workers: int | None = None, threads_per_worker: int = 1, *,
     n = n_workers or max(1, os.cpu_count() or 1)
     scheduler_file = Path(tempfile.mkstemp(prefix="randsvm-scheduler-", suffix=".json")[1])
     scheduler_file.unlink()  # the workers wait until the scheduler writes it
-    if log_path is None:
+    own_log = log_path is None
+    if own_log:
         fd, name = tempfile.mkstemp(prefix="randsvm-cluster-", suffix=".log")
         os.close(fd)
         log_path = Path(name)
@@ -129,14 +134,14 @@ def launch(n_workers: int | None = None, threads_per_worker: int = 1, *,
                   "--nworkers", str(n), "--nthreads", str(threads_per_worker),
                   "--host", LOOPBACK, "--no-dashboard", "--dashboard-address", f"{LOOPBACK}:0",
                   "--death-timeout", "60",
-                  "--memory-limit", "auto"]
+                  "--memory-limit", str(memory_limit)]
     with open(log_path, "ab") as out:
         popen = dict(stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                      start_new_session=detach, env=_child_environ())
         scheduler = subprocess.Popen(scheduler_cmd, **popen)
         workers = subprocess.Popen(worker_cmd, **popen)
     procs = LocalProcesses("", scheduler, workers, log_path, n, [scheduler_file])
-    if not detach:
+    if own_log and not detach:
         procs.temporary.append(log_path)
     deadline = time.monotonic() + START_TIMEOUT
     try:

@@ -180,15 +180,21 @@ def decision_values(X, support_vectors, coef: np.ndarray, intercept: float | np.
         for s in range(0, n, chunk_rows):
             out[s:s + chunk_rows] = np.asarray(X[s:s + chunk_rows] @ w)
     elif kernel.name == "rbf":
-        from .rbf_fused import rbf_accumulate
+        from .rbf_fused import DIRECT_MAX_FEATURES, rbf_accumulate, rbf_direct_accumulate
 
-        yn = row_sq_norms(support_vectors)
         out[:] = 0.0
         coef2 = np.ascontiguousarray(coef2)
-        for s in range(0, n, chunk_rows):
-            block = X[s:s + chunk_rows]
-            rbf_accumulate(_dot(block, support_vectors), row_sq_norms(block), yn, coef2,
-                           float(kernel.gamma), out[s:s + chunk_rows])
+        if (not sp.issparse(X) and not sp.issparse(support_vectors)
+                and 1 <= X.shape[1] <= DIRECT_MAX_FEATURES and support_vectors.shape[0]):
+            ST = np.ascontiguousarray(np.asarray(support_vectors, dtype=np.float32).T)
+            rbf_direct_accumulate(np.ascontiguousarray(X, dtype=np.float32), ST, coef2,
+                                  float(kernel.gamma), out)
+        else:
+            yn = row_sq_norms(support_vectors)
+            for s in range(0, n, chunk_rows):
+                block = X[s:s + chunk_rows]
+                rbf_accumulate(_dot(block, support_vectors), row_sq_norms(block), yn, coef2,
+                               float(kernel.gamma), out[s:s + chunk_rows])
     else:
         for s in range(0, n, chunk_rows):
             K = kernel_matrix(X[s:s + chunk_rows], support_vectors, kernel)

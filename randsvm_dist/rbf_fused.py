@@ -1,10 +1,19 @@
-"""The RBF part of a decision value in one pass over a block of dot products (numba).
+"""The RBF part of a decision value in one pass over a row's squared distances (numba).
 
-After the dot products G = X S' (BLAS), numpy needs five passes over the kernel block
-(scale, two subtractions, clip, exp) plus a matrix-vector product, and its ``exp`` runs one
-element at a time through a library call: about a third of what BLAS alone reaches. Here each
-row's kernel values are formed, exponentiated and summed against the coefficients while they
-are in registers, with an ``exp`` the compiler vectorises:
+Two ways to get a row's squared distances ||x - s_j||^2 to every support vector:
+
+- ``rbf_accumulate``: from a block of dot products G = X S' (BLAS), as
+  x_sq + s_sq - 2 G. After the GEMM, numpy would need five passes over the kernel block
+  (scale, two subtractions, clip, exp) plus a matrix-vector product, and its ``exp`` runs
+  one element at a time through a library call: about a third of what BLAS alone reaches.
+- ``rbf_direct_accumulate``: directly from the features, for data with at most
+  ``DIRECT_MAX_FEATURES`` features. There the GEMM has an inner dimension of 2-4, so it
+  only writes G to memory for the exp pass to read back; computing the distances in the
+  same loop skips that round trip (measured on this machine, one core, 93,000 support
+  vectors: 0.75 vs 0.50 G evaluations/s at d=2, 0.66 vs 0.49 at d=4, 0.46 vs 0.54 at d=8).
+
+Either way each row's kernel values are formed, exponentiated and summed against the
+coefficients while they are in cache, with an ``exp`` the compiler vectorises:
 
     e^x = 2^t, t = x log2(e) = k + f, k = round(t), f in [-1/2, 1/2]
     2^f ~ its degree-6 Taylor polynomial (remainder (ln2 / 2)^7 / 7! < 1.3e-7 on [-1/2, 1/2];
@@ -23,6 +32,36 @@ import numpy as np
 
 LOG2E = np.float32(1.4426950408889634)
 SUM_BLOCK = 1024
+DIRECT_MAX_FEATURES = 4
+
+
+@nb.njit(fastmath=True, cache=True, nogil=True, inline="always")
+def _exp_dot_row(dd, g, coef, e, bits, out, i):
+    """out[i, q] += sum_j coef[j, q] exp(-g dd[j]) (dd: squared distances, >= 0)."""
+    m = dd.shape[0]
+    for j in range(m):
+        t = max(-g * dd[j], np.float32(-87.0)) * LOG2E
+        k = np.floor(t + np.float32(0.5))
+        f = t - k
+        p = np.float32(1.5403530e-4)
+        p = p * f + np.float32(1.3333558e-3)
+        p = p * f + np.float32(9.6181291e-3)
+        p = p * f + np.float32(5.5504109e-2)
+        p = p * f + np.float32(2.4022650e-1)
+        p = p * f + np.float32(6.9314718e-1)
+        e[j] = p * f + np.float32(1.0)
+        bits[j] = (np.int32(k) + np.int32(127)) << np.int32(23)
+    scale = bits.view(np.float32)
+    for j in range(m):
+        e[j] *= scale[j]
+    for q in range(coef.shape[1]):
+        total = 0.0
+        for s in range(0, m, SUM_BLOCK):
+            acc = np.float32(0.0)
+            for j in range(s, min(s + SUM_BLOCK, m)):
+                acc += e[j] * coef[j, q]
+            total += acc
+        out[i, q] += total
 
 
 @nb.njit(fastmath=True, cache=True, nogil=True)
@@ -38,33 +77,43 @@ def rbf_accumulate(G: np.ndarray, x_sq: np.ndarray, s_sq: np.ndarray, coef: np.n
         out: (n, P) float64, accumulated into.
     """
     n, m = G.shape
-    P = coef.shape[1]
     g = np.float32(gamma)
+    dd = np.empty(m, np.float32)
     e = np.empty(m, np.float32)
     bits = np.empty(m, np.int32)
     for i in range(n):
         xi = x_sq[i]
         for j in range(m):
-            d = max(xi + s_sq[j] - np.float32(2.0) * G[i, j], np.float32(0.0))
-            t = max(-g * d, np.float32(-87.0)) * LOG2E
-            k = np.floor(t + np.float32(0.5))
-            f = t - k
-            p = np.float32(1.5403530e-4)
-            p = p * f + np.float32(1.3333558e-3)
-            p = p * f + np.float32(9.6181291e-3)
-            p = p * f + np.float32(5.5504109e-2)
-            p = p * f + np.float32(2.4022650e-1)
-            p = p * f + np.float32(6.9314718e-1)
-            e[j] = p * f + np.float32(1.0)
-            bits[j] = (np.int32(k) + np.int32(127)) << np.int32(23)
-        scale = bits.view(np.float32)
+            dd[j] = max(xi + s_sq[j] - np.float32(2.0) * G[i, j], np.float32(0.0))
+        _exp_dot_row(dd, g, coef, e, bits, out, i)
+
+
+@nb.njit(fastmath=True, cache=True, nogil=True)
+def rbf_direct_accumulate(X: np.ndarray, ST: np.ndarray, coef: np.ndarray, gamma: float,
+                          out: np.ndarray) -> None:
+    """out[i, p] += sum_j coef[j, p] exp(-gamma ||X[i] - ST[:, j]||^2), no GEMM.
+
+    Args:
+        X: (n, d) float32 rows, d >= 1 (meant for d <= DIRECT_MAX_FEATURES).
+        ST: (d, m) float32 support vectors, transposed (C-contiguous).
+        coef: (m, P) float32 coefficients.
+        gamma: the RBF width (> 0).
+        out: (n, P) float64, accumulated into.
+    """
+    n, d = X.shape
+    m = ST.shape[1]
+    g = np.float32(gamma)
+    dd = np.empty(m, np.float32)
+    e = np.empty(m, np.float32)
+    bits = np.empty(m, np.int32)
+    for i in range(n):
+        x0 = X[i, 0]
         for j in range(m):
-            e[j] *= scale[j]
-        for q in range(P):
-            total = 0.0
-            for s in range(0, m, SUM_BLOCK):
-                acc = np.float32(0.0)
-                for j in range(s, min(s + SUM_BLOCK, m)):
-                    acc += e[j] * coef[j, q]
-                total += acc
-            out[i, q] += total
+            t = x0 - ST[0, j]
+            dd[j] = t * t
+        for k in range(1, d):
+            xk = X[i, k]
+            for j in range(m):
+                t = xk - ST[k, j]
+                dd[j] += t * t
+        _exp_dot_row(dd, g, coef, e, bits, out, i)

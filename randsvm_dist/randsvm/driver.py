@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+import uuid
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,9 +45,10 @@ from ..cluster import put
 from ..kernels import decision_values
 from ..solvers.libsvm_adapter import SolverParams
 from ..waiting import gather
+from . import screening_store
 from .partitions import load_dataset_partition, take_rows
 from .sampling import stream_id
-from .scan import ProblemRequest, ScanModel, ScanOutput, scan_partition
+from .scan import ProblemRequest, ScanAnswer, ScanModel, scan_partition_task
 from .solving import (
     plan_cascade,
     solve_partitions,
@@ -106,6 +108,11 @@ class Problem:
     prev_n_support: int = 0     # support vectors of the solve before the last
 
 
+def placed(worker: str | None) -> dict:
+    """``client.submit`` keywords asking for ``worker`` (any other may run the task)."""
+    return {"workers": [worker], "allow_other_workers": True} if worker else {}
+
+
 @dataclass
 class PartitionSet:
     """The data set as partitions on the workers.
@@ -131,12 +138,13 @@ class PartitionSet:
     def n_partitions(self) -> int:
         return len(self.sizes)
 
-    def partition(self, client, i: int):
-        """A future of partition i: the cached one, or a fresh read from Parquet."""
+    def partition(self, client, i: int, where: str | None = None):
+        """A future of partition i: the cached one, or a fresh read from Parquet (on worker
+        ``where`` if given and still there)."""
         if self.futures is not None:
             return self.futures[i]
         return client.submit(load_dataset_partition, self.dataset, i, int(self.offsets[i]),
-                             self.classes, pure=False, retries=2)
+                             self.classes, pure=False, retries=2, **placed(where))
 
 
 @dataclass
@@ -201,33 +209,32 @@ class ScanResult:
     """One pass over all partitions."""
 
     per_part: list           # per partition: list of ProblemScan (None for finished ones)
-    lower: list              # futures of the per-partition lower bounds (screening)
+    workers: list            # per partition: the worker holding its screening bounds, or None
     n_evaluated: int         # rows whose decision values were computed
     compute_seconds: float   # summed over the scan tasks
 
 
 def run_scan(client, parts: PartitionSet, model: ScanModel | None,
-             requests: list[ProblemRequest | None], prev_lower=None, shift_w=None,
-             shift_b=None) -> ScanResult:
-    """Scan every partition on the workers (see ``scan.scan_partition``)."""
+             requests: list[ProblemRequest | None], run: str = "", iteration: int = 0,
+             shift_w=None, shift_b=None, placement: list | None = None) -> ScanResult:
+    """Scan every partition on the workers (see ``scan.scan_partition_task``).
+
+    ``run``/``iteration`` key the screening bounds in the workers' ``screening_store``;
+    ``placement`` (the previous scan's ``workers``) sends each partition's scan to the worker
+    holding its bounds, when that worker is still there (any other may run it, evaluating
+    every row).
+    """
     model_future = put(client, model) if model else _NO_MODEL
-    outs = [client.submit(scan_partition, parts.partition(client, i), model_future, requests,
-                          None if prev_lower is None else prev_lower[i], shift_w, shift_b,
-                          pure=False, retries=2)
-            for i in range(parts.n_partitions)]
-    answers = gather(client, [client.submit(_answers, o, pure=False, retries=2) for o in outs],
-                     "the violator scan", [f"partition {i}" for i in range(len(outs))])
-    lower = [client.submit(_lower, o, pure=False, retries=2) for o in outs]
-    return ScanResult([a[0] for a in answers], lower, sum(a[1] for a in answers),
-                      sum(a[2] for a in answers))
-
-
-def _answers(out: ScanOutput):
-    return out.problems, out.n_evaluated, out.seconds
-
-
-def _lower(out: ScanOutput) -> np.ndarray:
-    return out.lower
+    futures = []
+    for i in range(parts.n_partitions):
+        where = placement[i] if placement is not None else None
+        futures.append(client.submit(
+            scan_partition_task, parts.partition(client, i, where), model_future, requests,
+            run, i, iteration, shift_w, shift_b, pure=False, retries=2, **placed(where)))
+    answers: list[ScanAnswer] = gather(client, futures, "the violator scan",
+                                       [f"partition {i}" for i in range(len(futures))])
+    return ScanResult([a.problems for a in answers], [a.worker for a in answers],
+                      sum(a.n_evaluated for a in answers), sum(a.seconds for a in answers))
 
 
 _NO_MODEL = ScanModel(None, None, np.zeros((0, 0)), np.zeros(0))
@@ -455,6 +462,22 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
         (over the scan's wall time), kernel_evals_per_core_second (over the scan tasks'
         compute time), seconds (since the start), stop_reason.
     """
+    run = uuid.uuid4().hex  # names this run's screening bounds on the workers
+    try:
+        return _run(client, parts, problems, cfg, progress, checkpoint, resume, run)
+    finally:
+        _drop_bounds(client, run)
+
+
+def _drop_bounds(client, run: str) -> None:
+    try:
+        client.run(screening_store.drop, run)
+    except Exception as exc:  # a cache only: a worker that is gone took its bounds along
+        log.debug("could not drop screening bounds of run %s: %s", run, exc)
+
+
+def _run(client, parts: PartitionSet, problems: list[Problem], cfg: RunConfig, progress,
+         checkpoint, resume: DriverState | None, run: str) -> list[dict]:
     n = parts.n_rows
     r = min(cfg.sample_size, n)
     kernel = problems[0].solver.kernel
@@ -470,7 +493,7 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
             p.__dict__.update(saved.__dict__)
     elif route == "sample":
         _first_sample(client, parts, problems, r, cfg)
-    lower, scanned = None, None
+    placement, scanned = None, None
     while True:
         it += 1
         tols = [p.solver.tol for p in problems]
@@ -506,8 +529,8 @@ def run_randsvm(client, parts: PartitionSet, problems: list[Problem], cfg: RunCo
             requests.append(ProblemRequest(p.positive, p.ws_rows, _draw_size(p, r, route, n),
                                            stream_id(cfg.random_state, it, j), p.margin_tol,
                                            FILL_BAND))
-        scan = run_scan(client, parts, model, requests, lower, shift_w, shift_b)
-        lower = scan.lower
+        scan = run_scan(client, parts, model, requests, run, it, shift_w, shift_b, placement)
+        placement = scan.workers
         scanned = [_snapshot(p) for p in problems]
         scan_seconds = time.perf_counter() - t_scan
         kernel_evals = scan.n_evaluated * model.coef.shape[0]

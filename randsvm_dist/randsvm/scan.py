@@ -19,7 +19,9 @@ from .partitions import Partition
 from .sampling import row_keys, smallest_keys
 
 DENSE_SV_BYTES = 256 << 20
-# Screened rows keep y f >= 1 + slack: covers float32 rounding of the decision values.
+# Screened rows keep y f >= 1 + band + slack: above every threshold a scan's answers use
+# (violator, hinge, fill band), so they are the same with or without bounds; the slack
+# covers float32 rounding of the decision values.
 SCREEN_SLACK = 1e-2
 
 
@@ -123,8 +125,11 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
     """Scan one partition for the violators of every problem (runs on a worker).
 
     Screening (exact): y f_new(x) >= y f_old(x) - ||w_new - w_old|| ||phi(x)|| - |b_new - b_old|,
-    so a row whose bound from the previous scan stays above 1 + SCREEN_SLACK is neither a
-    violator nor has hinge loss; its kernel row is not computed.
+    so a row whose bound from the previous scan stays at or above 1 + band + SCREEN_SLACK
+    (band: the largest fill band requested) is neither a violator nor in the fill band nor
+    has hinge loss; its kernel row is not computed. The answers are the same with or without
+    ``prev_lower`` (``min_margin`` is reported up to that threshold), so a scan that lost
+    its bounds changes the time, not the run.
 
     Args:
         part: the partition.
@@ -145,6 +150,7 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
     ys = np.stack([np.where(part.cls == requests[p].positive, 1.0, -1.0) for p in active],
                   axis=1) if active else np.zeros((n, 0))
     n_evaluated = n
+    screen_at = 1.0 + max((requests[p].band for p in active), default=0.0) + SCREEN_SLACK
     if model.support_vectors is None:
         yf = np.zeros((n, len(active)))
     else:
@@ -154,7 +160,7 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
                 yf = (prev_lower[:, active].astype(np.float64)
                       - norms[:, None] * shift_w[active] - shift_b[active])
             yf[~np.isfinite(yf)] = -np.inf
-            rows = np.flatnonzero((yf < 1.0 + SCREEN_SLACK).any(axis=1))
+            rows = np.flatnonzero((yf < screen_at).any(axis=1))
         else:
             yf = np.empty((n, len(active)))
             rows = np.arange(n)
@@ -186,8 +192,50 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
             hinge_neg=float(hinge[y < 0].sum()),
             hinge_ws_pos=float(hinge[~outside & (y > 0)].sum()),
             hinge_ws_neg=float(hinge[~outside & (y < 0)].sum()),
-            min_margin=float(m.min()) if n else np.inf,
+            min_margin=min(float(m.min()), screen_at) if n else np.inf,
             keys=keys[pick],
             rows=gidx[cand[pick]],
         )
     return ScanOutput(out, lower, n_evaluated, time.perf_counter() - t0)
+
+
+@dataclass
+class ScanAnswer:
+    """What a scan task sends back: the per-problem answers and where its bounds stayed."""
+
+    problems: list
+    n_evaluated: int
+    seconds: float
+    worker: str | None
+
+
+def scan_partition_task(part: Partition, model: ScanModel, requests: list[ProblemRequest],
+                        run: str, index: int, iteration: int,
+                        shift_w: np.ndarray | None = None,
+                        shift_b: np.ndarray | None = None) -> ScanAnswer:
+    """``scan_partition`` as a task: screening bounds of scan ``iteration - 1`` are taken from,
+    and this scan's are left in, the worker's ``screening_store`` (never in the task graph).
+
+    Args:
+        part, model, requests, shift_w, shift_b: see ``scan_partition``.
+        run: the run's key in the store.
+        index: the partition's index.
+        iteration: this scan's number.
+
+    Returns:
+        ScanAnswer (``worker``: the address whose store holds this scan's bounds, or None).
+    """
+    from . import screening_store
+
+    prev = screening_store.get(run, index, iteration - 1) if shift_w is not None else None
+    out = scan_partition(part, model, requests, prev, shift_w, shift_b)
+    worker = None
+    if model.support_vectors is not None and screening_store.put(run, index, iteration,
+                                                                 out.lower):
+        try:
+            from distributed import get_worker
+
+            worker = get_worker().address
+        except (ImportError, ValueError):
+            worker = None
+    return ScanAnswer(out.problems, out.n_evaluated, out.seconds, worker)

@@ -3,9 +3,10 @@
 The reference is what a plain float32 BLAS implementation reaches on this machine with all
 its cores: G = X S' (sgemm, every BLAS thread), then exp(-gamma (|x|^2 + |s|^2 - 2 G)) in
 place with numpy and the product with the coefficients (sgemv). The scan's kernel
-(``kernels.decision_values``: sgemm per block, then ``rbf_fused.rbf_accumulate``) runs
-single-threaded per worker, so its machine rate is the per-core rate x the cores (the
-scans run one task per core). RandSVM's in-run rates are in ``history_``
+(``kernels.decision_values``: sgemm per block, then ``rbf_fused.rbf_accumulate``; for at
+most 4 features ``rbf_fused.rbf_direct_accumulate``, no GEMM) runs single-threaded per
+worker, so its machine rate is the per-core rate x the cores (the scans run one task per
+core). RandSVM's in-run rates are in ``history_``
 (``kernel_evals_per_second``) and in bench_randsvm's table.
 
     python benchmarks/bench_scan_rate.py
@@ -64,7 +65,7 @@ def main() -> None:
     print("| d | SVs | GEMM+numpy, all cores (G/s) | sgemm alone, all cores (G/s) | "
           "fused, 1 core (G/s) | fused x cores (G/s) | fused x cores / GEMM+numpy |")
     print("|---|---|---|---|---|---|---|")
-    for d, m in ((2, 20_000), (20, 5_000), (20, 15_000)):
+    for d, m in ((2, 20_000), (2, 100_000), (20, 5_000), (20, 15_000)):
         n = 200_000
         X = rng.normal(size=(n, d)).astype(np.float32)
         S = rng.normal(size=(m, d)).astype(np.float32)

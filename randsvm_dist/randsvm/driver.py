@@ -75,6 +75,11 @@ FILL_BAND = 0.5
 # are cached in float64 up to the solve's cache_size; the gradient needs the working set
 # in memory once more, so it is used up to WARM_MAX_BYTES of features.
 WARM_MAX_FRESH_SHARE = 0.25
+# ... and at most WARM_MAX_ROWS rows: the warm solver has no shrinking and caches few kernel
+# rows of a large working set, so it loses to LIBSVM's cold solve there (measured: 40k
+# ringnorm rows 97 s warm vs 138 s cold; ~100k checkerboard rows over 780 s warm, stopped,
+# vs 227 s cold for 114k rows).
+WARM_MAX_ROWS = 50_000
 # The support set has settled when a solve finds at most SV_GROWTH x the previous
 # solve's support vectors; draws are then lean (see _draw_size).
 SV_GROWTH = 1.1
@@ -338,7 +343,7 @@ def _warm_start(p: Problem) -> np.ndarray | None:
     X = p.ws_X
     nbytes = X.data.nbytes if sp.issparse(X) else getattr(X, "nbytes", 0)
     if (not len(p.sv_rows) or len(p.ws_alpha) != n or p.n_fresh > WARM_MAX_FRESH_SHARE * n
-            or nbytes > WARM_MAX_BYTES):
+            or n > WARM_MAX_ROWS or nbytes > WARM_MAX_BYTES):
         return None
     return p.ws_alpha
 

@@ -211,12 +211,13 @@ def _variant(r: dict) -> str:
 
 
 def extrapolate(rows: dict, name: str, n: int) -> float | None:
-    """LIBSVM seconds at n from its two largest measured (or reference) sizes of the set,
-    t = a n^b fitted through them (log-log line)."""
+    """LIBSVM seconds at n from its two largest sizes of the set measured on this machine
+    (reference figures of other machines left out), t = a n^b fitted through them."""
     import math
 
     pts = sorted((m, r["libsvm"]["seconds"]) for (s, m, v), r in rows.items()
-                 if s == name and not v and m < n and r["libsvm"].get("seconds"))
+                 if s == name and not v and m < n and r["libsvm"].get("seconds")
+                 and r["libsvm"].get("source", "run") == "run")
     if len(pts) < 2:
         return None
     (n1, t1), (n2, t2) = pts[-2], pts[-1]

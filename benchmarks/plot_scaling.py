@@ -1,7 +1,7 @@
 """Time against n, LIBSVM vs RandSVM, on log-log axes, from the recorded benchmark rows.
 
-Reads whatever rows ``bench_randsvm.py --out`` appended to the results file (last run per
-set, n and k setting, as the README table does) and draws one colour per data set: LIBSVM
+Reads whatever rows ``bench_randsvm.py --out`` appended to the results file (last
+certified run per set and n, see ``load_rows``) and draws one colour per data set: LIBSVM
 solid with circles (hollow: a reference figure, not measured in-run), RandSVM dashed with
 squares. Run after new benchmarks land:
 
@@ -19,17 +19,23 @@ HERE = Path(__file__).resolve().parent
 
 
 def load_rows(path: Path) -> list[dict]:
-    """The last recorded row per (set, n, k setting), in file order."""
+    """The last certified RandSVM row per (set, n) with default solver settings (no seed,
+    no cache_size; the cache/memory settings of the 1e7 rows kept), in file order. Rows of
+    LIBSVM alone (``--libsvm-only``) and of the earlier, uncertified defaults are skipped.
+    """
     rows: dict = {}
     for i, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip():
             continue
         try:
             r = json.loads(line)
-            key = (r["set"], int(r["n"]), r.get("k", "auto"))
-            r["libsvm"]["seconds"], r["randsvm"]["seconds"]  # noqa: B018 - required fields
+            key = (r["set"], int(r["n"]))
+            r["libsvm"]  # noqa: B018 - required field
         except (ValueError, KeyError, TypeError) as e:
             raise SystemExit(f"{path}:{i}: not a benchmark row ({e!r})") from None
+        if (not r.get("randsvm") or "relative_gap" not in r["randsvm"] or r.get("seed")
+                or r.get("cache_size")):
+            continue
         rows[key] = r
     return list(rows.values())
 
@@ -43,16 +49,17 @@ def plot(rows: list[dict], out: Path) -> Path:
 
     series: dict[str, list[dict]] = {}
     for r in rows:
-        k = r.get("k", "auto")
-        series.setdefault(r["set"] + ("" if k == "auto" else f" (k={k})"), []).append(r)
+        series.setdefault(r["set"], []).append(r)
     fig, ax = plt.subplots(figsize=(8, 6))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, (name, rs) in enumerate(sorted(series.items())):
         rs = sorted(rs, key=lambda r: r["n"])
         c = colours[i % len(colours)]
         n = [r["n"] for r in rs]
-        ax.plot(n, [r["libsvm"]["seconds"] for r in rs], "o-", color=c, label=f"{name}: LIBSVM")
-        for r in rs:
+        lib = [r for r in rs if r["libsvm"].get("seconds")]  # 1e7: LIBSVM not run
+        ax.plot([r["n"] for r in lib], [r["libsvm"]["seconds"] for r in lib], "o-", color=c,
+                label=f"{name}: LIBSVM")
+        for r in lib:
             measured = r["libsvm"].get("source", "run") == "run"
             ax.plot(r["n"], r["libsvm"]["seconds"], "o", color=c, ms=7,
                     markerfacecolor=c if measured else "white")

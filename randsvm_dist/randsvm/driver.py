@@ -77,8 +77,8 @@ FILL_BAND = 0.5
 WARM_MAX_FRESH_SHARE = 0.25
 # ... and at most WARM_MAX_ROWS rows: the warm solver has no shrinking and caches few kernel
 # rows of a large working set, so it loses to LIBSVM's cold solve there (measured: 40k
-# ringnorm rows 97 s warm vs 138 s cold; ~100k checkerboard rows over 780 s warm, stopped,
-# vs 227 s cold for 114k rows).
+# ringnorm rows 97 s warm vs 138 s cold; the same 111k-row working set of 1e7 checkerboard
+# rows over 780 s warm, stopped, vs 247 s cold).
 WARM_MAX_ROWS = 50_000
 # The support set has settled when a solve finds at most SV_GROWTH x the previous
 # solve's support vectors; draws are then lean (see _draw_size).

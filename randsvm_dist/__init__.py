@@ -1,6 +1,6 @@
 """randsvm-dist: exact kernel SVMs at cluster scale and one-pass streaming SVMs on Dask."""
 
-from .exceptions import (
+from randsvm_dist.exceptions import (
     ClusterError,
     DataFormatError,
     NotFittedError,
@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str):
     # heavy imports (dask, scikit-learn) only when the estimator is asked for
     if name == "RandSVMClassifier":
-        from .estimators import RandSVMClassifier
+        from randsvm_dist.estimators import RandSVMClassifier
 
         return RandSVMClassifier
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """Checkpoints of the RandSVM driver: its state after each iteration, written atomically.
 
 ``<dir>/state.npz`` holds the ``DriverState`` (JSON header plus arrays, no pickle; see
-``randsvm_dist.io.pack_objects``) and a fingerprint of the run (data shape, classes,
+``randsvm_dist.model_files.pack_objects``) and a fingerprint of the run (data shape, classes,
 settings). It is replaced as one unit after every iteration, so a crash leaves the last
 complete state. A run started again with the same data and settings and ``resume`` goes on
 from there and ends with the model the uninterrupted run would have given; a checkpoint of
@@ -16,8 +16,8 @@ import logging
 import os
 import time
 
-from .exceptions import DataFormatError, ParameterError
-from .io import pack_objects, read_bytes, unpack_objects, write_bytes_atomic
+from randsvm_dist.exceptions import DataFormatError, ParameterError
+from randsvm_dist.model_files import pack_objects, read_bytes, unpack_objects, write_bytes_atomic
 
 log = logging.getLogger("randsvm_dist")
 
@@ -27,9 +27,9 @@ STATE_FILE = "state.npz"
 
 
 def _classes() -> dict[str, type]:
-    from .kernels import Kernel
-    from .randsvm.driver import DriverState, Problem
-    from .solvers.libsvm_adapter import SolverParams
+    from randsvm_dist.exact.driver import DriverState, Problem
+    from randsvm_dist.kernels import Kernel
+    from randsvm_dist.solvers.libsvm_adapter import SolverParams
 
     return {c.__name__: c for c in (DriverState, Problem, SolverParams, Kernel)}
 

@@ -12,15 +12,15 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 
-from .cluster import dask_client
-from .exceptions import NotFittedError, ParameterError
-from .inputs import apply_to_dask, dask_accuracy, is_dask_collection
-from .kernels import KERNELS, Kernel, decision_values, resolve_gamma
-from .randsvm.bounds import support_bound
-from .randsvm.driver import Problem, RunConfig, run_randsvm
-from .seeds import resolve_seed
-from .solvers.libsvm_adapter import SolverParams
-from .validation import check_features, check_gamma, check_positive
+from randsvm_dist.engine.client import dask_client
+from randsvm_dist.engine.inputs import apply_to_dask, dask_accuracy, is_dask_collection
+from randsvm_dist.exact.bounds import support_bound
+from randsvm_dist.exact.driver import Problem, RunConfig, run_randsvm
+from randsvm_dist.exceptions import NotFittedError, ParameterError
+from randsvm_dist.kernels import KERNELS, Kernel, decision_values, resolve_gamma
+from randsvm_dist.seeds import resolve_seed
+from randsvm_dist.solvers.libsvm_adapter import SolverParams
+from randsvm_dist.validation import check_features, check_gamma, check_positive
 
 log = logging.getLogger("randsvm_dist")
 
@@ -205,8 +205,13 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
             SchemaError: one class, bad X/y, y with a Dataset.
             ClusterError: the cluster cannot be reached.
         """
-        from .inputs import class_counts, feature_variance, load_partitions, open_dataset
-        from .randsvm.seeding import seed_rows
+        from randsvm_dist.engine.inputs import (
+            class_counts,
+            feature_variance,
+            load_partitions,
+            open_dataset,
+        )
+        from randsvm_dist.exact.seeding import seed_rows
 
         self._check_params()
         t0 = time.perf_counter()
@@ -219,7 +224,7 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
             parts, classes = load_partitions(client, data, y, self.n_partitions, cache)
             self.scaler_ = None
             if self.scale is not None:
-                from .preprocessing import make_scaler
+                from randsvm_dist.preprocessing import make_scaler
 
                 self.scaler_ = make_scaler(self.scale).fit_partitions(client, parts)
                 parts = self.scaler_.transform_partitions(client, parts)
@@ -259,7 +264,7 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
                      len(problems), k, r, self.gap_tol)
             ckpt = None
             if checkpoint is not None:
-                from .checkpoint import Checkpoint, run_fingerprint
+                from randsvm_dist.checkpoint import Checkpoint, run_fingerprint
 
                 ckpt = Checkpoint(checkpoint, run_fingerprint(cfg, problems, parts, classes))
             history = run_randsvm(client, parts, problems, cfg, progress=_log_iteration,
@@ -371,7 +376,7 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
 
     def predict_dataset(self, data, out_dir, client=None, *, overwrite: bool = False) -> dict:
         """Predict a Parquet data set on the workers; see ``predict.predict_dataset``."""
-        from .predict import predict_dataset
+        from randsvm_dist.distributed_predict import predict_dataset
 
         self._check_fitted()
         return predict_dataset(self, data, out_dir, client if client is not None
@@ -379,17 +384,17 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
 
     def evaluate(self, data, client=None) -> dict:
         """Accuracy and confusion matrix on a Parquet data set, computed on the workers."""
-        from .predict import evaluate_dataset
+        from randsvm_dist.distributed_predict import evaluate_dataset
 
         self._check_fitted()
         out = evaluate_dataset(self, data, client if client is not None else self.client)
         out["n_support"] = int(len(self.support_))
         return out
 
-    # -- model files (see randsvm_dist.io) ------------------------------------------------
+    # -- model files (see randsvm_dist.model_files) ------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
         """Save as one LIBSVM model file that stock LIBSVM reads, with this package's
-        allow-listed metadata in a trailer (see ``randsvm_dist.io``).
+        allow-listed metadata in a trailer (see ``randsvm_dist.model_files``).
 
         A model trained with ``scale`` holds support vectors in the scaled space: its
         scaling is in the metadata and, for stock LIBSVM, in ``<path>.range`` (svm-scale's
@@ -398,7 +403,7 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
         Raises:
             NotFittedError: not fitted.
         """
-        from .io import save_model
+        from randsvm_dist.model_files import save_model
 
         save_model(self, path)
 
@@ -409,7 +414,7 @@ class RandSVMClassifier(ClassifierMixin, BaseEstimator):
         Raises:
             FileNotFoundError, DataFormatError (truncated, corrupt or disallowed metadata).
         """
-        from .io import load_randsvm_model, read_bytes
+        from randsvm_dist.model_files import load_randsvm_model, read_bytes
 
         return load_randsvm_model(read_bytes(path), os.fspath(path))
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .exceptions import ParameterError
+from randsvm_dist.exceptions import ParameterError
 
 KERNELS = ("linear", "poly", "rbf", "sigmoid")
 LIBSVM_KERNEL_TYPE = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3}
@@ -180,7 +180,11 @@ def decision_values(X, support_vectors, coef: np.ndarray, intercept: float | np.
         for s in range(0, n, chunk_rows):
             out[s:s + chunk_rows] = np.asarray(X[s:s + chunk_rows] @ w)
     elif kernel.name == "rbf":
-        from .rbf_fused import DIRECT_MAX_FEATURES, rbf_accumulate, rbf_direct_accumulate
+        from randsvm_dist.rbf_fused import (
+            DIRECT_MAX_FEATURES,
+            rbf_accumulate,
+            rbf_direct_accumulate,
+        )
 
         out[:] = 0.0
         coef2 = np.ascontiguousarray(coef2)

@@ -41,10 +41,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from .exceptions import DataFormatError, ParameterError
-from .randsvm.sampling import row_keys, stream_id
-from .seeds import resolve_seed
-from .waiting import gather, n_workers
+from randsvm_dist.engine.bounded_wait import gather, n_workers
+from randsvm_dist.exact.sampling import row_keys, stream_id
+from randsvm_dist.exceptions import DataFormatError, ParameterError
+from randsvm_dist.seeds import resolve_seed
 
 log = logging.getLogger("randsvm_dist")
 
@@ -200,7 +200,7 @@ def _train_rows(part, folds: np.ndarray, f: int, offset: int):
 
 
 def _held_out_correct(part, folds: np.ndarray, f: int, models: list, kernel) -> tuple:
-    from .kernels import decision_values
+    from randsvm_dist.kernels import decision_values
 
     keep = folds == f
     X, cls = part.X[keep], part.cls[keep]
@@ -281,8 +281,8 @@ class GridSearch:
         Raises:
             ParameterError: bad grid, folds or solver; SchemaError: bad data.
         """
-        from .cluster import dask_client
-        from .inputs import load_partitions
+        from randsvm_dist.engine.client import dask_client
+        from randsvm_dist.engine.inputs import load_partitions
 
         if int(self.n_folds) < 2:
             raise ParameterError(f"n_folds must be >= 2; got {self.n_folds!r}")
@@ -297,7 +297,7 @@ class GridSearch:
             parts, classes = load_partitions(client, data, y, cache=True)
             self.scaler_ = None
             if self.scale is not None:
-                from .preprocessing import make_scaler
+                from randsvm_dist.preprocessing import make_scaler
 
                 self.scaler_ = make_scaler(self.scale).fit_partitions(client, parts)
                 parts = self.scaler_.transform_partitions(client, parts)
@@ -327,7 +327,7 @@ class GridSearch:
         Returns:
             the fitted RandSVMClassifier (also ``best_estimator_``).
         """
-        from .estimators import RandSVMClassifier
+        from randsvm_dist.estimators import RandSVMClassifier
 
         est = RandSVMClassifier(kernel="rbf", C=self.best_params_["C"],
                                 gamma=self.best_params_["gamma"], k=None,
@@ -499,10 +499,10 @@ class _Run:
         return self.fold_data[f]
 
     def _randsvm_point(self, p: _Point) -> tuple[int, int, float]:
-        from .kernels import Kernel
-        from .randsvm.bounds import support_bound
-        from .randsvm.driver import PartitionSet, Problem, RunConfig, run_randsvm
-        from .solvers.libsvm_adapter import SolverParams
+        from randsvm_dist.exact.bounds import support_bound
+        from randsvm_dist.exact.driver import PartitionSet, Problem, RunConfig, run_randsvm
+        from randsvm_dist.kernels import Kernel
+        from randsvm_dist.solvers.libsvm_adapter import SolverParams
 
         t0 = time.perf_counter()
         c = self.client

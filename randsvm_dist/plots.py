@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .exceptions import DataFormatError, ParameterError
+from randsvm_dist.exceptions import DataFormatError, ParameterError
 
 #: the per-iteration fields a history record must have to be drawn
 HISTORY_FIELDS = ("iteration", "relative_gap", "n_violators", "n_support", "solve_seconds",

@@ -34,9 +34,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from .exceptions import DataFormatError, NotFittedError, ParameterError, SchemaError
-from .validation import check_features
-from .waiting import gather
+from randsvm_dist.engine.bounded_wait import gather
+from randsvm_dist.exceptions import DataFormatError, NotFittedError, ParameterError, SchemaError
+from randsvm_dist.validation import check_features
 
 log = logging.getLogger("randsvm_dist")
 
@@ -164,13 +164,13 @@ class FeatureScaler(TransformerMixin, BaseEstimator):
             ParameterError: bad method/range; lower != 0 on sparse data.
             SchemaError: bad X.
         """
-        from .inputs import open_dataset
+        from randsvm_dist.engine.inputs import open_dataset
 
         ds = open_dataset(data)
         if ds is None:
             X = check_features(data)
             return self.fit_stats(feature_stats(X), sp.issparse(X))
-        from .cluster import dask_client
+        from randsvm_dist.engine.client import dask_client
 
         with dask_client(self.client) as client:
             stats = gather(client, [client.submit(_dataset_partition_stats, ds, i, pure=False,
@@ -264,7 +264,7 @@ class FeatureScaler(TransformerMixin, BaseEstimator):
         """A PartitionSet of the scaled partitions (new futures, same rows and offsets)."""
         from dataclasses import replace
 
-        from .cluster import put
+        from randsvm_dist.engine.client import put
 
         me = put(client, self)
         futures = [client.submit(_scale_partition, me, f, pure=False, retries=2)
@@ -282,9 +282,9 @@ class FeatureScaler(TransformerMixin, BaseEstimator):
             SchemaError: the data set's feature count differs from the scaler's.
             DataFormatError: ``dst`` exists and not overwrite.
         """
-        from .cluster import dask_client, put
-        from .data.writer import PartitionWriter
-        from .inputs import open_dataset
+        from randsvm_dist.data.writer import PartitionWriter
+        from randsvm_dist.engine.client import dask_client, put
+        from randsvm_dist.engine.inputs import open_dataset
 
         self._check_fitted()
         ds = open_dataset(data)
@@ -370,7 +370,7 @@ def _scale_partition(scaler: FeatureScaler, part):
 
 
 def _scale_dataset_partition(scaler: FeatureScaler, ds, i: int, path: str, filesystem) -> int:
-    from .data.writer import partition_table, write_table
+    from randsvm_dist.data.writer import partition_table, write_table
 
     X, y = ds.read_partition(i)
     write_table(partition_table(scaler.transform(X), y, n_features=ds.n_features,

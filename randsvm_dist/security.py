@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from .exceptions import ParameterError
+from randsvm_dist.exceptions import ParameterError
 
 
 def make_security(ca_file: str | None = None, cert: str | None = None,

@@ -13,7 +13,7 @@ from numbers import Integral
 
 import numpy as np
 
-from .exceptions import ParameterError
+from randsvm_dist.exceptions import ParameterError
 
 
 def resolve_seed(random_state) -> int:

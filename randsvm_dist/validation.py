@@ -12,7 +12,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import check_array
 from sklearn.utils.multiclass import type_of_target
 
-from .exceptions import ParameterError, SchemaError
+from randsvm_dist.exceptions import ParameterError, SchemaError
 
 
 def check_features(X, n_features: int | None = None, *, name: str = "X",

@@ -54,7 +54,7 @@ def dask_client():
     default client while the tests run."""
     from distributed import Client
 
-    from randsvm_dist.cluster import launch, wait_for_workers
+    from randsvm_dist.engine.client import launch, wait_for_workers
 
     procs = launch(n_workers=2)
     try:

@@ -14,8 +14,8 @@ import numpy as np
 import psutil
 import pytest
 
-from randsvm_dist import cluster
 from randsvm_dist.cli import main
+from randsvm_dist.engine import client as cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 

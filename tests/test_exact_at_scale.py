@@ -114,7 +114,7 @@ def test_a_stop_without_certificate_warns_with_the_gap(dask_client, ringnorm):
 
 
 def test_cascade_solves_reach_the_same_optimum(dask_client, ringnorm, monkeypatch):
-    from randsvm_dist.randsvm import driver
+    from randsvm_dist.exact import driver
 
     X, y, p_opt, f_opt = ringnorm
     plans = []
@@ -181,7 +181,7 @@ def test_a_stalled_gap_narrows_the_violator_slack(dask_client, ringnorm):
 
 
 def test_warm_started_re_solves_reach_the_same_optimum(dask_client, ringnorm, monkeypatch):
-    from randsvm_dist.randsvm import driver
+    from randsvm_dist.exact import driver
 
     X, y, p_opt, f_opt = ringnorm
     monkeypatch.setattr(driver, "WARM_MAX_FRESH_SHARE", 1.0)  # every re-solve warm

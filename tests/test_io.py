@@ -1,4 +1,4 @@
-"""Model files (randsvm_dist.io): every kind round-trips without pickle, stock LIBSVM reads
+"""Model files (randsvm_dist.model_files): every kind round-trips without pickle, stock LIBSVM reads
 RandSVM models, and crafted, truncated or corrupt files are refused with a clear error."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import joblib
 import numpy as np
 import pytest
 
-from randsvm_dist import io as model_io
+from randsvm_dist import model_files as model_io
 from randsvm_dist.cli import main as cli_main
 from randsvm_dist.data import make_arrays, write_arrays
 from randsvm_dist.estimators import RandSVMClassifier

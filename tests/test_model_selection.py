@@ -8,8 +8,8 @@ import pytest
 import scipy.sparse as sp
 
 from randsvm_dist.data import Dataset, make_arrays, write_arrays
+from randsvm_dist.engine.inputs import load_partitions
 from randsvm_dist.exceptions import DataFormatError, ParameterError
-from randsvm_dist.inputs import load_partitions
 from randsvm_dist.model_selection import (
     GridSearch,
     assign_folds,

@@ -8,13 +8,13 @@ import scipy.sparse as sp
 from scipy import stats
 
 from randsvm_dist.data import make_arrays
+from randsvm_dist.engine.partitions import Partition
 from randsvm_dist.estimators import RandSVMClassifier
+from randsvm_dist.exact.bounds import support_bound
+from randsvm_dist.exact.driver import merge_scans
+from randsvm_dist.exact.sampling import stream_id
+from randsvm_dist.exact.scan import ProblemRequest, ScanModel, scan_partition
 from randsvm_dist.kernels import Kernel, decision_values
-from randsvm_dist.randsvm.bounds import support_bound
-from randsvm_dist.randsvm.driver import merge_scans
-from randsvm_dist.randsvm.partitions import Partition
-from randsvm_dist.randsvm.sampling import stream_id
-from randsvm_dist.randsvm.scan import ProblemRequest, ScanModel, scan_partition
 
 
 def full_libsvm_decision(X, y, C, gamma, X_eval):
@@ -153,7 +153,7 @@ def test_multiclass_one_vs_rest_shares_scans(dask_client):
 def test_screening_is_exact():
     """A scan that skips rows by the bound y f_new >= y f_old - ||dw|| ||phi|| - |db| finds
     the same violators and hinge sums as a full scan."""
-    from randsvm_dist.randsvm.driver import _Snapshot, model_shift
+    from randsvm_dist.exact.driver import _Snapshot, model_shift
     from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
 
     X, y = make_arrays("checkerboard", 6000, seed=11)

@@ -21,12 +21,12 @@ from randsvm_dist.cli import main as cli_main
 from randsvm_dist.cli.stream import build_estimator
 from randsvm_dist.data import make, make_arrays, write_arrays
 from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
-from randsvm_dist.io import load_model
 from randsvm_dist.kernels import resolve_gamma
-from randsvm_dist.reduce import PARTITION_STREAM, fit_streaming
+from randsvm_dist.model_files import load_model
 from randsvm_dist.seeds import derive_seed
 from randsvm_dist.streaming import BudgetedSGD, StreamSVM
 from randsvm_dist.streaming import _meb as M
+from randsvm_dist.streaming_dask import PARTITION_STREAM, fit_streaming
 
 
 @pytest.fixture(scope="module")

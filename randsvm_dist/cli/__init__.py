@@ -23,9 +23,9 @@ import logging
 import os
 import sys
 
-from ..exceptions import RandSVMError
-from ..security import make_security
-from .session import Session
+from randsvm_dist.cli.session import Session
+from randsvm_dist.exceptions import RandSVMError
+from randsvm_dist.security import make_security
 
 #: the command modules of this package, in ``--help`` order
 COMMANDS = (
@@ -89,6 +89,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if args.session is not None:
             args.session.close()
-        from ..cluster import close_embedded
+        from randsvm_dist.engine.client import close_embedded
 
         close_embedded()  # the embedded default, if this command started it

@@ -2,6 +2,6 @@
 
 import sys
 
-from . import main
+from randsvm_dist.cli import main
 
 sys.exit(main())

@@ -15,9 +15,9 @@ import os
 import sys
 from pathlib import Path
 
-from ..cluster import SCHEDULER_ENV
-from ..exceptions import ClusterError
-from .options import add_output, emit
+from randsvm_dist.cli.options import add_output, emit
+from randsvm_dist.engine.client import SCHEDULER_ENV
+from randsvm_dist.exceptions import ClusterError
 
 STOP_TIMEOUT = 30.0
 
@@ -47,7 +47,7 @@ def _read_state() -> dict | None:
 
 def _status(address: str) -> dict | None:
     """The running cluster's facts, or None when nothing answers at ``address``."""
-    from ..cluster import connect
+    from randsvm_dist.engine.client import connect
 
     try:
         client = connect(address)
@@ -68,7 +68,7 @@ def cmd_start(args: argparse.Namespace) -> int:
     Raises:
         ClusterError: one already runs, or it did not start.
     """
-    from ..cluster import connect, launch, wait_for_workers
+    from randsvm_dist.engine.client import connect, launch, wait_for_workers
 
     state = _read_state()
     if state and _status(state["address"]):
@@ -120,7 +120,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     """
     import psutil
 
-    from ..cluster import connect
+    from randsvm_dist.engine.client import connect
 
     state = _read_state()
     if state is None:

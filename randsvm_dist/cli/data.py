@@ -7,8 +7,8 @@ import time
 
 import numpy as np
 
-from ..data.generators import GENERATORS
-from .options import add_output, add_overwrite_progress, emit
+from randsvm_dist.cli.options import add_output, add_overwrite_progress, emit
+from randsvm_dist.data.generators import GENERATORS
 
 
 def register(subparsers) -> None:
@@ -65,7 +65,7 @@ def register(subparsers) -> None:
     add_output(p, report=False)
     p.set_defaults(func=_info)
 
-    from .scale import register_data_scale
+    from randsvm_dist.cli.scale import register_data_scale
 
     register_data_scale(sub)
 
@@ -79,7 +79,7 @@ def _add_partitioning(p: argparse.ArgumentParser) -> None:
 
 
 def _convert(args) -> int:
-    from ..data.convert import convert
+    from randsvm_dist.data.convert import convert
 
     header = {"auto": "auto", "yes": True, "no": False}[args.header]
     t0 = time.perf_counter()
@@ -96,7 +96,7 @@ def _convert(args) -> int:
 
 
 def _make(args) -> int:
-    from ..data.generators import make
+    from randsvm_dist.data.generators import make
 
     t0 = time.perf_counter()
     ds = make(args.name, args.dst, rows=args.rows, partitions=args.partitions,
@@ -136,7 +136,7 @@ def _py(v):
 
 
 def _info(args) -> int:
-    from ..data.dataset import Dataset
+    from randsvm_dist.data.dataset import Dataset
 
     ds = Dataset.open(args.dst, label_column=args.label_column)
     info = describe(ds)

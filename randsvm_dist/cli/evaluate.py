@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from .models import add_model_input, load_model
-from .options import add_output, add_scheduler, emit
+from randsvm_dist.cli.model_input import add_model_input, load_model
+from randsvm_dist.cli.options import add_output, add_scheduler, emit
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -15,7 +15,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     Returns:
         0.
     """
-    from ..predict import evaluate_dataset
+    from randsvm_dist.distributed_predict import evaluate_dataset
 
     t0 = time.perf_counter()
     est = load_model(args)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 
-from .options import add_output, add_random_state, add_scheduler, check_report_path, emit
+from randsvm_dist.cli.options import (
+    add_output,
+    add_random_state,
+    add_scheduler,
+    check_report_path,
+    emit,
+)
 
 
 def cmd_grid(args: argparse.Namespace) -> int:
@@ -19,8 +25,8 @@ def cmd_grid(args: argparse.Namespace) -> int:
         ParameterError: a bad grid or option; DataFormatError: a results file of another
         search.
     """
-    from ..io import check_model_path
-    from ..model_selection import GridSearch
+    from randsvm_dist.model_files import check_model_path
+    from randsvm_dist.model_selection import GridSearch
 
     if args.model:
         check_model_path(args.model, args.overwrite)
@@ -55,7 +61,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add the ``grid`` command."""
-    from ..model_selection import (
+    from randsvm_dist.model_selection import (
         GUIDE_FINE_STEP,
         GUIDE_LOG2C,
         GUIDE_LOG2GAMMA,

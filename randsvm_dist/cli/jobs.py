@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import time
 
-from .options import add_output, add_scheduler, emit
+from randsvm_dist.cli.options import add_output, add_scheduler, emit
 
 SUBMITTABLE = ("train", "stream", "predict")
 
 
 def _security(args):
-    from ..security import make_security
+    from randsvm_dist.security import make_security
 
     return make_security(args.tls_ca_file, args.tls_cert, args.tls_key)
 
@@ -23,7 +23,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     Returns:
         0.
     """
-    from .. import jobs
+    from randsvm_dist import jobs
 
     job_id = jobs.submit_parsed(args.kind, vars(args), args.scheduler, args.job_dir,
                                 _security(args))
@@ -41,7 +41,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     Raises:
         ParameterError: no such job, or no result yet.
     """
-    from .. import jobs
+    from randsvm_dist import jobs
 
     if args.action == "list":
         rows = jobs.list_jobs(args.job_dir)
@@ -94,7 +94,7 @@ def register(subparsers) -> None:
 
 
 def _checked_jobs(args: argparse.Namespace) -> int:
-    from ..exceptions import ParameterError
+    from randsvm_dist.exceptions import ParameterError
 
     if args.action != "list" and not args.job_id:
         raise ParameterError(f"jobs {args.action} needs a JOB_ID")

@@ -76,7 +76,7 @@ def check_report_path(args: argparse.Namespace) -> None:
     Raises:
         ParameterError: the report path is not writable.
     """
-    from ..exceptions import ParameterError
+    from randsvm_dist.exceptions import ParameterError
 
     path = getattr(args, "report", None)
     if not path:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .models import add_model_input, load_model
-from .options import add_output, add_scheduler, emit
+from randsvm_dist.cli.model_input import add_model_input, load_model
+from randsvm_dist.cli.options import add_output, add_scheduler, emit
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
@@ -15,8 +15,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     Returns:
         0.
     """
-    from ..data._fs import check_output_dir
-    from ..predict import predict_dataset
+    from randsvm_dist.data.storage import check_output_dir
+    from randsvm_dist.distributed_predict import predict_dataset
 
     est = load_model(args)
     check_output_dir(args.out, args.overwrite)  # before the cluster starts

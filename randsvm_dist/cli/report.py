@@ -6,8 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from ..exceptions import DataFormatError
-from .options import add_output, emit
+from randsvm_dist.cli.options import add_output, emit
+from randsvm_dist.exceptions import DataFormatError
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -19,7 +19,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     Raises:
         DataFormatError: the file is not JSON or has no history.
     """
-    from ..plots import history_records, plot_history
+    from randsvm_dist.plots import history_records, plot_history
 
     src = Path(args.run)
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .options import add_output, add_scheduler, emit
+from randsvm_dist.cli.options import add_output, add_scheduler, emit
 
 
 def cmd_scale(args: argparse.Namespace) -> int:
@@ -17,8 +17,8 @@ def cmd_scale(args: argparse.Namespace) -> int:
     Raises:
         ParameterError, SchemaError, DataFormatError: bad options, data or range file.
     """
-    from ..inputs import open_dataset
-    from ..preprocessing import FeatureScaler
+    from randsvm_dist.engine.inputs import open_dataset
+    from randsvm_dist.preprocessing import FeatureScaler
 
     ds = open_dataset(args.data)
     client = args.session.client()

@@ -19,13 +19,13 @@ class Session:
         self._client = None
 
     def client(self):
-        """The ``distributed.Client`` (see :func:`randsvm_dist.cluster.dask_client`).
+        """The ``distributed.Client`` (see :func:`randsvm_dist.engine.client.dask_client`).
 
         Raises:
             ClusterError: the scheduler cannot be reached or has no workers.
         """
         if self._client is None:
-            from ..cluster import dask_client
+            from randsvm_dist.engine.client import dask_client
 
             self._client = self._stack.enter_context(
                 dask_client(self.scheduler, security=self.security))

@@ -1,16 +1,15 @@
 """``randsvm-dist stream``: one-pass training with a streaming learner on Dask.
 
 Every partition is learnt by its own task and the learners are tree-merged
-(:func:`randsvm_dist.reduce.fit_streaming`). The model is a .npz file
-(JSON header and arrays, see :mod:`randsvm_dist.io`).
+(:func:`randsvm_dist.streaming_dask.fit_streaming`). The model is a .npz file
+(JSON header and arrays, see :mod:`randsvm_dist.model_files`).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from ..exceptions import ParameterError, SchemaError
-from .options import (
+from randsvm_dist.cli.options import (
     add_output,
     add_random_state,
     add_scheduler,
@@ -19,6 +18,7 @@ from .options import (
     number_or_name,
     say,
 )
+from randsvm_dist.exceptions import ParameterError, SchemaError
 
 # method -> (class name in randsvm_dist.streaming, options it takes besides C/random-state)
 METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -46,7 +46,7 @@ def build_estimator(method: str, *, C: float | None = None, random_state: int = 
     Raises:
         ParameterError: unknown method, or an option the method does not take.
     """
-    from .. import streaming
+    from randsvm_dist import streaming
 
     if method not in METHODS:
         raise ParameterError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
@@ -73,14 +73,14 @@ def cmd_stream(args: argparse.Namespace) -> int:
         ParameterError: an option the method does not take.
         SchemaError: ``--test`` does not match the training set.
     """
-    from ..io import check_model_path, save_model
-    from ..predict import evaluate_dataset
-    from ..reduce import fit_streaming
+    from randsvm_dist.distributed_predict import evaluate_dataset
+    from randsvm_dist.model_files import check_model_path, save_model
+    from randsvm_dist.streaming_dask import fit_streaming
 
     est = build_estimator(args.method, C=args.C, random_state=args.random_state,
                           **{k: getattr(args, k) for k in OPTIONAL})
     if args.test:  # fail before training, not after
-        from ..inputs import open_dataset
+        from randsvm_dist.engine.inputs import open_dataset
 
         train, test = open_dataset(args.data), open_dataset(args.test)
         if train.n_features != test.n_features:

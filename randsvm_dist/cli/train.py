@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..exceptions import ParameterError
-from .options import (
+from randsvm_dist.cli.options import (
     add_output,
     add_random_state,
     add_scheduler,
@@ -16,6 +15,7 @@ from .options import (
     number_or_name,
     say,
 )
+from randsvm_dist.exceptions import ParameterError
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -27,8 +27,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     Raises:
         ParameterError: a bad option value.
     """
-    from ..estimators import RandSVMClassifier
-    from ..io import check_model_path
+    from randsvm_dist.estimators import RandSVMClassifier
+    from randsvm_dist.model_files import check_model_path
 
     if getattr(args, "resume", False) and not getattr(args, "checkpoint", None):
         raise ParameterError("--resume needs --checkpoint DIR (where the state was saved)")

@@ -7,9 +7,9 @@ Public API::
 
 from __future__ import annotations
 
-from .convert import convert
-from .dataset import Dataset
-from .generators import GENERATORS, make, make_arrays
-from .writer import write_arrays
+from randsvm_dist.data.convert import convert
+from randsvm_dist.data.dataset import Dataset
+from randsvm_dist.data.generators import GENERATORS, make, make_arrays
+from randsvm_dist.data.writer import write_arrays
 
 __all__ = ["Dataset", "GENERATORS", "convert", "make", "make_arrays", "write_arrays"]

@@ -25,11 +25,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
-from ..exceptions import DataFormatError, ParameterError, SchemaError
-from . import csvtext, svmlight
-from ._fs import is_url
-from .textio import TextSource, count_data_lines
-from .writer import (
+from randsvm_dist.data import csvtext, svmlight
+from randsvm_dist.data.storage import is_url
+from randsvm_dist.data.textio import TextSource, count_data_lines
+from randsvm_dist.data.writer import (
     DEFAULT_ROWS_PER_PARTITION,
     LABEL,
     PartitionWriter,
@@ -39,6 +38,7 @@ from .writer import (
     write_arrays,
     write_table,
 )
+from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
 
 _COMPRESSION = (".gz", ".bz2", ".xz")
 MAX_PARTITION_CELLS = 1 << 23  # stored values per partition when R is not given (~32 MiB)
@@ -372,7 +372,7 @@ def _stack(Xs: list, width: int, sparse: bool):
 
 def _convert_parquet(src, dst, partitions, rows_per_partition, dense, label_column,
                      feature_columns, overwrite, progress):
-    from .dataset import Dataset
+    from randsvm_dist.data.dataset import Dataset
 
     ds = Dataset.open(src, label_column=label_column, feature_columns=feature_columns)
     sparse_out = ds.is_sparse if dense is None else not dense

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ..exceptions import DataFormatError, SchemaError
-from .textio import Chunk, split_lines
+from randsvm_dist.data.textio import Chunk, split_lines
+from randsvm_dist.exceptions import DataFormatError, SchemaError
 
 LABEL_NAMES = ("label", "class", "target", "y")
 

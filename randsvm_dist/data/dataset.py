@@ -23,9 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
-from ..exceptions import DataFormatError, ParameterError, SchemaError
-from ..validation import check_classes
-from ._fs import (
+from randsvm_dist.data.schema import INDICES, LABEL, META_KEY, VALUES
+from randsvm_dist.data.storage import (
     MANIFEST,
     file_exists,
     file_size,
@@ -34,7 +33,8 @@ from ._fs import (
     read_manifest,
     resolve,
 )
-from .schema import INDICES, LABEL, META_KEY, VALUES
+from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
+from randsvm_dist.validation import check_classes
 
 DEFAULT_MAX_BYTES = 2 << 30
 

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..exceptions import ParameterError
-from .writer import PartitionWriter, partition_sizes
+from randsvm_dist.data.writer import PartitionWriter, partition_sizes
+from randsvm_dist.exceptions import ParameterError
 
 BLOCK_ROWS = 16384
 

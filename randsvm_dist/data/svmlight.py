@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..exceptions import DataFormatError
-from .textio import Chunk, data_line_mask, split_lines
+from randsvm_dist.data.textio import Chunk, data_line_mask, split_lines
+from randsvm_dist.exceptions import DataFormatError
 
 _F32_MAX = float(np.finfo(np.float32).max)
 

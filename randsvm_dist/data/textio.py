@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..exceptions import DataFormatError
-from ._fs import is_url
+from randsvm_dist.data.storage import is_url
+from randsvm_dist.exceptions import DataFormatError
 
 _BLANK_LINE = re.compile(rb"\n[ \t\r\f\v]*\n")  # (no ^ alternative: it defeats re's scan)
 _BLANK_FIRST = re.compile(rb"[ \t\r\f\v]*\n")

@@ -20,8 +20,8 @@ from __future__ import annotations
 import os
 import time
 
-from ..exceptions import ParameterError
-from .store import JobStore
+from randsvm_dist.exceptions import ParameterError
+from randsvm_dist.jobs.store import JobStore
 
 KINDS = ("train", "stream", "predict")
 TASK_PREFIX = "randsvm-job-"
@@ -39,8 +39,8 @@ def _absolute(value):
 
 def _preflight(kind: str, args: dict) -> None:
     """The command's own output checks, before anything is submitted."""
-    from ..data._fs import check_output_dir
-    from ..io import check_model_path
+    from randsvm_dist.data.storage import check_output_dir
+    from randsvm_dist.model_files import check_model_path
 
     if kind in ("train", "stream") and args.get("model"):
         check_model_path(args["model"], args.get("overwrite", False))
@@ -60,8 +60,8 @@ def submit_parsed(kind: str, args: dict, scheduler: str, job_dir: str, security=
     """
     from distributed import fire_and_forget
 
-    from ..cluster import dask_client
-    from .runner import run_job
+    from randsvm_dist.engine.client import dask_client
+    from randsvm_dist.jobs.runner import run_job
 
     if kind not in KINDS:
         raise ParameterError(f"cannot submit {kind!r}; choose one of {', '.join(KINDS)}")
@@ -93,7 +93,7 @@ def submit(kind: str, argv: list[str], *, scheduler: str, job_dir: str,
     Raises:
         ParameterError, ClusterError: see ``submit_parsed``.
     """
-    from ..cli import build_parser
+    from randsvm_dist.cli import build_parser
 
     if kind not in KINDS:
         raise ParameterError(f"cannot submit {kind!r}; choose one of {', '.join(KINDS)}")
@@ -153,7 +153,7 @@ def cancel(job_dir: str, job_id: str, scheduler: str | None = None, security=Non
     if scheduler:
         from distributed import Future
 
-        from ..cluster import dask_client
+        from randsvm_dist.engine.client import dask_client
 
         with dask_client(scheduler, security=security) as client:
             Future(TASK_PREFIX + job_id, client).cancel()
@@ -171,8 +171,8 @@ def restart(job_dir: str, job_id: str, scheduler: str, security=None) -> str:
     """
     from distributed import fire_and_forget
 
-    from ..cluster import dask_client
-    from .runner import run_job
+    from randsvm_dist.engine.client import dask_client
+    from randsvm_dist.jobs.runner import run_job
 
     store = JobStore(job_dir)
     st = status(job_dir, job_id)

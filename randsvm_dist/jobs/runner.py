@@ -18,7 +18,7 @@ import tempfile
 import time
 import traceback
 
-from .store import JobStore
+from randsvm_dist.jobs.store import JobStore
 
 log = logging.getLogger("randsvm_dist")
 
@@ -78,9 +78,9 @@ class _Lines(io.TextIOBase):
 
 
 def _command(kind: str):
-    from ..cli.predict import cmd_predict
-    from ..cli.stream import cmd_stream
-    from ..cli.train import cmd_train
+    from randsvm_dist.cli.predict import cmd_predict
+    from randsvm_dist.cli.stream import cmd_stream
+    from randsvm_dist.cli.train import cmd_train
 
     return {"train": cmd_train, "stream": cmd_stream, "predict": cmd_predict}[kind]
 

@@ -21,8 +21,8 @@ import os
 import time
 import uuid
 
-from ..exceptions import ParameterError
-from ..io import read_bytes, write_bytes_atomic
+from randsvm_dist.exceptions import ParameterError
+from randsvm_dist.model_files import read_bytes, write_bytes_atomic
 
 STATES = ("submitted", "running", "done", "failed", "cancelled")
 

@@ -1,7 +1,7 @@
 """Solvers: the LIBSVM adapter (train on a sample, model arrays, LIBSVM model files)."""
 
-from .libsvm_adapter import BinarySolution, SolverParams, solve_binary
-from .model_file import read_libsvm_model, write_libsvm_model
+from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams, solve_binary
+from randsvm_dist.solvers.model_file import read_libsvm_model, write_libsvm_model
 
 __all__ = [
     "BinarySolution",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels import LIBSVM_KERNEL_TYPE, Kernel, decision_values
+from randsvm_dist.kernels import LIBSVM_KERNEL_TYPE, Kernel, decision_values
 
 
 @dataclass(frozen=True)

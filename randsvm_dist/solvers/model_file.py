@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import DataFormatError
-from ..kernels import KERNELS, Kernel
+from randsvm_dist.exceptions import DataFormatError
+from randsvm_dist.kernels import KERNELS, Kernel
 
 
 @dataclass

@@ -26,7 +26,7 @@ import numba as nb
 import numpy as np
 import scipy.sparse as sp
 
-from .libsvm_adapter import BinarySolution, SolverParams, dual_objective
+from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams, dual_objective
 
 TAU = 1e-12
 KERNEL_CODE = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3}
@@ -249,7 +249,7 @@ def solve_warm_counted(X, y: np.ndarray, params: SolverParams,
     """
     from threadpoolctl import threadpool_limits
 
-    from .libsvm_adapter import solve_binary
+    from randsvm_dist.solvers.libsvm_adapter import solve_binary
 
     y = np.where(np.asarray(y) > 0, 1.0, -1.0)
     n = len(y)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 
-from .base import StreamingClassifier
+from randsvm_dist.streaming.base import StreamingClassifier
 
 _LEARNERS = {
     "StreamSVM": ".streamsvm",

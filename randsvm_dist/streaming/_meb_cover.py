@@ -18,8 +18,8 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels import Kernel, kernel_matrix, resolve_gamma, row_sq_norms
-from . import _meb as M
+from randsvm_dist.kernels import Kernel, kernel_matrix, resolve_gamma, row_sq_norms
+from randsvm_dist.streaming import _meb as M
 
 DENSE_CHUNK_VALUES = 1 << 22  # values per densified chunk of sparse rows (kernel form)
 

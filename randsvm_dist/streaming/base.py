@@ -23,10 +23,10 @@ import dask
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from ..exceptions import NotFittedError, SchemaError
-from ..inputs import apply_to_dask, dask_accuracy, is_dask_collection
-from ..seeds import derive_seed, resolve_seed
-from ..validation import check_classes, check_features, check_labels, class_index
+from randsvm_dist.engine.inputs import apply_to_dask, dask_accuracy, is_dask_collection
+from randsvm_dist.exceptions import NotFittedError, SchemaError
+from randsvm_dist.seeds import derive_seed, resolve_seed
+from randsvm_dist.validation import check_classes, check_features, check_labels, class_index
 
 
 class StreamingClassifier(ClassifierMixin, BaseEstimator):
@@ -101,7 +101,7 @@ class StreamingClassifier(ClassifierMixin, BaseEstimator):
         """One pass over the Dask row blocks in order, one block in memory at a time."""
         import dask.array as da
 
-        from ..inputs import aligned_blocks, as_dask_array
+        from randsvm_dist.engine.inputs import aligned_blocks, as_dask_array
 
         Xa, ya = aligned_blocks(as_dask_array(X, "X"), as_dask_array(y, "y"))
         classes = check_classes(da.unique(ya).compute(), where="y")

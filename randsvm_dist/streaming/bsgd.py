@@ -31,11 +31,11 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import ParameterError, SchemaError
-from ..kernels import Kernel, decision_values, resolve_gamma
-from ..validation import check_choice, check_flag, check_gamma, check_int, check_positive
-from . import _bsgd_kernels as _k
-from .base import StreamingClassifier
+from randsvm_dist.exceptions import ParameterError, SchemaError
+from randsvm_dist.kernels import Kernel, decision_values, resolve_gamma
+from randsvm_dist.streaming import _bsgd_kernels as _k
+from randsvm_dist.streaming.base import StreamingClassifier
+from randsvm_dist.validation import check_choice, check_flag, check_gamma, check_int, check_positive
 
 MERGE_METHODS = {"golden": _k.MERGE_GOLDEN, "gradient": _k.MERGE_GRADIENT}
 

@@ -49,11 +49,17 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import ParameterError, SchemaError
-from ..kernels import KERNELS, Kernel, decision_values, resolve_gamma
-from ..validation import check_choice, check_features, check_flag, check_int, check_positive
-from . import _ramp_kernels as rk
-from .base import StreamingClassifier
+from randsvm_dist.exceptions import ParameterError, SchemaError
+from randsvm_dist.kernels import KERNELS, Kernel, decision_values, resolve_gamma
+from randsvm_dist.streaming import _ramp_kernels as rk
+from randsvm_dist.streaming.base import StreamingClassifier
+from randsvm_dist.validation import (
+    check_choice,
+    check_features,
+    check_flag,
+    check_int,
+    check_positive,
+)
 
 CHUNK = 256
 MAX_OUTER = 1000

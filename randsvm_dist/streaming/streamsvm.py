@@ -56,11 +56,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..exceptions import ParameterError
-from ..kernels import KERNELS
-from ..validation import check_choice, check_int, check_positive
-from ._meb_cover import BallCover
-from .base import StreamingClassifier
+from randsvm_dist.exceptions import ParameterError
+from randsvm_dist.kernels import KERNELS
+from randsvm_dist.streaming._meb_cover import BallCover
+from randsvm_dist.streaming.base import StreamingClassifier
+from randsvm_dist.validation import check_choice, check_int, check_positive
 
 
 def check_cover_params(est) -> None:

@@ -14,15 +14,15 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
-from .exceptions import ParameterError, SchemaError
-from .kernels import moments_variance, value_moments
-from .randsvm.driver import PartitionSet
-from .randsvm.partitions import (
+from randsvm_dist.engine.bounded_wait import gather
+from randsvm_dist.engine.partitions import (
     Partition,
     make_array_partition,
 )
-from .validation import check_classes, check_features, check_labels
-from .waiting import gather
+from randsvm_dist.exact.driver import PartitionSet
+from randsvm_dist.exceptions import ParameterError, SchemaError
+from randsvm_dist.kernels import moments_variance, value_moments
+from randsvm_dist.validation import check_classes, check_features, check_labels
 
 
 def open_dataset(data, **kwargs):
@@ -35,7 +35,7 @@ def open_dataset(data, **kwargs):
     Raises:
         ParameterError: kwargs given with something that is not a path/URL.
     """
-    from .data import Dataset
+    from randsvm_dist.data import Dataset
 
     if isinstance(data, (str, os.PathLike)):
         return Dataset.open(data, **kwargs)

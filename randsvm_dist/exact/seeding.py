@@ -21,10 +21,10 @@ import time
 
 import numpy as np
 
-from ..exceptions import ParameterError
-from ..waiting import gather
-from .partitions import Partition
-from .sampling import row_keys, smallest_keys, stream_id
+from randsvm_dist.engine.bounded_wait import gather
+from randsvm_dist.engine.partitions import Partition
+from randsvm_dist.exact.sampling import row_keys, smallest_keys, stream_id
+from randsvm_dist.exceptions import ParameterError
 
 SEED_MARGIN = 0.5
 SEED_STREAM = 0x5EED5
@@ -36,7 +36,7 @@ def seed_learner(name: str, C: float, gamma: float, n_rows: int, random_state: i
     Raises:
         ParameterError: unknown name.
     """
-    from ..streaming import BudgetedSGD, OnlineRampSVM
+    from randsvm_dist.streaming import BudgetedSGD, OnlineRampSVM
 
     if name == "bsgd":
         return BudgetedSGD(C=C, gamma=gamma, budget=500, n_rows=n_rows,
@@ -93,8 +93,8 @@ def seed_rows(client, parts, seed, classes: np.ndarray, positives: list[int], r:
     """
     from sklearn.base import clone
 
-    from ..reduce import fit_streaming
-    from ..streaming.base import StreamingClassifier
+    from randsvm_dist.streaming.base import StreamingClassifier
+    from randsvm_dist.streaming_dask import fit_streaming
 
     t0 = time.perf_counter()
     model = seed

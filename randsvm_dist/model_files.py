@@ -27,8 +27,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .exceptions import DataFormatError, ParameterError
-from .solvers.model_file import BinaryModel, format_libsvm_model, parse_libsvm_model, sv_order
+from randsvm_dist.exceptions import DataFormatError, ParameterError
+from randsvm_dist.solvers.model_file import (
+    BinaryModel,
+    format_libsvm_model,
+    parse_libsvm_model,
+    sv_order,
+)
 
 RANDSVM_FORMAT = "randsvm-dist/2"
 STREAM_FORMAT = "randsvm-dist-stream"
@@ -92,7 +97,7 @@ def save_model(model, path: str | os.PathLike) -> None:
         NotFittedError: the model is not fitted.
         DataFormatError: the model holds something these formats cannot store.
     """
-    from .estimators import RandSVMClassifier
+    from randsvm_dist.estimators import RandSVMClassifier
 
     if not isinstance(model, RandSVMClassifier):
         write_bytes_atomic(path, streaming_model_bytes(model))
@@ -139,7 +144,7 @@ def load_model(path: str | os.PathLike, *, allow_pickle: bool = False):
 
 # -- RandSVM: LIBSVM text plus an allow-listed trailer ------------------------------------
 def _randsvm_params() -> dict[str, Any]:
-    from .estimators import RandSVMClassifier
+    from randsvm_dist.estimators import RandSVMClassifier
 
     params = RandSVMClassifier().get_params()
     params.pop("client")  # never saved: a file must not choose the scheduler
@@ -302,9 +307,9 @@ def _check_meta(meta, where: str) -> dict:
 
 def _estimator_from(models: list[BinaryModel], meta: dict | None, n_features: int,
                     where: str):
-    from .estimators import RandSVMClassifier, _maybe_dense
-    from .randsvm.driver import Problem
-    from .solvers.libsvm_adapter import SolverParams
+    from randsvm_dist.estimators import RandSVMClassifier, _maybe_dense
+    from randsvm_dist.exact.driver import Problem
+    from randsvm_dist.solvers.libsvm_adapter import SolverParams
 
     est = RandSVMClassifier(**(meta or {}).get("params", {}))
     classes = np.asarray(meta["classes"]) if meta else np.asarray(models[0].labels)
@@ -333,7 +338,7 @@ def _estimator_from(models: list[BinaryModel], meta: dict | None, n_features: in
     est.history_ = (meta or {}).get("history", [])
     est.scaler_ = None
     if (meta or {}).get("scaling"):
-        from .preprocessing import FeatureScaler
+        from randsvm_dist.preprocessing import FeatureScaler
 
         est.scaler_ = FeatureScaler.from_dict(meta["scaling"])
     return est
@@ -342,9 +347,9 @@ def _estimator_from(models: list[BinaryModel], meta: dict | None, n_features: in
 # -- streaming learners: JSON header plus arrays in one .npz -------------------------------
 def _streaming_classes() -> dict[str, type]:
     """The classes a streaming model file may rebuild, by name."""
-    from . import streaming
-    from .kernels import Kernel
-    from .streaming import blurred_ball, bsgd, ramp, streamsvm
+    from randsvm_dist import streaming
+    from randsvm_dist.kernels import Kernel
+    from randsvm_dist.streaming import blurred_ball, bsgd, ramp, streamsvm
 
     out = {c.__name__: c for c in (Kernel, blurred_ball._BlurredCover, bsgd._BinaryBSGD,
                                    ramp._RampBinary, streamsvm._StreamBall)}

@@ -14,7 +14,7 @@ def add_model_input(p: argparse.ArgumentParser) -> None:
 
 
 def load_model(args: argparse.Namespace):
-    """The model named by ``args.model`` (see :func:`randsvm_dist.io.load_model`).
+    """The model named by ``args.model`` (see :func:`randsvm_dist.model_files.load_model`).
 
     Returns:
         the fitted estimator.
@@ -23,6 +23,6 @@ def load_model(args: argparse.Namespace):
         DataFormatError: truncated, corrupt, or a pickle without ``--allow-pickle``.
         OSError: the file cannot be read.
     """
-    from ..io import load_model as load
+    from randsvm_dist.model_files import load_model as load
 
     return load(args.model, allow_pickle=args.allow_pickle)

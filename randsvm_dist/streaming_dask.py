@@ -24,13 +24,13 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from .cluster import dask_client
-from .exceptions import DataFormatError, ParameterError, SchemaError
-from .kernels import moments_variance, resolve_gamma, row_sq_norms, value_moments
-from .seeds import derive_seed, resolve_seed
-from .streaming.base import StreamingClassifier
-from .validation import check_classes, check_int
-from .waiting import gather
+from randsvm_dist.engine.bounded_wait import gather
+from randsvm_dist.engine.client import dask_client
+from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
+from randsvm_dist.kernels import moments_variance, resolve_gamma, row_sq_norms, value_moments
+from randsvm_dist.seeds import derive_seed, resolve_seed
+from randsvm_dist.streaming.base import StreamingClassifier
+from randsvm_dist.validation import check_classes, check_int
 
 log = logging.getLogger("randsvm_dist")
 
@@ -53,7 +53,7 @@ def _normalizes(estimator) -> bool:
     """Whether the learner scales rows to unit norm before resolving gamma."""
     if getattr(estimator, "normalize", None) is None:
         return False
-    from .streaming.streamsvm import resolve_normalize
+    from randsvm_dist.streaming.streamsvm import resolve_normalize
 
     return bool(resolve_normalize(estimator))
 
@@ -202,7 +202,7 @@ def fit_streaming(estimator: StreamingClassifier, data, client=None,
         DataFormatError: data not a Dataset/path, or a data set without rows.
         ClusterError: the scheduler cannot be reached.
     """
-    from .inputs import open_dataset
+    from randsvm_dist.engine.inputs import open_dataset
 
     if not isinstance(estimator, StreamingClassifier):
         raise ParameterError(

@@ -3,7 +3,7 @@
 The fitted estimator travels to the workers once (it is small: support vectors or a
 summary); each partition is read, scored and, for ``predict_dataset``, written as one
 Parquet file into a temporary directory that is published in one step with a completion
-manifest (see :class:`randsvm_dist.data._fs.AtomicDir`); ``read_predictions`` requires it.
+manifest (see :class:`randsvm_dist.data.storage.AtomicDir`); ``read_predictions`` requires it.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .cluster import dask_client, put
-from .exceptions import SchemaError
-from .validation import class_index
-from .waiting import gather
+from randsvm_dist.engine.bounded_wait import gather
+from randsvm_dist.engine.client import dask_client, put
+from randsvm_dist.exceptions import SchemaError
+from randsvm_dist.validation import class_index
 
 
 def _labels(ds) -> list[str]:
@@ -63,8 +63,8 @@ def predict_dataset(estimator, data, out_dir: str | os.PathLike, client=None, *,
         DataFormatError: ``out_dir`` exists (without ``overwrite``) or was not written by
             randsvm-dist; checked before any prediction.
     """
-    from .data._fs import AtomicDir
-    from .inputs import open_dataset
+    from randsvm_dist.data.storage import AtomicDir
+    from randsvm_dist.engine.inputs import open_dataset
 
     ds = open_dataset(data)
     _check_features(estimator, ds)
@@ -88,8 +88,8 @@ def read_predictions(out_dir: str | os.PathLike) -> pa.Table:
         DataFormatError: no manifest (the write did not finish, or not our output), or a
             listed file is missing or changed.
     """
-    from .data._fs import MANIFEST, manifest_paths, read_manifest, resolve
-    from .exceptions import DataFormatError
+    from randsvm_dist.data.storage import MANIFEST, manifest_paths, read_manifest, resolve
+    from randsvm_dist.exceptions import DataFormatError
 
     fs, root = resolve(out_dir)
     manifest = read_manifest(fs, root)
@@ -121,7 +121,7 @@ def evaluate_dataset(estimator, data, client=None) -> dict:
     Raises:
         SchemaError: feature count differs, or a label the model does not know.
     """
-    from .inputs import open_dataset
+    from randsvm_dist.engine.inputs import open_dataset
 
     ds = open_dataset(data)
     _check_features(estimator, ds)

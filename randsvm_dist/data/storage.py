@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
-from ..exceptions import DataFormatError
+from randsvm_dist.exceptions import DataFormatError
 
 
 def is_url(path: str | os.PathLike) -> bool:

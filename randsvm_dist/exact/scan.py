@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels import Kernel, decision_values, row_sq_norms
-from .partitions import Partition
-from .sampling import row_keys, smallest_keys
+from randsvm_dist.engine.partitions import Partition
+from randsvm_dist.exact.sampling import row_keys, smallest_keys
+from randsvm_dist.kernels import Kernel, decision_values, row_sq_norms
 
 DENSE_SV_BYTES = 256 << 20
 # Screened rows keep y f >= 1 + band + slack: above every threshold a scan's answers use
@@ -225,7 +225,7 @@ def scan_partition_task(part: Partition, model: ScanModel, requests: list[Proble
     Returns:
         ScanAnswer (``worker``: the address whose store holds this scan's bounds, or None).
     """
-    from . import screening_store
+    from randsvm_dist.exact import screening_store
 
     prev = screening_store.get(run, index, iteration - 1) if shift_w is not None else None
     out = scan_partition(part, model, requests, prev, shift_w, shift_b)

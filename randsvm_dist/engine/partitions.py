@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..validation import class_index
+from randsvm_dist.validation import class_index
 
 
 @dataclass

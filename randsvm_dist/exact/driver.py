@@ -41,21 +41,21 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ..cluster import put
-from ..kernels import decision_values
-from ..solvers.libsvm_adapter import SolverParams
-from ..waiting import gather
-from . import screening_store
-from .partitions import load_dataset_partition, take_rows
-from .sampling import stream_id
-from .scan import ProblemRequest, ScanAnswer, ScanModel, scan_partition_task
-from .solving import (
+from randsvm_dist.engine.bounded_wait import gather
+from randsvm_dist.engine.client import put
+from randsvm_dist.engine.partitions import load_dataset_partition, take_rows
+from randsvm_dist.exact import screening_store
+from randsvm_dist.exact.sampling import stream_id
+from randsvm_dist.exact.scan import ProblemRequest, ScanAnswer, ScanModel, scan_partition_task
+from randsvm_dist.exact.solving import (
     plan_cascade,
     solve_partitions,
     solve_working_set,
     threads_per_solve,
     total_threads,
 )
+from randsvm_dist.kernels import decision_values
+from randsvm_dist.solvers.libsvm_adapter import SolverParams
 
 log = logging.getLogger("randsvm_dist")
 
@@ -354,14 +354,14 @@ def solve_working_set_task(X, y, rows, params, n_threads, n_parts, stream, alpha
     from distributed import worker_client
 
     if alpha0 is not None:
-        from ..solvers.warm_smo import solve_warm
-        from .solving import Solved
+        from randsvm_dist.exact.solving import Solved
+        from randsvm_dist.solvers.warm_smo import solve_warm
 
         sol = solve_warm(X, y, params, alpha0, n_threads)
         return Solved(sol.support, sol, warm=True)
     if n_parts <= 1:
-        from ..solvers.libsvm_adapter import solve_binary
-        from .solving import Solved
+        from randsvm_dist.exact.solving import Solved
+        from randsvm_dist.solvers.libsvm_adapter import solve_binary
 
         sol = solve_binary(X, y, params, n_threads)
         return Solved(sol.support, sol)

@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Sequence
 
-from .exceptions import ClusterError
+from randsvm_dist.exceptions import ClusterError
 
 POLL_SECONDS = 1.0
 

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .exceptions import ClusterError
+from randsvm_dist.exceptions import ClusterError
 
 log = logging.getLogger("randsvm_dist")
 
@@ -37,7 +37,7 @@ CONNECT_TIMEOUT = "10s"
 SCHEDULER_ENV = "RANDSVM_DIST_SCHEDULER"
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT = 120.0  # seconds; a loaded 2-core machine needs tens of seconds
-_PARENT_WATCH = Path(__file__).with_name("_parent_watch.py")
+_PARENT_WATCH = Path(__file__).with_name("parent_watch.py")
 
 
 @dataclass

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels import decision_values
-from ..solvers.libsvm_adapter import BinarySolution, SolverParams, solve_binary
-from ..waiting import gather
-from .partitions import Partition
-from .sampling import keys_of
+from randsvm_dist.engine.bounded_wait import gather
+from randsvm_dist.engine.partitions import Partition
+from randsvm_dist.exact.sampling import keys_of
+from randsvm_dist.kernels import decision_values
+from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams, solve_binary
 
 # A cascade pays when its parts are large and most rows of the working set are fresh
 # (not support vectors of the previous model), so the parts drop most of them.

@@ -46,7 +46,7 @@ def test_a_changed_or_extra_file_after_publishing(arrays, tmp_path):
     assert Dataset.open(tmp_path / "d").n_rows == 600
     with open(tmp_path / "d" / "part-00001.parquet", "ab") as f:
         f.write(b"junk")
-    with pytest.raises(DataFormatError, match="part-00001.parquet is missing or has changed"):
+    with pytest.raises(DataFormatError, match="part-00001.parquet has changed since"):
         Dataset.open(tmp_path / "d")
 
 
@@ -138,3 +138,78 @@ def test_predict_refuses_outputs_before_any_work(arrays, tmp_path, capsys):
     assert "is a file" in capsys.readouterr().err
     with pytest.raises(DataFormatError, match="no _manifest.json"):
         read_predictions(foreign)
+
+
+def test_one_flipped_bit_in_a_part_is_detected_on_read_and_by_info(arrays, tmp_path, capsys):
+    """Issue 18, defect 5 (Parquet): same size, other content."""
+    X, y = arrays
+    write_arrays(X, y, tmp_path / "d", partitions=2)
+    manifest = json.loads((tmp_path / "d" / MANIFEST).read_text())
+    assert all(len(e["crc32"]) == 8 for e in manifest["files"])
+    part = tmp_path / "d" / "part-00001.parquet"
+    raw = bytearray(part.read_bytes())
+    raw[len(raw) // 3] ^= 0x10  # inside a data page: the footer still parses
+    part.write_bytes(bytes(raw))
+    ds = Dataset.open(tmp_path / "d")  # footers only: cheap, nothing read yet
+    ds.read_partition(0)
+    with pytest.raises(DataFormatError, match=r"part-00001.parquet: content checksum"):
+        ds.read_partition(1)
+    with pytest.raises(DataFormatError, match=r"part-00001.parquet: content checksum"):
+        ds.verify()
+    assert cli_main(["data", "info", str(tmp_path / "d")]) == 2
+    assert "part-00001.parquet: content checksum" in capsys.readouterr().err
+
+
+def test_overwrite_keeps_files_the_project_did_not_write(arrays, tmp_path):
+    """Issue 18, defect 2: --overwrite removes only what the manifest lists."""
+    X, y = arrays
+    d = tmp_path / "d"
+    write_arrays(X, y, d, partitions=3)
+    (d / "notes.md").write_text("mine")
+    (d / "sub").mkdir()
+    (d / "sub" / "keep.txt").write_text("mine too")
+    ds = write_arrays(X[:100], y[:100], d, partitions=1, overwrite=True)
+    assert ds.n_rows == 100 and ds.n_partitions == 1
+    assert (d / "notes.md").read_text() == "mine"
+    assert (d / "sub" / "keep.txt").read_text() == "mine too"
+    assert sorted(p.name for p in d.iterdir()) == [MANIFEST, "notes.md", "part-00000.parquet",
+                                                   "sub"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no tmp, no lock
+
+
+def test_a_second_writer_of_one_path_fails_loudly(arrays, tmp_path):
+    """Issue 18, defect 3: concurrent writers of one output."""
+    from randsvm_dist.data.storage import AtomicDir, OutputLock, publish_file
+
+    X, y = arrays
+    lock = tmp_path / ".d.randsvm-lock"
+    lock.write_text(json.dumps({"pid": 1, "host": __import__("socket").gethostname()}))
+    with pytest.raises(DataFormatError, match="being written by process 1"):
+        write_arrays(X, y, tmp_path / "d", partitions=1)
+    lock.unlink()
+    with AtomicDir(tmp_path / "d"):  # a writer in another process is simulated by the
+        held = json.loads(lock.read_text())  # lock file's owner
+        assert held["pid"] == __import__("os").getpid()
+    assert not lock.exists()
+    (tmp_path / ".m.model.randsvm-lock").write_text(json.dumps({"pid": 1, "host": held["host"]}))
+    with pytest.raises(DataFormatError, match="being written"):
+        publish_file(tmp_path / "m.model", b"x")
+    with OutputLock(tmp_path / "r.json"):
+        assert publish_file(tmp_path / "r.json", b"{}")  # re-entrant in one process
+    with pytest.raises(DataFormatError, match="exists; choose a new path or pass --overwrite"):
+        publish_file(tmp_path / "r.json", b"{}")
+    publish_file(tmp_path / "r.json", b"[]", overwrite=True)
+    assert (tmp_path / "r.json").read_bytes() == b"[]"
+
+
+def test_zero_row_part_with_copied_metadata(arrays, tmp_path, capsys):
+    """Issue 18, defect 8: a 0-row part carrying another part's class counts."""
+    X, y = arrays
+    write_arrays(X, y, tmp_path / "src", partitions=1)
+    full = pq.read_table(tmp_path / "src" / "part-00000.parquet")
+    pq.write_table(full.slice(0, 0), tmp_path / "empty.parquet")  # schema metadata copied
+    ds = Dataset.open(tmp_path / "empty.parquet")
+    assert ds.n_rows == 0 and int(ds.class_counts.sum()) == 0
+    assert cli_main(["data", "info", str(tmp_path / "empty.parquet")]) == 0
+    out = capsys.readouterr().out
+    assert "%" not in out and "one class only" in out

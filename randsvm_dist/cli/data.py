@@ -60,8 +60,10 @@ def register(subparsers) -> None:
 
     p = sub.add_parser("info", help="rows, features, partitions, classes and bytes of a set",
                        description="Describe a Parquet data set from its metadata.")
-    p.add_argument("dst", help="data set directory, file or URL")
+    p.add_argument("data", metavar="DATA", help="data set directory, file or URL")
     p.add_argument("--label-column", default="label", help="label column (default: label)")
+    p.add_argument("--no-verify", dest="verify", action="store_false",
+                   help="skip reading every part to check it against its manifest checksum")
     add_output(p, report=False)
     p.set_defaults(func=_info)
 
@@ -138,8 +140,9 @@ def _py(v):
 def _info(args) -> int:
     from randsvm_dist.data.dataset import Dataset
 
-    ds = Dataset.open(args.dst, label_column=args.label_column)
+    ds = Dataset.open(args.data, label_column=args.label_column)
     info = describe(ds)
+    info["checksums_verified"] = ds.verify() if args.verify else 0
     emit(args, info, "" if args.json else _info_text(info))
     return 0
 
@@ -167,4 +170,7 @@ def _info_text(info: dict) -> str:
         lines.append("  warning: one class only; an SVM needs at least two")
     for k, v in info["source"].items():
         lines.append(f"{k:<12} {v}")
+    if info.get("checksums_verified"):
+        lines.append(f"checksums    {info['checksums_verified']} parts match their "
+                     "manifest crc32")
     return "\n".join(lines)

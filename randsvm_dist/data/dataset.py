@@ -29,9 +29,11 @@ from randsvm_dist.data.storage import (
     file_exists,
     file_size,
     list_files,
+    manifest_checksums,
     manifest_paths,
     read_manifest,
     resolve,
+    verify_checksum,
 )
 from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
 from randsvm_dist.validation import check_classes
@@ -46,7 +48,7 @@ class Dataset:
                  feature_columns: list[str] | None, is_sparse: bool, n_features: int,
                  partition_rows: list[int], meta: dict | None,
                  classes: np.ndarray | None, class_counts: np.ndarray | None,
-                 nnz: int | None):
+                 nnz: int | None, checksums: dict[str, str] | None = None):
         self.url = url
         self.filesystem = filesystem
         self.paths = list(paths)
@@ -59,6 +61,7 @@ class Dataset:
         self._classes = classes
         self._class_counts = class_counts
         self._nnz = nnz
+        self.checksums = dict(checksums or {})  # path -> crc32 from _manifest.json
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -91,9 +94,11 @@ class Dataset:
         fs, root = resolve(url)
         paths = list_files(fs, root)
         manifest = read_manifest(fs, root) if paths is not None else None
+        checksums = {}
         if manifest is not None:  # a published output: exactly the files it lists
             paths = [p for p in manifest_paths(fs, root, manifest, url)
                      if p.endswith(".parquet")]
+            checksums = manifest_checksums(root, manifest)
         if paths is None:
             if file_exists(fs, root):
                 paths = [root]
@@ -118,7 +123,7 @@ class Dataset:
                 )
             rows.append(md.num_rows)
             raw = (schema.metadata or {}).get(META_KEY)
-            metas.append(json.loads(raw) if raw else None)
+            metas.append(_part_meta(raw, md.num_rows, p))
 
         if paths != [root] and manifest is None and any(
                 m is not None and m.get("version", 1) >= 2 for m in metas):
@@ -129,7 +134,7 @@ class Dataset:
             raise SchemaError(
                 f"{url}: no label column {label_column!r}; columns are {names}"
             )
-        ours = all(m is not None for m in metas)
+        ours = all(m is not None and not m.get("_untrusted") for m in metas)
         is_sparse = INDICES in names and VALUES in names and \
             pa.types.is_list(schema0.field(INDICES).type)
         classes = counts = None
@@ -184,7 +189,7 @@ class Dataset:
                  feature_columns=None if is_sparse else feature_columns,
                  is_sparse=is_sparse, n_features=-1 if n_features is None else n_features,
                  partition_rows=rows, meta=ds_meta, classes=classes,
-                 class_counts=counts, nnz=nnz)
+                 class_counts=counts, nnz=nnz, checksums=checksums)
         if is_sparse and n_features is None:
             ds.n_features = ds._scan_max_index() + 1
         return ds
@@ -260,9 +265,18 @@ class Dataset:
             cols = [INDICES, VALUES, self.label_column]
         else:
             cols = list(self.feature_columns) + [self.label_column]
+        expected = self.checksums.get(path)
         try:
-            table = pq.read_table(path, columns=cols, filesystem=self.filesystem,
-                                  use_threads=False)
+            if expected is None:
+                table = pq.read_table(path, columns=cols, filesystem=self.filesystem,
+                                      use_threads=False)
+            else:  # one read: the bytes are checked, then parsed from memory
+                with self.filesystem.open_input_file(path) if hasattr(
+                        self.filesystem, "open_input_file") else self.filesystem.open(
+                        path, "rb") as f:
+                    data = f.read()
+                verify_checksum(self.filesystem, path, expected, data)
+                table = pq.read_table(pa.BufferReader(data), columns=cols, use_threads=False)
         except OSError as e:  # e.g. the path is not mounted on this worker
             raise DataFormatError(f"cannot read partition {i} ({path}) on {_where()}: {e}. "
                                   "Every worker must see the data set at the same path "
@@ -274,10 +288,21 @@ class Dataset:
             X = _dense_from(table, self.feature_columns, path)
         return X, y
 
-    def iter_partitions(self):
-        """Yield ``(X, y)`` for each partition in order."""
-        for i in range(self.n_partitions):
-            yield self.read_partition(i)
+    def verify(self) -> int:
+        """Check every partition file against the crc32 its ``_manifest.json`` records.
+
+        Returns:
+            the number of files checked (0 for a data set without checksums).
+
+        Raises:
+            DataFormatError: a file's content differs (named by path).
+        """
+        n = 0
+        for p in self.paths:
+            if self.checksums.get(p) is not None:
+                verify_checksum(self.filesystem, p, self.checksums[p])
+                n += 1
+        return n
 
     def to_arrays(self, max_bytes: int = DEFAULT_MAX_BYTES):
         """The whole data set in memory as ``(X, y)`` (for small data).
@@ -420,6 +445,32 @@ def _where() -> str:
         return f"worker {get_worker().address}"
     except (ImportError, ValueError):
         return "this machine"
+
+
+def _part_meta(raw: bytes | None, n_rows: int, path: str) -> dict | None:
+    """The package's metadata of one part, or None when it has none or when its class
+    counts do not add up to the part's rows (metadata copied from another file: the
+    stats are then read from the label column instead)."""
+    if not raw:
+        return None
+    try:
+        meta = json.loads(raw)
+    except ValueError:
+        raise DataFormatError(f"{path}: its {META_KEY!r} metadata is not JSON") from None
+    if not isinstance(meta, dict):
+        raise DataFormatError(f"{path}: its {META_KEY!r} metadata is not a JSON object")
+    counts = meta.get("class_counts")
+    if counts is not None and (not isinstance(counts, list)
+                               or sum(int(c) for c in counts) != n_rows):
+        import logging
+
+        logging.getLogger("randsvm_dist").warning(
+            "%s: its metadata counts %s rows by class but the file holds %d rows (copied "
+            "from another file?); reading its labels instead", path,
+            sum(int(c) for c in counts) if isinstance(counts, list) else "?", n_rows)
+        meta = {k: v for k, v in meta.items() if k not in ("classes", "class_counts", "nnz")}
+        meta["_untrusted"] = True
+    return meta
 
 
 def _merge_class_stats(metas: list[dict], label_type: pa.DataType):

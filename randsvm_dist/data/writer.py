@@ -179,13 +179,6 @@ class PartitionWriter:
         self.paths.append(path)
         return path
 
-    def write_arrow(self, table: pa.Table) -> str:
-        """Write one already-built partition table."""
-        path = self.next_path()
-        write_table(table, path, filesystem=self.out.fs)
-        self.paths.append(path)
-        return path
-
     def close(self):
         """Publish the directory at ``dst`` and return its Dataset."""
         self.out.commit()

@@ -1,12 +1,20 @@
 """Solvers: the LIBSVM adapter (train on a sample, model arrays, LIBSVM model files)."""
 
-from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams, solve_binary
+from randsvm_dist.solvers.libsvm_adapter import (
+    BinarySolution,
+    Solution,
+    SolverParams,
+    solve_binary,
+    solve_libsvm,
+)
 from randsvm_dist.solvers.model_file import read_libsvm_model, write_libsvm_model
 
 __all__ = [
     "BinarySolution",
+    "Solution",
     "SolverParams",
     "read_libsvm_model",
     "solve_binary",
+    "solve_libsvm",
     "write_libsvm_model",
 ]

@@ -1,8 +1,18 @@
-"""Train a binary C-SVM on one sample with LIBSVM (libsvm-official) and return arrays.
+"""Solve one LIBSVM problem (C-SVC, epsilon-SVR or one-class) on one sample; return arrays.
 
 LIBSVM models are ctypes objects that cannot be pickled, so everything that leaves this
 module is numpy arrays: the rows of the sample that are support vectors, their dual
-coefficients y_i alpha_i, the intercept (LIBSVM's -rho) and the dual objective.
+coefficients, the intercept (LIBSVM's -rho) and the dual objective.
+
+Supported LIBSVM ``svm_type`` values (``SolverParams.svm_type``):
+
+- 0, C-SVC: targets in {-1, +1}; dual_coef = y_i alpha_i; f(x) > 0 predicts +1.
+- 3, epsilon-SVR: real targets; dual_coef = alpha_i - alpha_i*; f(x) is the prediction.
+- 2, one-class (nu): targets ignored; dual_coef = alpha_i in LIBSVM's scaling (box 1,
+  sum alpha = nu l); f(x) >= 0 is an inlier.
+
+In every case f(x) = sum_i dual_coef_i k(x_i, x) + intercept with intercept = -rho.
+Per-row box constraints (sample weights) are in ``randsvm_dist.solvers.weighted``.
 """
 
 from __future__ import annotations
@@ -12,20 +22,31 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.kernels import LIBSVM_KERNEL_TYPE, Kernel, decision_values
+
+C_SVC, ONE_CLASS, EPSILON_SVR = 0, 2, 3
+SVM_TYPES = {C_SVC: "c_svc", ONE_CLASS: "one_class", EPSILON_SVR: "epsilon_svr"}
 
 
 @dataclass(frozen=True)
 class SolverParams:
-    """C-SVM parameters with LIBSVM's meanings.
+    """LIBSVM parameters with LIBSVM's meanings (``svm-train`` option in brackets).
 
     Attributes:
-        C: box constraint.
-        kernel: resolved kernel.
-        weight_pos, weight_neg: class weights (C is multiplied by them for the +1/-1 class).
+        C: box constraint (-c; C-SVC and SVR, unused by one-class).
+        kernel: resolved kernel (-t, -g, -d, -r).
+        weight_pos, weight_neg: class weights (C is multiplied by them for the +1/-1
+            class; C-SVC only: -w1, -w-1).
         tol: LIBSVM's stopping tolerance (-e).
         cache_size: LIBSVM's kernel cache in MB (-m).
         shrinking: LIBSVM's shrinking heuristic (-h).
+        svm_type: 0 C-SVC, 2 one-class, 3 epsilon-SVR (-s).
+        epsilon: epsilon of the epsilon-insensitive loss (-p; SVR only).
+        nu: nu of the one-class SVM (-n; one-class only), in (0, 1].
+
+    Raises:
+        ParameterError: an svm_type other than 0, 2, 3, or nu / epsilon out of range.
     """
 
     C: float = 1.0
@@ -35,26 +56,45 @@ class SolverParams:
     tol: float = 1e-3
     cache_size: float = 200.0
     shrinking: bool = True
+    svm_type: int = C_SVC
+    epsilon: float = 0.1
+    nu: float = 0.5
+
+    def __post_init__(self):
+        if self.svm_type not in SVM_TYPES:
+            raise ParameterError(f"svm_type must be one of {sorted(SVM_TYPES)} (LIBSVM's -s: "
+                                 f"0 C-SVC, 2 one-class, 3 epsilon-SVR); got {self.svm_type!r}")
+        if self.svm_type == ONE_CLASS and not 0.0 < self.nu <= 1.0:
+            raise ParameterError(f"nu must be in (0, 1]; got {self.nu!r}")
+        if self.svm_type == EPSILON_SVR and not self.epsilon >= 0.0:
+            raise ParameterError(f"epsilon must be >= 0; got {self.epsilon!r}")
 
     def options(self) -> str:
         """LIBSVM's option string for svm_train."""
         k = self.kernel
-        return (
-            f"-s 0 -t {LIBSVM_KERNEL_TYPE[k.name]} -c {self.C!r} -g {k.gamma!r} "
-            f"-d {int(k.degree)} -r {k.coef0!r} -e {self.tol!r} -m {self.cache_size!r} "
-            f"-h {int(self.shrinking)} -w1 {self.weight_pos!r} -w-1 {self.weight_neg!r} -q"
-        )
+        opts = (f"-s {int(self.svm_type)} -t {LIBSVM_KERNEL_TYPE[k.name]} -c {self.C!r} "
+                f"-g {k.gamma!r} -d {int(k.degree)} -r {k.coef0!r} -e {self.tol!r} "
+                f"-m {self.cache_size!r} -h {int(self.shrinking)}")
+        if self.svm_type == C_SVC:
+            opts += f" -w1 {self.weight_pos!r} -w-1 {self.weight_neg!r}"
+        elif self.svm_type == EPSILON_SVR:
+            opts += f" -p {self.epsilon!r}"
+        else:
+            opts += f" -n {self.nu!r}"
+        return opts + " -q"
 
 
 @dataclass
 class BinarySolution:
-    """A solved binary C-SVM on one sample.
+    """A solved LIBSVM problem on one sample (any supported svm_type).
 
     Attributes:
         support: indices (into the sample's rows) of the support vectors, ascending.
-        dual_coef: y_i alpha_i of each support vector (float64).
+        dual_coef: per support vector (float64): y_i alpha_i (C-SVC), alpha_i - alpha_i*
+            (epsilon-SVR), alpha_i (one-class, LIBSVM's scaling).
         intercept: b in f(x) = sum_i dual_coef_i k(x_i, x) + b (LIBSVM's -rho).
-        dual_objective: sum_i alpha_i - 1/2 sum_ij dual_coef_i dual_coef_j k(x_i, x_j).
+        dual_objective: the dual objective at this point (maximisation form; see
+            ``dual_objective``).
     """
 
     support: np.ndarray
@@ -63,48 +103,167 @@ class BinarySolution:
     dual_objective: float
 
 
-def dual_objective(sv, dual_coef: np.ndarray, kernel: Kernel) -> float:
-    """sum |coef| - 1/2 coef' K coef over the support vectors."""
+Solution = BinarySolution
+
+
+def dual_objective(sv, dual_coef: np.ndarray, kernel: Kernel, svm_type: int = C_SVC,
+                   targets: np.ndarray | None = None, epsilon: float = 0.0) -> float:
+    """The dual objective (maximisation form) of a solution, from its support vectors.
+
+    Rows that are not support vectors have zero coefficients and add nothing, so this is
+    the dual objective of the whole problem at the point "this solution, all other alphas
+    zero" (a feasible dual point of any superset of the sample). With b the coefficients
+    and K the kernel matrix of the support vectors:
+
+    - C-SVC (LIBSVM minimises 1/2 a'Qa - e'a, Q_ij = y_i y_j K_ij, 0 <= a_i <= C_i,
+      y'a = 0): D = sum_i a_i - 1/2 a'Qa = sum_i |b_i| - 1/2 b'Kb since b_i = y_i a_i.
+    - epsilon-SVR (LIBSVM minimises 1/2 (a - a*)'K(a - a*) + eps sum_i (a_i + a*_i)
+      - sum_i y_i (a_i - a*_i) over 0 <= a, a* <= C_i, e'(a - a*) = 0): with b = a - a*
+      and, at LIBSVM's solutions, a_i a*_i = 0 (so a_i + a*_i = |b_i|),
+      D = -1/2 b'Kb - eps sum_i |b_i| + y'b. Weak duality: for any b with e'b = 0 and
+      |b_i| <= C_i, D <= P = 1/2 ||w||^2 + sum_i C_i max(0, |y_i - f(x_i)| - eps).
+    - one-class in LIBSVM's scaling (0 <= a_i <= C_i, C_i = 1 unweighted, sum a = nu
+      sum C_i): the primal min 1/2 ||w||^2 - nu (sum_i C_i) rho + sum_i C_i xi_i with
+      <w, phi(x_i)> >= rho - xi_i, xi_i >= 0 has the Lagrangian stationarity conditions
+      w = sum_i a_i phi(x_i), sum_i a_i = nu sum_i C_i, a_i <= C_i, and the dual
+      D = 1/2 ||w||^2 - ||w||^2 = -1/2 a'Ka. (Schoelkopf's original scaling, box
+      1/(nu l) and sum a = 1, divides a, w and rho by nu l and the objectives by
+      (nu l)^2: relative gaps are the same in both.)
+
+    Args:
+        sv: the support vectors (float32 ndarray or CSR).
+        dual_coef: their coefficients (as in ``BinarySolution``).
+        kernel: the kernel.
+        svm_type: 0 C-SVC, 2 one-class, 3 epsilon-SVR.
+        targets: y_i of the support vectors (epsilon-SVR only).
+        epsilon: the SVR's epsilon.
+
+    Returns:
+        D as a float (0.0 without support vectors).
+
+    Raises:
+        ParameterError: epsilon-SVR without targets, or an unknown svm_type.
+    """
     if not len(dual_coef):
         return 0.0
-    quad = float(dual_coef @ decision_values(sv, sv, dual_coef, 0.0, kernel))
-    return float(np.abs(dual_coef).sum() - 0.5 * quad)
+    coef = np.asarray(dual_coef, dtype=np.float64)
+    quad = float(coef @ decision_values(sv, sv, coef, 0.0, kernel))
+    if svm_type == C_SVC:
+        return float(np.abs(coef).sum() - 0.5 * quad)
+    if svm_type == ONE_CLASS:
+        return float(-0.5 * quad)
+    if svm_type == EPSILON_SVR:
+        if targets is None:
+            raise ParameterError("the epsilon-SVR dual objective needs the targets")
+        return float(-0.5 * quad - epsilon * np.abs(coef).sum()
+                     + np.asarray(targets, dtype=np.float64) @ coef)
+    raise ParameterError(f"unknown svm_type {svm_type!r}")
 
 
-def solve_binary(X, y: np.ndarray, params: SolverParams, n_threads: int = 1) -> BinarySolution:
-    """Solve C-SVM on (X, y) with LIBSVM.
+def _empty_solution(intercept: float) -> BinarySolution:
+    return BinarySolution(np.empty(0, np.int64), np.empty(0), float(intercept), 0.0)
+
+
+def degenerate_solution(t: np.ndarray, params: SolverParams) -> BinarySolution | None:
+    """The solution of a problem LIBSVM cannot or need not solve, else None.
+
+    - no rows: no support vectors, intercept 0 (C-SVC: +1);
+    - C-SVC with one class present: no support vectors and intercept +1 or -1 (every
+      row of that class sits on the margin), as LIBSVM would have no second class.
+
+    Args:
+        t: targets of the rows that enter the problem.
+        params: the problem's parameters.
+
+    Returns:
+        a BinarySolution or None (solve normally).
+    """
+    t = np.asarray(t, dtype=np.float64)
+    if params.svm_type == C_SVC:
+        present = np.unique(t)
+        if len(present) < 2:
+            return _empty_solution(float(present[0]) if len(present) else 1.0)
+        return None
+    if not len(t):
+        return _empty_solution(0.0)
+    return None
+
+
+def from_libsvm_model(model, X, t: np.ndarray, params: SolverParams) -> BinarySolution:
+    """A BinarySolution from a trained libsvm-official model on (X, t).
+
+    C-SVC coefficients and rho are oriented towards +1 (LIBSVM orients f towards its
+    first label); support indices are sorted ascending.
+    """
+    support = np.asarray(model.get_sv_indices(), dtype=np.int64) - 1
+    coef = np.array([c[0] for c in model.get_sv_coef()], dtype=np.float64)
+    rho = float(model.rho[0])
+    if params.svm_type == C_SVC and model.get_labels()[0] == -1:
+        coef, rho = -coef, -rho
+    return finish_solution(X, t, support, coef, -rho, params)
+
+
+def finish_solution(X, t: np.ndarray, support: np.ndarray, coef: np.ndarray,
+                    intercept: float, params: SolverParams) -> BinarySolution:
+    """Sort the support vectors ascending and compute the dual objective.
+
+    Args:
+        X: the sample's rows; t: its targets.
+        support: support-vector indices into X (any order).
+        coef: their dual coefficients (``BinarySolution`` meaning).
+        intercept: b = -rho.
+        params: the problem's parameters.
+
+    Returns:
+        BinarySolution.
+    """
+    order = np.argsort(support, kind="stable")
+    support = np.asarray(support, dtype=np.int64)[order]
+    coef = np.asarray(coef, dtype=np.float64)[order]
+    targets = np.asarray(t, dtype=np.float64)[support] if params.svm_type == EPSILON_SVR \
+        else None
+    return BinarySolution(support, coef, float(intercept),
+                          dual_objective(X[support], coef, params.kernel, params.svm_type,
+                                         targets, params.epsilon))
+
+
+def solve_libsvm(X, t: np.ndarray | None, params: SolverParams,
+                 n_threads: int = 1) -> BinarySolution:
+    """Solve one LIBSVM problem (C-SVC, epsilon-SVR or one-class) on (X, t).
 
     Args:
         X: (n, d) float32 ndarray or CSR.
-        y: (n,) labels in {-1, +1}.
-        params: SolverParams.
+        t: (n,) targets: labels in {-1, +1} (C-SVC), real values (SVR), ignored
+            (one-class; any array of length n, e.g. ones).
+        params: SolverParams; ``params.svm_type`` selects the problem.
         n_threads: OpenMP threads of this solve (LIBSVM computes kernel columns in
             parallel). Set for this call only, whatever OMP_NUM_THREADS says (a Dask nanny
             sets it to 1): the driver gives a solve the cores that would otherwise idle.
 
     Returns:
-        BinarySolution. If y holds one class only, the solution has no support vectors
-        and intercept +1 or -1 (every row of that class sits on the margin).
+        BinarySolution. C-SVC with one class present: no support vectors and intercept +1
+        or -1 (every row of that class sits on the margin); no rows: no support vectors.
     """
     from libsvm.svmutil import svm_parameter, svm_problem, svm_train
 
-    y = np.asarray(y, dtype=np.float64)
-    present = np.unique(y)
-    if len(present) < 2:
-        return BinarySolution(np.empty(0, np.int64), np.empty(0), float(present[0])
-                              if len(present) else 1.0, 0.0)
+    if params.svm_type == ONE_CLASS and (t is None or len(t) != X.shape[0]):
+        t = np.ones(X.shape[0])
+    t = np.asarray(t, dtype=np.float64)
+    degenerate = degenerate_solution(t, params)
+    if degenerate is not None:
+        return degenerate
     Xc = X if sp.issparse(X) else sp.csr_matrix(X)
     Xc = sp.csr_matrix(Xc, dtype=np.float64)
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=max(1, int(n_threads)), user_api="openmp"):
-        model = svm_train(svm_problem(y, Xc), svm_parameter(params.options()))
-    support = np.asarray(model.get_sv_indices(), dtype=np.int64) - 1
-    coef = np.array([c[0] for c in model.get_sv_coef()], dtype=np.float64)
-    rho = float(model.rho[0])
-    if model.get_labels()[0] == -1:  # LIBSVM orients f(x) towards its first label
-        coef, rho = -coef, -rho
-    order = np.argsort(support, kind="stable")
-    support, coef = support[order], coef[order]
-    return BinarySolution(support, coef, -rho, dual_objective(X[support], coef,
-                                                              params.kernel))
+        model = svm_train(svm_problem(t, Xc), svm_parameter(params.options()))
+    return from_libsvm_model(model, X, t, params)
+
+
+def solve_binary(X, y: np.ndarray, params: SolverParams, n_threads: int = 1) -> BinarySolution:
+    """The C-SVC name of ``solve_libsvm`` (kept for its callers; any svm_type works).
+
+    Args and Returns: as ``solve_libsvm``.
+    """
+    return solve_libsvm(X, y, params, n_threads)

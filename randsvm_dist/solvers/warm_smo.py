@@ -9,7 +9,8 @@ LIBSVM's own algorithm (``svm.cpp``, ``Solver::Solve``) with a starting point:
   information for training SVM", JMLR 2005): i maximises -y_i G_i over I_up, j minimises
   the second-order decrease -(b_ij^2) / a_ij over I_low with a_ij = K_ii + K_jj - 2 K_ij
   (TAU = 1e-12 when a_ij <= 0);
-- LIBSVM's two-variable update with clipping to per-class boxes (C x class weight), the
+- LIBSVM's two-variable update with clipping to per-class boxes (C x class weight) or
+  per-row boxes (``row_C``: C x class weight x sample weight), the
   same stopping rule (m(alpha) - M(alpha) < tol, LIBSVM's -e) and the same rho (the mean
   of y_i G_i over free alphas, else the middle of the bounds);
 - no shrinking. Kernel rows are computed in float64 from the float32 rows and kept in a
@@ -241,7 +242,8 @@ def feasible_start(alpha0: np.ndarray, y: np.ndarray, Cb: np.ndarray) -> np.ndar
 
 def solve_warm_counted(X, y: np.ndarray, params: SolverParams,
                        alpha0: np.ndarray | None = None,
-                       n_threads: int = 1) -> tuple[BinarySolution, int]:
+                       n_threads: int = 1,
+                       row_C: np.ndarray | None = None) -> tuple[BinarySolution, int]:
     """``solve_warm`` that also returns the SMO iteration count (0 when LIBSVM solved it).
 
     Returns:
@@ -254,10 +256,20 @@ def solve_warm_counted(X, y: np.ndarray, params: SolverParams,
     y = np.where(np.asarray(y) > 0, 1.0, -1.0)
     n = len(y)
     nbytes = n * X.shape[1] * 8
+    if row_C is not None:
+        Cb = np.asarray(row_C, dtype=np.float64)
+        if Cb.shape != (n,) or not (Cb > 0).all():
+            raise ValueError("row_C must hold one C_i > 0 per row (drop rows with C_i <= 0 "
+                             "first: solvers.weighted.solve_weighted_warm does)")
+    else:
+        Cb = np.where(y > 0, params.C * params.weight_pos, params.C * params.weight_neg)
     if len(np.unique(y)) < 2 or (sp.issparse(X) and nbytes > MAX_DENSE_BYTES):
+        if row_C is not None:
+            from randsvm_dist.solvers.weighted import solve_weighted
+
+            return solve_weighted(X, y, params, Cb, n_threads), 0
         return solve_binary(X, y, params, n_threads), 0
     k = params.kernel
-    Cb = np.where(y > 0, params.C * params.weight_pos, params.C * params.weight_neg)
     alpha = (np.zeros(n) if alpha0 is None else feasible_start(alpha0, y, Cb))
     Xd = _dense64(X)
     with threadpool_limits(limits=max(1, int(n_threads))):
@@ -284,7 +296,7 @@ def solve_warm_counted(X, y: np.ndarray, params: SolverParams,
 
 
 def solve_warm(X, y: np.ndarray, params: SolverParams, alpha0: np.ndarray | None = None,
-               n_threads: int = 1) -> BinarySolution:
+               n_threads: int = 1, row_C: np.ndarray | None = None) -> BinarySolution:
     """Solve C-SVM on (X, y) starting from alpha0, with LIBSVM's SMO and conventions.
 
     Args:
@@ -294,8 +306,14 @@ def solve_warm(X, y: np.ndarray, params: SolverParams, alpha0: np.ndarray | None
         params: SolverParams (C, kernel, class weights, tol, cache_size; no shrinking).
         alpha0: (n,) starting alphas (repaired to a feasible point); None: zeros.
         n_threads: BLAS threads for the starting gradient.
+        row_C: (n,) per-row upper bounds C_i > 0 replacing C x class weight (sample
+            weights; ``params.C`` and the class weights are then not applied). Rows with
+            C_i <= 0 must be dropped by the caller (``weighted.solve_weighted_warm``).
 
     Returns:
         BinarySolution, as ``libsvm_adapter.solve_binary`` returns it.
+
+    Raises:
+        ValueError: row_C of the wrong length or with an entry <= 0.
     """
-    return solve_warm_counted(X, y, params, alpha0, n_threads)[0]
+    return solve_warm_counted(X, y, params, alpha0, n_threads, row_C)[0]

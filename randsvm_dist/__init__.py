@@ -3,7 +3,6 @@
 from randsvm_dist.exceptions import (
     ClusterError,
     DataFormatError,
-    NotFittedError,
     ParameterError,
     RandSVMError,
     SchemaError,
@@ -14,6 +13,10 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     # heavy imports (dask, scikit-learn) only when the estimator is asked for
+    if name == "NotFittedError":
+        from randsvm_dist.exceptions import NotFittedError
+
+        return NotFittedError
     if name == "RandSVMClassifier":
         from randsvm_dist.estimators import RandSVMClassifier
 

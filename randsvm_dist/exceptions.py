@@ -6,8 +6,6 @@ expected.
 
 from __future__ import annotations
 
-from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
-
 
 class RandSVMError(Exception):
     """Base class of every error raised by randsvm-dist."""
@@ -21,9 +19,23 @@ class SchemaError(RandSVMError, ValueError):
     """A data set's columns, feature count or labels do not match what is expected."""
 
 
-class NotFittedError(RandSVMError, _SklearnNotFittedError):
-    """A model was used before it was fitted (also scikit-learn's NotFittedError, hence a
-    ValueError and an AttributeError)."""
+def _not_fitted_error() -> type:
+    # defined on first use, so the command line's --help does not import scikit-learn
+    from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
+
+    class NotFittedError(RandSVMError, _SklearnNotFittedError):
+        """A model was used before it was fitted (also scikit-learn's NotFittedError, hence a
+        ValueError and an AttributeError)."""
+
+    NotFittedError.__module__ = __name__
+    return NotFittedError
+
+
+def __getattr__(name: str):
+    if name == "NotFittedError":
+        cls = globals()["NotFittedError"] = _not_fitted_error()
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ClusterError(RandSVMError, RuntimeError):

@@ -20,13 +20,13 @@ import hashlib
 import io
 import json
 import os
-import uuid
 import zipfile
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from randsvm_dist.data.storage import is_url, read_bytes, write_bytes_atomic  # noqa: F401
 from randsvm_dist.exceptions import DataFormatError, ParameterError
 from randsvm_dist.solvers.model_file import (
     BinaryModel,
@@ -42,51 +42,11 @@ META_TAG = "#randsvm-dist-meta "
 MODEL_TAG = "#randsvm-dist-model "
 END_TAG = "#randsvm-dist-end sha256="
 RANGE_SUFFIX = ".range"  # svm-scale range file of a model trained with scale=
-LEGACY_META_SUFFIX = ".meta.json"  # sidecar of models saved before RANDSVM_FORMAT 2
 _HISTORY_TYPES = (int, float, str, bool, type(None))
 _BIT_GENERATORS = ("PCG64", "PCG64DXSM", "Philox", "SFC64", "MT19937")
 
 
-# -- bytes on local disks and fsspec URLs ---------------------------------------------------
-def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` (local path or fsspec URL) as one unit: a temporary sibling
-    is written completely, then renamed over ``path``."""
-    path = os.fspath(path)
-    if "://" in path:
-        import fsspec.core
-
-        fs, p = fsspec.core.url_to_fs(path)
-        tmp = f"{p}.tmp-{uuid.uuid4().hex[:8]}"
-        with fs.open(tmp, "wb") as f:
-            f.write(data)
-        fs.mv(tmp, p)
-        return
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def read_bytes(path: str | os.PathLike) -> bytes:
-    """The bytes of a local file or fsspec URL.
-
-    Raises:
-        FileNotFoundError: no such file.
-    """
-    path = os.fspath(path)
-    if "://" in path:
-        import fsspec
-
-        with fsspec.open(path, "rb") as f:
-            return f.read()
-    with open(path, "rb") as f:
-        return f.read()
+# -- bytes on local disks and fsspec URLs: data.storage's read_bytes / write_bytes_atomic --
 
 
 # -- public API ----------------------------------------------------------------------------
@@ -108,9 +68,8 @@ def save_model(model, path: str | os.PathLike) -> None:
 
 
 def load_model(path: str | os.PathLike, *, allow_pickle: bool = False):
-    """Load any model ``save_model`` wrote, a stock LIBSVM binary model file, a model of the
-    earlier format (LIBSVM file plus ``.meta.json``), or, only with ``allow_pickle``, an old
-    joblib pickle.
+    """Load any model ``save_model`` wrote, a stock LIBSVM binary model file, or, only with
+    ``allow_pickle``, an old joblib pickle.
 
     Returns:
         the fitted estimator (its ``client`` is None).
@@ -124,7 +83,7 @@ def load_model(path: str | os.PathLike, *, allow_pickle: bool = False):
     data = read_bytes(path)
     if data.startswith(b"PK"):
         return load_streaming_model(data, where)
-    if data.startswith((b"svm_type", b"{")):
+    if data.startswith(b"svm_type"):
         return load_randsvm_model(data, where)
     if data.startswith(b"\x80"):
         if not allow_pickle:
@@ -201,21 +160,8 @@ def load_randsvm_model(data: bytes, where: str):
         raise DataFormatError(f"{where}: not UTF-8 text; not a LIBSVM model file") from None
     lines = text.splitlines()
     meta_at = next((i for i, s in enumerate(lines) if s.startswith(META_TAG)), None)
-    if text.startswith("{"):  # a K > 2 index file of the earlier format
-        meta = _json(text, where)
-        base = os.path.dirname(where)
-        files = _check_type(meta.get("model_files"), list, where, "model_files")
-        sections = []
-        for f in files:
-            if not isinstance(f, str) or os.path.basename(f) != f:
-                raise DataFormatError(f"{where}: model_files must be plain file names; got "
-                                      f"{f!r}")
-            sections.append((read_bytes(os.path.join(base, f)).decode().splitlines(),
-                             os.path.join(base, f), 1))
-    elif meta_at is None:  # stock LIBSVM, or the earlier format's sidecar
-        sidecar = where + LEGACY_META_SUFFIX
-        meta = _json(read_bytes(sidecar).decode(), sidecar) if os.path.exists(sidecar) else None
-        sections = [(lines, where, 1)]
+    if meta_at is None:  # stock LIBSVM
+        meta, sections = None, [(lines, where, 1)]
     else:
         meta, sections = _split_trailer(text, lines, meta_at, where)
     meta = _check_meta(meta, where) if meta is not None else None
@@ -247,7 +193,7 @@ def _split_trailer(text: str, lines: list[str], meta_at: int, where: str):
 def _json(text: str, where: str):
     try:
         return json.loads(text)
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise DataFormatError(f"{where}: metadata is not valid JSON ({e})") from None
 
 
@@ -462,7 +408,11 @@ def unpack_objects(data: bytes, classes: dict[str, type], fmt: str, version: int
                               "truncated or corrupt") from None
     if "header" not in arrays:
         raise DataFormatError(f"{where}: no 'header' entry; not a {fmt} file")
-    header = _json(arrays.pop("header").tobytes().decode(), where)
+    try:
+        header = _json(arrays.pop("header").tobytes().decode(), where)
+    except UnicodeDecodeError:
+        raise DataFormatError(f"{where}: its header is not UTF-8 text; the file is corrupt "
+                              "or not a model file") from None
     if not isinstance(header, dict) or header.get("format") != fmt:
         raise DataFormatError(f"{where}: not a {fmt} file")
     if header.get("version") != version:
@@ -470,9 +420,11 @@ def unpack_objects(data: bytes, classes: dict[str, type], fmt: str, version: int
                               f"randsvm-dist reads version {version}")
     try:
         return _decode(header["model"], arrays, classes, where), header
-    except (KeyError, TypeError, ValueError) as e:
-        raise DataFormatError(f"{where}: malformed header ({type(e).__name__}: {e})") \
-            from None
+    except DataFormatError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as e:
+        raise DataFormatError(f"{where}: malformed header ({type(e).__name__}: "
+                              f"{str(e)[:200]})") from None
 
 
 def _decode(node, arrays: dict, classes: dict, where: str):
@@ -529,7 +481,7 @@ def check_model_path(path: str | os.PathLike, overwrite: bool = False) -> None:
             file this project wrote.
     """
     path = os.fspath(path)
-    if "://" in path:
+    if is_url(path):
         return
     parent = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):

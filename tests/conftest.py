@@ -50,16 +50,25 @@ def _no_shared_scheduler(monkeypatch) -> None:
 
 @pytest.fixture(scope="session")
 def dask_client():
-    """A local cluster sized for 2 cores: 2 workers x 1 thread, loopback only; Dask's
-    default client while the tests run."""
+    """A local cluster sized for 2 cores: 2 workers x 1 thread, loopback only. Not Dask's
+    default client (the project never makes one, so neither do the tests): pass it, or its
+    address, explicitly."""
     from distributed import Client
 
     from randsvm_dist.engine.client import launch, wait_for_workers
 
     procs = launch(n_workers=2)
     try:
-        with Client(procs.address) as client:
+        with Client(procs.address, set_as_default=False, timeout="60s") as client:
             wait_for_workers(client, 2)
             yield client
     finally:
         procs.close()
+
+
+@pytest.fixture
+def current_dask_client(dask_client):
+    """``dask_client`` made the current client for one test (``Client.as_current``), as a
+    user's own ``Client()`` is: for tests of ``client=None`` picking the current client."""
+    with dask_client.as_current():
+        yield dask_client

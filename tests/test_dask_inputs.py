@@ -78,7 +78,7 @@ def test_dask_input_errors_name_the_rows(dask_client, arrays):
         RandSVMClassifier(client=dask_client).fit(text, np.arange(10) % 2)
 
 
-def test_streaming_dask_array(dask_client, arrays):
+def test_streaming_dask_array(current_dask_client, arrays):
     X, y = arrays
     dX, dy = _dask(X[:400], y[:400], chunks=97)
     est = StreamSVM(kernel="linear", lookahead=10, random_state=0).fit(dX, dy)

@@ -29,7 +29,7 @@ def fixture_sets(test_data):
 
 @pytest.mark.parametrize("name", ["heart_scale", "a9a_3000"])
 @pytest.mark.parametrize("learner", LEARNERS, ids=repr)
-def test_defaults_beat_the_majority_class(fixture_sets, dask_client, name, learner):
+def test_defaults_beat_the_majority_class(fixture_sets, current_dask_client, name, learner):
     X, y, Xt, yt = fixture_sets[name]
     values, counts = np.unique(y, return_counts=True)
     majority = np.mean(yt == values[np.argmax(counts)])

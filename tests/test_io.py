@@ -125,7 +125,9 @@ def test_crafted_metadata_is_refused(randsvm_binary, tmp_path, change, match):
         RandSVMClassifier.load(path)
 
 
-def test_legacy_meta_file_setting_client_is_refused(randsvm_binary, tmp_path):
+def test_a_meta_json_sidecar_is_ignored(randsvm_binary, tmp_path):
+    """Sidecars of the earlier format are no longer read: a file beside the model cannot
+    set any parameter (e.g. the scheduler)."""
     from randsvm_dist.solvers.model_file import BinaryModel, write_libsvm_model
 
     est, _ = randsvm_binary
@@ -133,15 +135,10 @@ def test_legacy_meta_file_setting_client_is_refused(randsvm_binary, tmp_path):
     write_libsvm_model(path, BinaryModel(est.kernel_, est.support_vectors_, est.dual_coef_[0],
                                          float(est.intercept_[0]), (-1, 1)))
     meta = {"format": "randsvm-dist/1", "classes": [-1, 1], "n_features": 20,
-            "model_files": ["old.model"], "support": est.support_.tolist(),
             "params": {"client": "tcp://attacker.example:8786"}, "history": []}
     (tmp_path / "old.model.meta.json").write_text(json.dumps(meta))
-    with pytest.raises(DataFormatError, match="'client' is not allowed"):
-        model_io.load_model(path)
-    meta["params"] = {"C": 1.0}
-    (tmp_path / "old.model.meta.json").write_text(json.dumps(meta))
-    old = model_io.load_model(path)  # the earlier format still loads
-    np.testing.assert_array_equal(old.support_, est.support_)
+    old = model_io.load_model(path)  # a stock LIBSVM model
+    assert old.client is None and old.n_features_in_ == est.n_features_in_
 
 
 def test_truncated_and_corrupt_randsvm_files(randsvm_binary, tmp_path):

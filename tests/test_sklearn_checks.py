@@ -64,13 +64,13 @@ def _randsvm_checks(names=None):
 
 
 @pytest.mark.parametrize("estimator,check", _randsvm_checks(FAST_RANDSVM))
-def test_randsvm_sklearn_checks_fast(dask_client, estimator, check):
+def test_randsvm_sklearn_checks_fast(current_dask_client, estimator, check):
     check(estimator)
 
 
 @pytest.mark.heavy
 @parametrize_with_checks([RandSVMClassifier()], expected_failed_checks=expected_failed)
-def test_randsvm_sklearn_checks_all(dask_client, estimator, check):
+def test_randsvm_sklearn_checks_all(current_dask_client, estimator, check):
     check(estimator)
 
 
@@ -108,7 +108,7 @@ def test_pipeline_and_grid_search_streaming(est):
     assert grid.best_params_ and grid.score(X[200:], y[200:]) > 0.9
 
 
-def test_pipeline_and_grid_search_randsvm(dask_client):
+def test_pipeline_and_grid_search_randsvm(current_dask_client):
     X, y = _blobs()
     est = RandSVMClassifier(random_state=0)
     pipe = make_pipeline(StandardScaler(), est).fit(X[:200], y[:200])

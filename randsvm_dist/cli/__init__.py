@@ -10,9 +10,17 @@ scheduler); the one Dask client of an invocation is ``args.session.client()``
 Adding a command ``foo``:
 
 1. write ``randsvm_dist/cli/foo.py`` with ``register(subparsers)`` and the command function
-   (use the helpers in :mod:`.options`; raise a ``RandSVMError`` subclass for user errors:
-   it prints ``randsvm-dist: error: ...`` and exits with 2);
-2. add ``"foo"`` to :data:`COMMANDS` below (its place there is its place in ``--help``).
+   (use the helpers in :mod:`.options`; claim every output with ``args.outputs`` and write
+   files with :func:`.outputs.publish` (:mod:`.outputs`); raise a ``RandSVMError`` subclass
+   for user errors: it prints ``randsvm-dist: error: ...`` and exits with 2);
+2. add ``"foo"`` to :data:`COMMANDS` below (its place there is its place in ``--help``);
+3. import dask, numba, scikit-learn and the estimators inside the command function, never
+   at module level: ``--help`` and argument errors must stay fast (``benchmarks/
+   bench_startup.py`` measures them).
+
+Errors: a user error (``RandSVMError``, a missing or unreadable file) is one line on
+stderr and exit code 2; anything else is a bug: one line naming it and exit code 1, with the
+traceback only under ``--debug``.
 """
 
 from __future__ import annotations
@@ -23,9 +31,7 @@ import logging
 import os
 import sys
 
-from randsvm_dist.cli.session import Session
 from randsvm_dist.exceptions import RandSVMError
-from randsvm_dist.security import make_security
 
 #: the command modules of this package, in ``--help`` order
 COMMANDS = (
@@ -48,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Large-scale SVMs: RandSVM on Dask and one-pass streaming learners.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--debug", action="store_true",
+                        help="print the full traceback of an unexpected error")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)
@@ -63,6 +71,12 @@ def _quiet_dask() -> None:
     logging.getLogger("distributed").setLevel(logging.WARNING)
 
 
+def _os_error(e: OSError) -> str:
+    """One line for an OSError: what failed on which path."""
+    what = e.strerror or str(e) or type(e).__name__
+    return f"{e.filename}: {what}" if e.filename else what
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line.
 
@@ -70,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         argv: the arguments (default ``sys.argv[1:]``).
 
     Returns:
-        the exit code: 0 on success, 2 on a user error (printed to stderr).
+        the exit code: 0 on success, 2 on a user error, 1 on an unexpected error (each
+        printed as one line on stderr; ``--debug`` adds the traceback), 130 on Ctrl-C; some
+        commands define more (``jobs status``: 1 for a failed job).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -78,17 +94,41 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("randsvm_dist").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     if not args.verbose:
         _quiet_dask()
+    from randsvm_dist.cli.outputs import Outputs
+    from randsvm_dist.cli.session import Session
+
     args.session = None
+    args.outputs = Outputs()
     try:
+        from randsvm_dist.security import make_security
+
         args.session = Session(getattr(args, "scheduler", None), security=make_security(
             *(getattr(args, k, None) for k in ("tls_ca_file", "tls_cert", "tls_key"))))
         return int(args.func(args) or 0)
     except RandSVMError as e:
+        if args.debug:
+            raise
         print(f"randsvm-dist: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a file the user named: missing, unreadable, read-only
+        if args.debug:
+            raise
+        print(f"randsvm-dist: error: {_os_error(e)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("randsvm-dist: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - a bug: one line, the traceback with --debug
+        if args.debug:
+            raise
+        print(f"randsvm-dist: internal error: {type(e).__name__}: {str(e)[:300]} (run again "
+              "with --debug for the traceback, and please report it)", file=sys.stderr)
+        return 1
     finally:
+        args.outputs.release()
         if args.session is not None:
             args.session.close()
-        from randsvm_dist.engine.client import close_embedded
+        if "randsvm_dist.engine.client" in sys.modules:
+            from randsvm_dist.engine.client import close_embedded
 
-        close_embedded()  # the embedded default, if this command started it
+            close_embedded()  # the embedded default, if this command started it

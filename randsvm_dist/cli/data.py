@@ -83,6 +83,8 @@ def _add_partitioning(p: argparse.ArgumentParser) -> None:
 def _convert(args) -> int:
     from randsvm_dist.data.convert import convert
 
+    args.outputs.directory(args.dst, overwrite=args.overwrite, what="output",
+                           inputs=(args.src,))
     header = {"auto": "auto", "yes": True, "no": False}[args.header]
     t0 = time.perf_counter()
     ds = convert(args.src, args.dst, partitions=args.partitions,
@@ -100,6 +102,7 @@ def _convert(args) -> int:
 def _make(args) -> int:
     from randsvm_dist.data.generators import make
 
+    args.outputs.directory(args.dst, overwrite=args.overwrite, what="output")
     t0 = time.perf_counter()
     ds = make(args.name, args.dst, rows=args.rows, partitions=args.partitions,
               rows_per_partition=args.rows_per_partition, seed=args.seed,

@@ -6,7 +6,7 @@ import argparse
 import time
 
 from randsvm_dist.cli.model_input import add_model_input, load_model
-from randsvm_dist.cli.options import add_output, add_scheduler, emit
+from randsvm_dist.cli.options import add_output, add_scheduler, check_report_path, emit
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -18,6 +18,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from randsvm_dist.distributed_predict import evaluate_dataset
 
     t0 = time.perf_counter()
+    check_report_path(args, (args.data, args.model))
     est = load_model(args)
     result = evaluate_dataset(est, args.data, client=args.session.client())
     result["n_support"] = (int(len(est.support_)) if hasattr(est, "support_")
@@ -40,4 +41,5 @@ def register(subparsers) -> None:
     p.add_argument("data", help="Parquet data set with labels")
     add_scheduler(p)
     add_output(p)
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --report")
     p.set_defaults(func=cmd_evaluate)

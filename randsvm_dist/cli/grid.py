@@ -25,23 +25,42 @@ def cmd_grid(args: argparse.Namespace) -> int:
         ParameterError: a bad grid or option; DataFormatError: a results file of another
         search.
     """
+    from randsvm_dist.cli.outputs import publish, save_model_file
+    from randsvm_dist.data.storage import check_not_input, makedirs
+    from randsvm_dist.exceptions import DataFormatError
     from randsvm_dist.model_files import check_model_path
     from randsvm_dist.model_selection import GridSearch
 
     if args.model:
         check_model_path(args.model, args.overwrite)
-    check_report_path(args)
-    os.makedirs(args.out, exist_ok=True)
+        args.outputs.file(args.model, overwrite=args.overwrite, what="--model",
+                          inputs=(args.data,))
+    check_report_path(args, (args.data,))
+    check_not_input(args.out, (args.data,), "--out", directory=True)
+    folds, points, png = (os.path.join(args.out, n) for n in ("folds.csv", "grid.csv",
+                                                              "grid.png"))
+    if os.path.isfile(args.out):
+        raise DataFormatError(f"--out {args.out} is a file; give a directory")
+    # OUT/folds.csv is the search's own state (re-read to resume: same command, same
+    # OUT); without it, an existing grid.csv/grid.png is someone else's
+    resume = os.path.exists(folds)
+    makedirs(args.out)
+    for path in (points, png):
+        args.outputs.file(path, overwrite=args.overwrite or resume, what="--out file")
+    if not os.access(args.out, os.W_OK):
+        raise DataFormatError(f"--out {args.out}: directory is not writable")
+    args.outputs.file(folds, overwrite=True, what="--out file")
     client = args.session.client()
     gs = GridSearch(log2C=args.C, log2gamma=args.gamma, n_folds=args.folds,
                     refine=args.refine, fine_step=args.fine_step, scale=args.scale,
                     libsvm_max_rows=args.libsvm_max_rows, solver=args.solver, tol=args.tol,
                     cache_size=args.cache_size, gap_tol=args.gap_tol,
                     random_state=args.random_state, client=client,
-                    results=os.path.join(args.out, "folds.csv"))
+                    results=folds)
     gs.fit(args.data)
-    gs.write_points(os.path.join(args.out, "grid.csv"))
-    gs.plot(os.path.join(args.out, "grid.png"))
+    # claimed (checked and locked) above: replacing them now is this search's own write
+    publish(points, gs.write_points, overwrite=True, what="--out file")
+    publish(png, gs.plot, overwrite=True, what="--out file")
     result = {"data": args.data, "best": gs.best_params_, "cv_accuracy": gs.best_score_,
               "rows": gs.n_rows_, "points": len(gs.points_), "folds": args.folds,
               "search_seconds": gs.search_seconds_, "out": args.out,
@@ -51,7 +70,8 @@ def cmd_grid(args: argparse.Namespace) -> int:
                f"({len(gs.points_)} points in {gs.search_seconds_:.1f} s); "
                f"{args.out}/grid.csv, grid.png")
     if args.model:
-        est = gs.refit(args.data, model_path=args.model)
+        est = gs.refit(args.data)
+        save_model_file(est, args.model, overwrite=args.overwrite)
         result.update(model=args.model, refit_seconds=est.fit_time_,
                       n_support=int(len(est.support_)))
         summary += f"; refit on all rows -> {args.model}"
@@ -104,7 +124,9 @@ def register(subparsers) -> None:
     p.add_argument("--out", default="grid-out", help="directory for the CSVs and the plot")
     p.add_argument("--model", default=None,
                    help="train the best (C, gamma) on all rows and save the model here")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing --model")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --model, --report, and OUT/grid.csv and "
+                        "OUT/grid.png of another search (OUT/folds.csv: same command resumes)")
     add_random_state(p)
     add_scheduler(p)
     add_output(p)

@@ -20,9 +20,20 @@ def load_model(args: argparse.Namespace):
         the fitted estimator.
 
     Raises:
-        DataFormatError: truncated, corrupt, or a pickle without ``--allow-pickle``.
-        OSError: the file cannot be read.
+        DataFormatError: missing, unreadable, truncated, corrupt, or a pickle without
+            ``--allow-pickle``.
     """
+    from randsvm_dist.exceptions import DataFormatError
     from randsvm_dist.model_files import load_model as load
 
-    return load(args.model, allow_pickle=args.allow_pickle)
+    try:
+        return load(args.model, allow_pickle=args.allow_pickle)
+    except FileNotFoundError:
+        raise DataFormatError(f"model file {args.model} not found; give the path that "
+                              "train --model or stream --model wrote") from None
+    except IsADirectoryError:
+        raise DataFormatError(f"model {args.model} is a directory; give the model file") \
+            from None
+    except PermissionError:
+        raise DataFormatError(f"model file {args.model} is not readable (permission "
+                              "denied)") from None

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
@@ -64,27 +63,25 @@ def add_random_state(p: argparse.ArgumentParser) -> None:
 
 def add_overwrite_progress(p: argparse.ArgumentParser) -> None:
     """``--overwrite`` and ``--no-progress`` of the commands that write a data set."""
-    p.add_argument("--overwrite", action="store_true", help="replace an existing DST")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing DST written by randsvm-dist (only the files its "
+                        "_manifest.json lists)")
     p.add_argument("--no-progress", dest="progress", action="store_false",
                    help="no progress bar")
 
 
-def check_report_path(args: argparse.Namespace) -> None:
-    """Fail before any work if ``--report FILE`` cannot be written (its directory is missing
-    or it is a directory).
+def check_report_path(args: argparse.Namespace, inputs=()) -> None:
+    """Claim ``--report FILE`` before any work (see :mod:`.outputs`): its directory must
+    exist, it may not be an input, and an existing file needs ``--overwrite``.
 
     Raises:
-        ParameterError: the report path is not writable.
+        DataFormatError: the report path may not be written.
     """
-    from randsvm_dist.exceptions import ParameterError
-
+    outputs = getattr(args, "outputs", None)
     path = getattr(args, "report", None)
-    if not path:
-        return
-    parent = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path) or not os.path.isdir(parent) or not os.access(parent, os.W_OK):
-        raise ParameterError(f"--report {path}: not a writable file path (its directory "
-                             f"{parent} must exist)")
+    if outputs is not None and path:
+        outputs.file(path, overwrite=getattr(args, "overwrite", False), what="--report",
+                     inputs=inputs)
 
 
 def to_json(result: dict[str, Any]) -> str:
@@ -118,8 +115,10 @@ def emit(args: argparse.Namespace, result: dict[str, Any], summary: str) -> None
         print(summary)
     path = getattr(args, "report", None)
     if path:
-        with open(path, "w") as f:
-            f.write(text + "\n")
+        from randsvm_dist.cli.outputs import publish
+
+        publish(path, text + "\n", overwrite=getattr(args, "overwrite", False),
+                what="--report")
 
 
 def say(args: argparse.Namespace, line: str) -> None:

@@ -15,11 +15,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     Returns:
         0.
     """
-    from randsvm_dist.data.storage import check_output_dir
     from randsvm_dist.distributed_predict import predict_dataset
 
+    args.outputs.directory(args.out, overwrite=args.overwrite, what="output",
+                           inputs=(args.data, args.model))  # before the cluster starts
     est = load_model(args)
-    check_output_dir(args.out, args.overwrite)  # before the cluster starts
     out = predict_dataset(est, args.data, args.out, client=args.session.client(),
                           overwrite=args.overwrite)
     emit(args, out, f"wrote predictions of {out['rows']} rows to {out['out']} in "
@@ -35,7 +35,8 @@ def register(subparsers) -> None:
     p.add_argument("out", help="directory for the prediction Parquet files (published with "
                                "a _manifest.json when complete)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace an existing prediction directory written by randsvm-dist")
+                   help="replace an existing prediction directory written by randsvm-dist "
+                        "(only the files its _manifest.json lists)")
     add_scheduler(p)
     add_output(p, report=False)
     p.set_defaults(func=cmd_predict)

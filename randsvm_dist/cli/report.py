@@ -19,17 +19,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     Raises:
         DataFormatError: the file is not JSON or has no history.
     """
-    from randsvm_dist.plots import history_records, plot_history
+    from randsvm_dist.cli.outputs import publish
 
     src = Path(args.run)
+    out = Path(args.out) if args.out else src.with_suffix(".png")
+    args.outputs.file(out, overwrite=args.overwrite, what="--out", inputs=(src,))
     try:
         report = json.loads(src.read_text())
     except (OSError, ValueError) as e:
         raise DataFormatError(f"{src}: not a readable JSON report ({e})") from None
+    from randsvm_dist.plots import history_records, plot_history
+
     history = history_records(report, str(src))
-    out = Path(args.out) if args.out else src.with_suffix(".png")
     title = args.title if args.title is not None else _title(report, src)
-    plot_history(history, out, title=title)
+    publish(out, lambda tmp: plot_history(history, tmp, title=title),
+            overwrite=args.overwrite, what="--out")
     last = history[-1]
     result = {"run": str(src), "png": str(out), "iterations": len(history),
               "final_relative_gap": last["relative_gap"], "final_n_support": last["n_support"],
@@ -64,5 +68,6 @@ def register(subparsers) -> None:
     p.add_argument("--out", default=None, metavar="PNG",
                    help="where to write the picture (default: RUN with .png)")
     p.add_argument("--title", default=None, help="figure title (default: from the report)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing PNG")
     add_output(p, report=False)
     p.set_defaults(func=cmd_report)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from randsvm_dist.cli.options import add_output, add_scheduler, emit
+from randsvm_dist.cli.options import add_output, add_scheduler, check_report_path, emit
+from randsvm_dist.cli.outputs import publish
 
 
 def cmd_scale(args: argparse.Namespace) -> int:
@@ -20,6 +21,10 @@ def cmd_scale(args: argparse.Namespace) -> int:
     from randsvm_dist.engine.inputs import open_dataset
     from randsvm_dist.preprocessing import FeatureScaler
 
+    inputs = (args.data, args.restore)
+    args.outputs.directory(args.out, overwrite=args.overwrite, what="output", inputs=inputs)
+    args.outputs.file(args.range, overwrite=args.overwrite, what="--range", inputs=inputs)
+    check_report_path(args, inputs)
     ds = open_dataset(args.data)
     client = args.session.client()
     if args.restore:
@@ -31,7 +36,7 @@ def cmd_scale(args: argparse.Namespace) -> int:
         how = f"{args.method} learnt on {ds.n_rows} rows"
     out = scaler.transform_dataset(ds, args.out, overwrite=args.overwrite, client=client)
     if args.range:
-        scaler.save_range(args.range)
+        publish(args.range, scaler.save_range, overwrite=args.overwrite, what="--range")
     result = {"data": args.data, "out": args.out, "range": args.range, "method": scaler.method,
               "lower": scaler.lower_, "upper": scaler.upper_, "rows": out.n_rows,
               "sparse_zeros_kept": scaler.sparse_,
@@ -63,7 +68,8 @@ def register_data_scale(sub) -> None:
     p.add_argument("--lower", type=float, default=None,
                    help="min-max lower bound (default -1; 0 for sparse data)")
     p.add_argument("--upper", type=float, default=1.0, help="min-max upper bound")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing OUT written by randsvm-dist, --range, --report")
     add_scheduler(p)
     add_output(p)
     p.set_defaults(func=cmd_scale)

@@ -73,8 +73,9 @@ def cmd_stream(args: argparse.Namespace) -> int:
         ParameterError: an option the method does not take.
         SchemaError: ``--test`` does not match the training set.
     """
+    from randsvm_dist.cli.outputs import save_model_file
     from randsvm_dist.distributed_predict import evaluate_dataset
-    from randsvm_dist.model_files import check_model_path, save_model
+    from randsvm_dist.model_files import check_model_path
     from randsvm_dist.streaming_dask import fit_streaming
 
     est = build_estimator(args.method, C=args.C, random_state=args.random_state,
@@ -88,14 +89,16 @@ def cmd_stream(args: argparse.Namespace) -> int:
                               f"set has {train.n_features}")
     if args.model:
         check_model_path(args.model, args.overwrite)
-    check_report_path(args)
+        args.outputs.file(args.model, overwrite=args.overwrite, what="--model",
+                          inputs=(args.data, args.test))
+    check_report_path(args, (args.data, args.test))
     client = args.session.client()
     model = fit_streaming(est, args.data, client=client, fan_in=args.fan_in)
     info = model.reduce_info_
     result = {"data": args.data, "method": args.method, "estimator": type(model).__name__,
               "params": model.get_params(deep=False), "model": args.model, "reduce": info}
     if args.model:
-        save_model(model, args.model)
+        save_model_file(model, args.model, overwrite=args.overwrite)
     summary = (f"{type(model).__name__}: {info['rows']} rows, {info['partitions_used']} "
                f"partitions, tree depth {info['depth']}, {info['seconds']:.1f} s, "
                f"{info['n_core_']} core points"

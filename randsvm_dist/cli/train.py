@@ -18,6 +18,41 @@ from randsvm_dist.cli.options import (
 from randsvm_dist.exceptions import ParameterError
 
 
+def estimator_params(args: argparse.Namespace) -> dict:
+    """The RandSVMClassifier parameters the options name (``client`` aside).
+
+    Raises:
+        ParameterError: a bad option value.
+    """
+    if args.class_weight not in (None, "balanced"):
+        raise ParameterError(f"--class-weight must be 'balanced'; got {args.class_weight!r}")
+    return dict(
+        kernel=args.kernel, C=args.C, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
+        class_weight=args.class_weight, k=args.k, sample_size=args.sample_size,
+        epsilon=args.epsilon, delta=args.delta, separable=args.separable,
+        max_iter=args.max_iter, tol=args.tol, violator_tol=args.violator_tol,
+        gap_tol=args.gap_tol, cache_size=args.cache_size, random_state=args.random_state,
+        scale=args.scale, seed=args.seed_from, route=args.route,
+        cache={"auto": "auto", "true": True, "false": False}[args.cache],
+    )
+
+
+def claim_model_outputs(args: argparse.Namespace) -> None:
+    """Check and lock ``--model`` (and ``MODEL.range`` with ``--scale``) before any work.
+
+    Raises:
+        ParameterError, DataFormatError: the path may not be written.
+    """
+    from randsvm_dist.model_files import RANGE_SUFFIX, check_model_path
+
+    inputs = (args.data, getattr(args, "test", None))
+    check_model_path(args.model, args.overwrite)
+    args.outputs.file(args.model, overwrite=args.overwrite, what="--model", inputs=inputs)
+    if getattr(args, "scale", None):
+        args.outputs.file(args.model + RANGE_SUFFIX, overwrite=args.overwrite,
+                          what="range file", inputs=inputs)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     """Train, save the LIBSVM model, and with ``--test`` evaluate on the same cluster.
 
@@ -27,28 +62,23 @@ def cmd_train(args: argparse.Namespace) -> int:
     Raises:
         ParameterError: a bad option value.
     """
-    from randsvm_dist.estimators import RandSVMClassifier
-    from randsvm_dist.model_files import check_model_path
+    from randsvm_dist import RandSVMClassifier
+    from randsvm_dist.cli.outputs import save_model_file
+    from randsvm_dist.data.storage import check_not_input
 
     if getattr(args, "resume", False) and not getattr(args, "checkpoint", None):
         raise ParameterError("--resume needs --checkpoint DIR (where the state was saved)")
-    if args.class_weight not in (None, "balanced"):
-        raise ParameterError(f"--class-weight must be 'balanced'; got {args.class_weight!r}")
-    check_model_path(args.model, args.overwrite)
-    check_report_path(args)
+    params = estimator_params(args)
+    claim_model_outputs(args)
+    check_report_path(args, (args.data, args.test))
+    if getattr(args, "checkpoint", None):
+        check_not_input(args.checkpoint, (args.data, args.test), "--checkpoint",
+                        directory=True)
     client = args.session.client()
-    est = RandSVMClassifier(
-        kernel=args.kernel, C=args.C, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
-        class_weight=args.class_weight, k=args.k, sample_size=args.sample_size,
-        epsilon=args.epsilon, delta=args.delta, separable=args.separable,
-        max_iter=args.max_iter, tol=args.tol, violator_tol=args.violator_tol,
-        gap_tol=args.gap_tol, cache_size=args.cache_size, random_state=args.random_state,
-        client=client, scale=args.scale, seed=args.seed_from, route=args.route,
-        cache={"auto": "auto", "true": True, "false": False}[args.cache],
-    )
+    est = RandSVMClassifier(**params, client=client)
     est.fit(args.data, checkpoint=getattr(args, "checkpoint", None),
             resume=getattr(args, "resume", False))
-    est.save(args.model)
+    save_model_file(est, args.model, overwrite=args.overwrite)
     result = {
         "data": args.data, "model": args.model, "fit_seconds": est.fit_time_,
         "n_support": int(len(est.support_)), "n_iter": est.n_iter_,
@@ -78,7 +108,8 @@ def register(subparsers) -> None:
     p.add_argument("data", help="Parquet data set (directory or URL)")
     p.add_argument("--model", required=True, help="where to write the LIBSVM model file")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace an existing model file written by randsvm-dist")
+                   help="replace an existing model file written by randsvm-dist (and "
+                        "MODEL.range, --report)")
     p.add_argument("--kernel", default="rbf", choices=["linear", "poly", "rbf", "sigmoid"])
     p.add_argument("--C", type=float, default=1.0)
     p.add_argument("--gamma", type=number_or_name, default="scale",

@@ -23,6 +23,7 @@ from randsvm_dist.model_files import load_model
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ["--C", "10", "--gamma", "1", "--k", "5000", "--sample-size", "400",
          "--random-state", "3"]
+TRAIN_PARAMS = {"C": 10.0, "gamma": 1.0, "k": 5000, "sample_size": 400, "random_state": 3}
 
 
 def same_model(a: Path, b: Path) -> bool:
@@ -166,8 +167,8 @@ def test_killing_the_worker_that_runs_a_submitted_driver(cluster, data, tmp_path
     cli_main(["train", train.url, "--model", str(tmp_path / "ref.model"), *TRAIN,
               "--scheduler", cluster.address])
     job_dir = str(tmp_path / "jobs")
-    job_id = jobs.submit("train", [train.url, "--model", str(tmp_path / "job.model"), *TRAIN],
-                         scheduler=cluster.address, job_dir=job_dir)
+    job_id = jobs.submit("train", data=train.url, model=str(tmp_path / "job.model"),
+                         params=TRAIN_PARAMS, scheduler=cluster.address, job_dir=job_dir)
 
     deadline = time.monotonic() + 120
     while jobs.status(job_dir, job_id)["state"] != "running" or not (
@@ -191,6 +192,8 @@ def big(tmp_path_factory):
 
 LONG = ["--C", "10", "--gamma", "1", "--sample-size", "500", "--max-iter", "12",
         "--gap-tol", "0", "--random-state", "4"]
+LONG_PARAMS = {"C": 10.0, "gamma": 1.0, "sample_size": 500, "max_iter": 12, "gap_tol": 0.0,
+               "random_state": 4}
 
 
 def _wait_for_checkpoint(path: Path, proc=None, timeout: float = 180) -> None:
@@ -227,8 +230,8 @@ def test_a_job_survives_a_scheduler_restart_from_its_checkpoint(big, tmp_path):
         assert cli_main(["train", big.url, "--model", str(tmp_path / "ref.model"), *LONG,
                          "--scheduler", first.address]) == 0
         job_dir = str(tmp_path / "jobs")
-        job_id = jobs.submit("train", [big.url, "--model", str(tmp_path / "job.model"),
-                                       *LONG], scheduler=first.address, job_dir=job_dir)
+        job_id = jobs.submit("train", data=big.url, model=str(tmp_path / "job.model"),
+                             params=LONG_PARAMS, scheduler=first.address, job_dir=job_dir)
         _wait_for_checkpoint(Path(job_dir) / job_id / "checkpoint" / "state.npz")
     finally:
         first.close()  # the scheduler and its workers go away mid-fit

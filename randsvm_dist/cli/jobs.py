@@ -17,6 +17,35 @@ def _security(args):
     return make_security(args.tls_ca_file, args.tls_cert, args.tls_key)
 
 
+def job_spec(args: argparse.Namespace) -> dict:
+    """The job's keyword arguments (see :mod:`randsvm_dist.jobs`) from the options of
+    ``submit train|stream|predict``.
+
+    Raises:
+        ParameterError: a bad option value.
+    """
+    if args.kind == "train":
+        from randsvm_dist.cli.train import estimator_params
+
+        if getattr(args, "checkpoint", None) or getattr(args, "resume", False):
+            from randsvm_dist.exceptions import ParameterError
+
+            raise ParameterError("a submitted train job checkpoints into its job directory "
+                                 "itself; drop --checkpoint/--resume")
+        return {"data": args.data, "model": args.model, "params": estimator_params(args),
+                "test": args.test, "overwrite": args.overwrite}
+    if args.kind == "stream":
+        from randsvm_dist.cli.stream import OPTIONAL, build_estimator
+
+        est = build_estimator(args.method, C=args.C, random_state=args.random_state,
+                              **{k: getattr(args, k) for k in OPTIONAL})
+        return {"data": args.data, "estimator": type(est).__name__,
+                "params": est.get_params(deep=False), "model": args.model,
+                "test": args.test, "fan_in": args.fan_in, "overwrite": args.overwrite}
+    return {"model": args.model, "data": args.data, "out": args.out,
+            "overwrite": args.overwrite, "allow_pickle": args.allow_pickle}
+
+
 def cmd_submit(args: argparse.Namespace) -> int:
     """Submit the command; print the job id at once.
 
@@ -25,8 +54,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     """
     from randsvm_dist import jobs
 
-    job_id = jobs.submit_parsed(args.kind, vars(args), args.scheduler, args.job_dir,
-                                _security(args))
+    job_id = jobs.submit(args.kind, scheduler=args.scheduler, job_dir=args.job_dir,
+                         security=_security(args), **job_spec(args))
     emit(args, {"job_id": job_id, "job_dir": args.job_dir},
          f"{job_id}\n(randsvm-dist jobs status {job_id} --job-dir {args.job_dir})")
     return 0
@@ -36,7 +65,8 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     """``jobs list|status|logs|result|cancel|restart``.
 
     Returns:
-        0.
+        0; ``jobs status``: 1 for a failed job, 3 for a cancelled one (so a script can
+        test it).
 
     Raises:
         ParameterError: no such job, or no result yet.
@@ -53,6 +83,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         st = jobs.status(args.job_dir, args.job_id)
         emit(args, st, f"{args.job_id}: {st['state']}"
              + (f" ({st['error']})" if st.get("error") else ""))
+        return {"failed": 1, "cancelled": 3}.get(st["state"], 0)
     elif args.action == "logs":
         text = jobs.logs(args.job_dir, args.job_id)
         emit(args, {"log": text}, text.rstrip("\n"))

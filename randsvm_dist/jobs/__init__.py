@@ -1,18 +1,27 @@
 """Submitted jobs: the driver runs on the cluster; the user's machine may disconnect.
 
-Python::
+Python (a job is the library call it names, with plain keyword arguments)::
 
     from randsvm_dist import jobs
-    job = jobs.submit("train", ["data/train", "--model", "/shared/m.model", "--C", "10"],
-                      scheduler="tls://head:8786", job_dir="/shared/jobs")
+    job = jobs.submit("train", data="/shared/train", model="/shared/m.model",
+                      params={"C": 10, "gamma": 1.0}, scheduler="tls://head:8786",
+                      job_dir="/shared/jobs", security=sec)
     jobs.status("/shared/jobs", job)["state"]   # submitted, running, done, failed, cancelled
     jobs.logs("/shared/jobs", job); jobs.result("/shared/jobs", job)
-    jobs.cancel("/shared/jobs", job, scheduler="tls://head:8786")
+    jobs.cancel("/shared/jobs", job, scheduler="tls://head:8786", security=sec)
+
+Kinds and their arguments (see :mod:`randsvm_dist.jobs.runner`):
+
+- ``train``: ``data``, ``model``, ``params`` (RandSVMClassifier parameters), ``test``,
+  ``overwrite``;
+- ``stream``: ``data``, ``estimator`` (a class of :mod:`randsvm_dist.streaming`), ``params``,
+  ``model``, ``test``, ``fan_in``, ``overwrite``;
+- ``predict``: ``model``, ``data``, ``out``, ``overwrite``, ``allow_pickle``.
 
 The command line is the same: ``randsvm-dist submit train ... --scheduler ADDR --job-dir
 DIR`` prints the job id at once; ``randsvm-dist jobs list|status|logs|result|cancel``.
 Paths (data, model, outputs, job directory) must be visible to the workers at the same
-path: a shared file system or URLs.
+path: a shared file system or URLs. Nothing here imports the command line.
 """
 
 from __future__ import annotations
@@ -20,42 +29,80 @@ from __future__ import annotations
 import os
 import time
 
+from randsvm_dist.data.storage import is_url
 from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.jobs.store import JobStore
 
 KINDS = ("train", "stream", "predict")
 TASK_PREFIX = "randsvm-job-"
-# options that belong to the submitting side, not to the command run on the cluster
-_LOCAL_ONLY = ("func", "command", "verbose", "session", "scheduler", "tls_ca_file",
-               "tls_cert", "tls_key", "job_dir", "json", "report")
+#: the keyword arguments each kind takes (besides scheduler, job_dir, security)
+SPEC_KEYS = {
+    "train": ("data", "model", "params", "test", "overwrite"),
+    "stream": ("data", "estimator", "params", "model", "test", "fan_in", "overwrite"),
+    "predict": ("model", "data", "out", "overwrite", "allow_pickle"),
+}
+_REQUIRED = {"train": ("data", "model"), "stream": ("data", "estimator"),
+             "predict": ("model", "data", "out")}
 _PATHS = ("data", "model", "out", "test")
 
 
 def _absolute(value):
-    if isinstance(value, str) and value and "://" not in value:
+    if isinstance(value, str) and value and not is_url(value):
         return os.path.abspath(os.path.expanduser(value))
     return value
 
 
-def _preflight(kind: str, args: dict) -> None:
-    """The command's own output checks, before anything is submitted."""
-    from randsvm_dist.data.storage import check_output_dir
+def _preflight(kind: str, spec: dict) -> None:
+    """The job's own output checks, before anything is submitted."""
+    from randsvm_dist.data.storage import check_not_input, check_output_dir
     from randsvm_dist.model_files import check_model_path
 
-    if kind in ("train", "stream") and args.get("model"):
-        check_model_path(args["model"], args.get("overwrite", False))
+    inputs = (spec.get("data"), spec.get("test"))
+    if kind in ("train", "stream") and spec.get("model"):
+        check_model_path(spec["model"], spec.get("overwrite", False))
+        check_not_input(spec["model"], inputs, "model")
     if kind == "predict":
-        check_output_dir(args["out"], args.get("overwrite", False))
+        check_not_input(spec["out"], (spec["data"], spec["model"]), "output", directory=True)
+        check_output_dir(spec["out"], spec.get("overwrite", False))
 
 
-def submit_parsed(kind: str, args: dict, scheduler: str, job_dir: str, security=None) -> str:
-    """Submit a parsed command (the options of ``randsvm-dist <kind>``).
+def check_spec(kind: str, spec: dict) -> dict:
+    """The job's arguments, checked and with absolute paths.
+
+    Raises:
+        ParameterError: unknown kind, a missing or unknown argument.
+    """
+    if kind not in KINDS:
+        raise ParameterError(f"cannot submit {kind!r}; choose one of {', '.join(KINDS)}")
+    unknown = sorted(set(spec) - set(SPEC_KEYS[kind]))
+    if unknown:
+        raise ParameterError(f"a {kind} job does not take {', '.join(unknown)}; it takes "
+                             f"{', '.join(SPEC_KEYS[kind])}")
+    missing = [k for k in _REQUIRED[kind] if not spec.get(k)]
+    if missing:
+        raise ParameterError(f"a {kind} job needs {', '.join(missing)}")
+    if "params" in spec and not isinstance(spec["params"], dict):
+        raise ParameterError(f"params must be a dict of keyword arguments; got "
+                             f"{type(spec['params']).__name__}")
+    return {k: _absolute(v) if k in _PATHS else v for k, v in spec.items()}
+
+
+def submit(kind: str, *, scheduler: str, job_dir: str, security=None, **spec) -> str:
+    """Submit a job: the library call ``kind`` names runs as a task on the cluster.
+
+    Args:
+        kind: "train", "stream" or "predict".
+        scheduler: the cluster's scheduler address.
+        job_dir: the job directory shared with the workers.
+        security: a ``distributed.Security`` (TLS).
+        **spec: the job's keyword arguments (module docstring), JSON-able.
 
     Returns:
         the job id (at once; the job runs on the cluster).
 
     Raises:
-        ParameterError: unknown kind, no scheduler, or a bad output path.
+        ParameterError: unknown kind or argument, no scheduler.
+        DataFormatError: an output may not be written.
         ClusterError: the scheduler cannot be reached.
     """
     from distributed import fire_and_forget
@@ -63,16 +110,13 @@ def submit_parsed(kind: str, args: dict, scheduler: str, job_dir: str, security=
     from randsvm_dist.engine.client import dask_client
     from randsvm_dist.jobs.runner import run_job
 
-    if kind not in KINDS:
-        raise ParameterError(f"cannot submit {kind!r}; choose one of {', '.join(KINDS)}")
+    spec = check_spec(kind, spec)
     if not scheduler:
         raise ParameterError("a submitted job needs --scheduler ADDRESS (a running cluster)")
-    spec_args = {k: _absolute(v) if k in _PATHS else v for k, v in args.items()
-                 if k not in _LOCAL_ONLY}
-    _preflight(kind, spec_args)
+    _preflight(kind, spec)
     store = JobStore(job_dir)
     job_id = store.new_id(kind)
-    store.write_json(job_id, "spec.json", {"kind": kind, "args": spec_args,
+    store.write_json(job_id, "spec.json", {"kind": kind, "args": spec,
                                            "scheduler": scheduler})
     store.set_status(job_id, state="submitted", kind=kind, submitted_at=time.time(),
                      attempt=0)
@@ -81,24 +125,6 @@ def submit_parsed(kind: str, args: dict, scheduler: str, job_dir: str, security=
                                pure=False)
         fire_and_forget(future)  # the job outlives this client
     return job_id
-
-
-def submit(kind: str, argv: list[str], *, scheduler: str, job_dir: str,
-           security=None) -> str:
-    """Submit ``randsvm-dist <kind> <argv...>`` to run on the cluster; see the module doc.
-
-    Returns:
-        the job id.
-
-    Raises:
-        ParameterError, ClusterError: see ``submit_parsed``.
-    """
-    from randsvm_dist.cli import build_parser
-
-    if kind not in KINDS:
-        raise ParameterError(f"cannot submit {kind!r}; choose one of {', '.join(KINDS)}")
-    args = vars(build_parser().parse_args([kind, *argv]))
-    return submit_parsed(kind, args, scheduler, job_dir, security)
 
 
 def list_jobs(job_dir: str) -> list[dict]:
@@ -138,9 +164,12 @@ def result(job_dir: str, job_id: str) -> dict:
 
 
 def cancel(job_dir: str, job_id: str, scheduler: str | None = None, security=None) -> dict:
-    """Ask job ``job_id`` to stop: it stops at its next iteration (or before it starts).
+    """Cancel job ``job_id``: its state is ``cancelled`` at once; the job's driver, which
+    watches for the request, cancels its own tasks within a second and stops (a LIBSVM
+    solve already running on a worker ends on its own, its result unused).
 
-    With ``scheduler``, the job's task is also cancelled on the cluster.
+    With ``scheduler``, the job's task is also cancelled on the cluster (a job not started
+    yet then never starts).
 
     Returns:
         the status.
@@ -157,9 +186,7 @@ def cancel(job_dir: str, job_id: str, scheduler: str | None = None, security=Non
 
         with dask_client(scheduler, security=security) as client:
             Future(TASK_PREFIX + job_id, client).cancel()
-    if st["state"] == "submitted":
-        return store.set_status(job_id, state="cancelled", finished_at=time.time())
-    return status(job_dir, job_id)
+    return store.set_status(job_id, state="cancelled", cancelled_at=time.time())
 
 
 def restart(job_dir: str, job_id: str, scheduler: str, security=None) -> str:
@@ -202,5 +229,5 @@ def wait(job_dir: str, job_id: str, timeout: float = 600.0, poll: float = 0.5) -
         time.sleep(poll)
 
 
-__all__ = ["submit", "submit_parsed", "list_jobs", "status", "logs", "result", "cancel",
+__all__ = ["submit", "check_spec", "list_jobs", "status", "logs", "result", "cancel",
            "restart", "wait", "JobStore"]

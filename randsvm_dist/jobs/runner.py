@@ -1,43 +1,32 @@
-"""Running a submitted job on the cluster: the command's driver runs inside a Dask task.
+"""Running a submitted job on the cluster: the library call runs inside a Dask task.
 
 The task secedes from the worker's thread pool (``worker_client``), so the driver's own
-tasks can use every thread, and runs the very command the user would run locally
-(``cmd_train`` / ``cmd_stream`` / ``cmd_predict``) with the worker's client. If the worker
-dies, the scheduler runs the task again elsewhere; a train job then resumes from its last
-checkpoint in the job directory. The submitting machine may disconnect at any time.
+tasks can use every thread, and calls the library directly with the job's keyword
+arguments (:func:`run_train`, :func:`run_stream`, :func:`run_predict`; nothing here
+imports the command line). If the worker dies, the scheduler runs the task again
+elsewhere; a train job then resumes from its last checkpoint in the job directory. A
+watcher thread polls for a cancel request and cancels the job's tasks, so the driver stops
+within about a second. The submitting machine may disconnect at any time.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import logging
-import os
-import tempfile
+import threading
 import time
 import traceback
 
+from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.jobs.store import JobStore
 
 log = logging.getLogger("randsvm_dist")
+CANCEL_POLL = 0.5  # seconds between two looks for a cancel request
 
 
 class JobCancelled(Exception):
     """A cancel was asked for (the ``cancel`` file of the job exists)."""
-
-
-class _WorkerSession:
-    """What the commands call ``args.session``: here, the worker's client."""
-
-    def __init__(self, client):
-        self._client = client
-
-    def client(self):
-        return self._client
-
-    def close(self) -> None:
-        pass
 
 
 class _JobLog(logging.Handler):
@@ -49,6 +38,7 @@ class _JobLog(logging.Handler):
         self.store, self.job_id = store, job_id
         self.lines = store.read_text(job_id, "log.txt").splitlines()
         self.last_flush = 0.0
+        self.cancelled = threading.Event()
         self.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
 
     def add(self, line: str) -> None:
@@ -58,7 +48,7 @@ class _JobLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.add(self.format(record))
-        if self.store.exists(self.job_id, "cancel"):
+        if self.cancelled.is_set() or self.store.exists(self.job_id, "cancel"):
             raise JobCancelled(f"job {self.job_id} was cancelled")
 
     def flush(self) -> None:
@@ -77,21 +67,118 @@ class _Lines(io.TextIOBase):
         return len(s)
 
 
-def _command(kind: str):
-    from randsvm_dist.cli.predict import cmd_predict
-    from randsvm_dist.cli.stream import cmd_stream
-    from randsvm_dist.cli.train import cmd_train
+def _watch_cancel(store: JobStore, job_id: str, client, handler: _JobLog,
+                  stop: threading.Event) -> None:
+    """Until ``stop``: on a cancel request, cancel every task the job's client holds (the
+    driver's waits then end with an error at once)."""
+    while not stop.wait(CANCEL_POLL):
+        if store.exists(job_id, "cancel"):
+            handler.cancelled.set()
+            from distributed import Future
 
-    return {"train": cmd_train, "stream": cmd_stream, "predict": cmd_predict}[kind]
+            keys = list(getattr(client, "futures", {}))
+            if keys:
+                with contextlib.suppress(Exception):
+                    client.cancel([Future(k, client) for k in keys], force=True)
+            return
+
+
+def run_train(client, *, data: str, model: str, params: dict | None = None,
+              test: str | None = None, overwrite: bool = False,
+              checkpoint: str | None = None) -> dict:
+    """Fit a RandSVMClassifier, save it, optionally evaluate it (a ``train`` job).
+
+    Returns:
+        the result (what ``randsvm-dist train --json`` reports).
+
+    Raises:
+        RandSVMError: bad parameters, data or outputs.
+    """
+    from randsvm_dist import RandSVMClassifier
+    from randsvm_dist.model_files import check_model_path, save_model
+
+    check_model_path(model, overwrite)
+    est = RandSVMClassifier(**(params or {}), client=client)
+    est.fit(data, checkpoint=checkpoint, resume=checkpoint is not None)
+    save_model(est, model)
+    result = {"data": data, "model": model, "fit_seconds": est.fit_time_,
+              "n_support": int(len(est.support_)), "n_iter": est.n_iter_,
+              "stop_reasons": est.stop_reasons_, "relative_gap": est.relative_gap_,
+              "certified": est.certified_, "history": est.history_}
+    log.info("trained in %.1f s: %d support vectors; model written to %s", est.fit_time_,
+             len(est.support_), model)
+    if test:
+        result["test"] = est.evaluate(test, client=client)
+    return result
+
+
+def _streaming_class(name: str) -> type:
+    from randsvm_dist import streaming
+
+    cls = getattr(streaming, name, None) if name in streaming.__all__ else None
+    if not (isinstance(cls, type) and issubclass(cls, streaming.StreamingClassifier)):
+        raise ParameterError(f"estimator {name!r} is not a streaming learner of "
+                             "randsvm_dist.streaming")
+    return cls
+
+
+def run_stream(client, *, data: str, estimator: str, params: dict | None = None,
+               model: str | None = None, test: str | None = None, fan_in: int = 2,
+               overwrite: bool = False) -> dict:
+    """One pass of a streaming learner per partition, tree-merged (a ``stream`` job).
+
+    Returns:
+        the result (what ``randsvm-dist stream --json`` reports).
+
+    Raises:
+        RandSVMError: bad parameters, data or outputs.
+    """
+    from randsvm_dist.distributed_predict import evaluate_dataset
+    from randsvm_dist.model_files import check_model_path, save_model
+    from randsvm_dist.streaming_dask import fit_streaming
+
+    est = _streaming_class(estimator)(**(params or {}))
+    if model:
+        check_model_path(model, overwrite)
+    fitted = fit_streaming(est, data, client=client, fan_in=fan_in)
+    if model:
+        save_model(fitted, model)
+    result = {"data": data, "estimator": estimator, "model": model,
+              "params": fitted.get_params(deep=False), "reduce": fitted.reduce_info_}
+    if test:
+        result["test"] = evaluate_dataset(fitted, test, client=client)
+    return result
+
+
+def run_predict(client, *, model: str, data: str, out: str, overwrite: bool = False,
+                allow_pickle: bool = False) -> dict:
+    """Predictions of a saved model, one Parquet file per partition (a ``predict`` job).
+
+    Returns:
+        ``{"rows", "partitions", "seconds", "out"}``.
+
+    Raises:
+        RandSVMError: a bad model, data or output.
+    """
+    from randsvm_dist.distributed_predict import predict_dataset
+    from randsvm_dist.model_files import load_model
+
+    return predict_dataset(load_model(model, allow_pickle=allow_pickle), data, out,
+                           client=client, overwrite=overwrite)
+
+
+RUNNERS = {"train": run_train, "stream": run_stream, "predict": run_predict}
 
 
 def run_job(root: str, job_id: str) -> dict:
     """Run job ``job_id`` of job directory ``root`` (the body of the submitted task).
 
     Returns:
-        the final status (also in ``status.json``). Errors of the command are recorded
-        there, not raised: raising would make Dask run a failing job again.
+        the final status (also in ``status.json``). Errors of the job are recorded there,
+        not raised: raising would make Dask run a failing job again.
     """
+    import json
+
     from distributed import get_worker, worker_client
 
     store = JobStore(root)
@@ -109,29 +196,32 @@ def run_job(root: str, job_id: str) -> dict:
     old_level = logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-    fd, report = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
+    stop = threading.Event()
     try:
-        args = argparse.Namespace(**spec["args"], json=False, report=report)
+        kwargs = dict(spec["args"])
         if spec["kind"] == "train":
-            args.checkpoint = store.path(job_id, "checkpoint")
-            args.resume = True
+            kwargs["checkpoint"] = store.path(job_id, "checkpoint")
         with worker_client() as client, contextlib.redirect_stdout(_Lines(handler)):
-            args.session = _WorkerSession(client)
-            _command(spec["kind"])(args)
-        with open(report) as f:
-            store.write_text(job_id, "result.json", f.read())
+            watcher = threading.Thread(target=_watch_cancel, daemon=True,
+                                       args=(store, job_id, client, handler, stop))
+            watcher.start()
+            result = RUNNERS[spec["kind"]](client, **kwargs)
+        store.write_text(job_id, "result.json", json.dumps(result, indent=1, default=str))
         state = {"state": "done"}
     except JobCancelled:
         state = {"state": "cancelled"}
-    except Exception as e:  # noqa: BLE001 - every failure is recorded for `jobs status`
-        handler.add(traceback.format_exc())
-        state = {"state": ("cancelled" if store.exists(job_id, "cancel") else "failed"),
-                 "error": f"{type(e).__name__}: {e}"}
+    except BaseException as e:  # noqa: BLE001 - every failure is recorded for `jobs status`
+        if store.exists(job_id, "cancel"):
+            state = {"state": "cancelled"}
+        else:
+            handler.add(traceback.format_exc())
+            state = {"state": "failed", "error": f"{type(e).__name__}: {e}"}
     finally:
+        stop.set()
         logger.removeHandler(handler)
         logger.setLevel(old_level)
-        os.unlink(report)
+    if store.exists(job_id, "cancel"):
+        state = {"state": "cancelled"}  # asked for while it ended: cancel's answer stands
     handler.add(f"--- {state['state']}")
     handler.flush()
     return store.set_status(job_id, finished_at=time.time(), **state)

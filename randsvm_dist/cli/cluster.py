@@ -2,9 +2,11 @@
 
 ``eval "$(randsvm-dist cluster start)"`` starts a scheduler and workers in the background
 (loopback only) and exports ``RANDSVM_DIST_SCHEDULER``, which every later command (and
-``client=None`` in Python) then uses instead of starting its own. The cluster's address,
-process ids and log live in ``$XDG_CACHE_HOME/randsvm-dist/cluster.json`` (default
-``~/.cache``), or under ``$RANDSVM_DIST_STATE_DIR``.
+``client=None`` in Python) then uses instead of starting its own;
+``eval "$(randsvm-dist cluster stop)"`` stops it and unsets the variable. The cluster's
+address, process ids and log live in ``$XDG_CACHE_HOME/randsvm-dist/cluster.json`` (default
+``~/.cache``), or under ``$RANDSVM_DIST_STATE_DIR``; ``start`` and ``stop`` hold a lock file
+there, so two of them at once cannot both start (or half stop) a cluster.
 """
 
 from __future__ import annotations
@@ -16,10 +18,15 @@ import sys
 from pathlib import Path
 
 from randsvm_dist.cli.options import add_output, emit
-from randsvm_dist.engine.client import SCHEDULER_ENV
-from randsvm_dist.exceptions import ClusterError
+from randsvm_dist.exceptions import ClusterError, DataFormatError
 
+SCHEDULER_ENV = "RANDSVM_DIST_SCHEDULER"  # = randsvm_dist.engine.client.SCHEDULER_ENV
 STOP_TIMEOUT = 30.0
+HELP = ('eval "$(randsvm-dist cluster start)" starts a scheduler and workers in the '
+        f"background (loopback only) and exports {SCHEDULER_ENV}, which every later command "
+        "then uses; eval \"$(randsvm-dist cluster stop)\" stops them and unsets it. State "
+        "and log: $RANDSVM_DIST_STATE_DIR, default $XDG_CACHE_HOME/randsvm-dist "
+        "(~/.cache/randsvm-dist).")
 
 
 def state_dir() -> Path:
@@ -33,6 +40,25 @@ def state_dir() -> Path:
 
 def _state_file() -> Path:
     return state_dir() / "cluster.json"
+
+
+class _StateLock:
+    """The state directory's lock: one ``cluster start``/``stop`` at a time."""
+
+    def __enter__(self):
+        from randsvm_dist.data.storage import OutputLock
+
+        state_dir().mkdir(parents=True, exist_ok=True)
+        self.lock = OutputLock(_state_file())
+        try:
+            self.lock.acquire()
+        except DataFormatError:
+            raise ClusterError(f"another 'randsvm-dist cluster start/stop' is running on "
+                               f"{state_dir()} (lock {self.lock.path}); wait for it") from None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.lock.release()
 
 
 def _read_state() -> dict | None:
@@ -68,6 +94,11 @@ def cmd_start(args: argparse.Namespace) -> int:
     Raises:
         ClusterError: one already runs, or it did not start.
     """
+    with _StateLock():
+        return _start(args)
+
+
+def _start(args: argparse.Namespace) -> int:
     from randsvm_dist.engine.client import connect, launch, wait_for_workers
 
     state = _read_state()
@@ -113,24 +144,36 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    """Shut the cluster down (scheduler and workers) and forget it.
+    """Shut the cluster down (scheduler and workers), forget it, and print
+    ``unset RANDSVM_DIST_SCHEDULER`` for ``eval``.
+
+    Returns:
+        0 when it was running and is stopped; 1 when nothing answered at its address (its
+        leftover processes, if any, are stopped and the state is removed all the same).
 
     Raises:
         ClusterError: no cluster was started with ``cluster start``.
     """
+    with _StateLock():
+        return _stop(args)
+
+
+def _stop(args: argparse.Namespace) -> int:
     import psutil
 
     from randsvm_dist.engine.client import connect
 
     state = _read_state()
     if state is None:
+        print(f"unset {SCHEDULER_ENV}")
         raise ClusterError(f"no cluster started with 'randsvm-dist cluster start' "
                            f"({_state_file()} not found)")
+    answered = True
     try:
         with connect(state["address"]) as client:
             client.shutdown()
     except (ClusterError, OSError):
-        pass  # already gone: make sure its processes are, too
+        answered = False  # already gone: make sure its processes are, too
     procs = []
     for pid in state.get("pids", []):
         try:
@@ -145,15 +188,20 @@ def cmd_stop(args: argparse.Namespace) -> int:
     for proc in alive:
         proc.kill()
     _state_file().unlink(missing_ok=True)
-    print(f"stopped the cluster at {state['address']}"
-          + (f"; unset {SCHEDULER_ENV}" if os.environ.get(SCHEDULER_ENV) else ""))
+    print(f"unset {SCHEDULER_ENV}")  # for eval "$(randsvm-dist cluster stop)"
+    if not answered:
+        print(f"randsvm-dist: no cluster answered at {state['address']} (it had stopped or "
+              f"died); {len(procs)} leftover process(es) stopped, state removed",
+              file=sys.stderr)
+        return 1
+    print(f"stopped the cluster at {state['address']}", file=sys.stderr)
     return 0
 
 
 def register(subparsers) -> None:
     """Add the ``cluster`` command group."""
     p = subparsers.add_parser("cluster", help="start/stop a local cluster shared by commands",
-                              description=__doc__.split("\n\n")[1])
+                              description=HELP)
     sub = p.add_subparsers(dest="cluster_command", required=True)
     s = sub.add_parser("start", help="start scheduler and workers in the background; prints "
                                      f"'export {SCHEDULER_ENV}=...' for eval")
@@ -164,5 +212,6 @@ def register(subparsers) -> None:
     s = sub.add_parser("status", help="is it running: address, workers, dashboard")
     add_output(s, report=False)
     s.set_defaults(func=cmd_status)
-    s = sub.add_parser("stop", help="shut the cluster down")
+    s = sub.add_parser("stop", help="shut the cluster down; prints "
+                                    f"'unset {SCHEDULER_ENV}' for eval")
     s.set_defaults(func=cmd_stop)

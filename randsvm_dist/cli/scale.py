@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from randsvm_dist.cli.options import add_output, add_scheduler, check_report_path, emit
-from randsvm_dist.cli.outputs import publish
 
 
 def cmd_scale(args: argparse.Namespace) -> int:
@@ -18,6 +17,7 @@ def cmd_scale(args: argparse.Namespace) -> int:
     Raises:
         ParameterError, SchemaError, DataFormatError: bad options, data or range file.
     """
+    from randsvm_dist.cli.outputs import publish
     from randsvm_dist.engine.inputs import open_dataset
     from randsvm_dist.preprocessing import FeatureScaler
 

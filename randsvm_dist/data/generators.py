@@ -38,7 +38,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from randsvm_dist.data.writer import PartitionWriter, partition_sizes
 from randsvm_dist.exceptions import ParameterError
 
 BLOCK_ROWS = 16384
@@ -247,6 +246,8 @@ def make(name: str, dst: str | os.PathLike, rows: int, partitions: int | None = 
     seed = _check_seed(seed)
     if int(rows) != rows or rows < 1:
         raise ParameterError(f"rows must be a positive integer; got {rows!r}")
+    from randsvm_dist.data.writer import PartitionWriter, partition_sizes  # lazy: --help
+
     sizes = partition_sizes(int(rows), partitions, rows_per_partition)
     meta = {"generator": spec.name, "seed": seed}
     bar = _bar(int(rows), f"make {spec.name}", progress)

@@ -17,10 +17,10 @@ def __getattr__(name: str):
         from randsvm_dist.exceptions import NotFittedError
 
         return NotFittedError
-    if name == "RandSVMClassifier":
-        from randsvm_dist.estimators import RandSVMClassifier
+    if name in ("RandSVMClassifier", "RandSVMRegressor", "RandSVMOneClass"):
+        from randsvm_dist import estimators
 
-        return RandSVMClassifier
+        return getattr(estimators, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -30,6 +30,8 @@ __all__ = [
     "NotFittedError",
     "ParameterError",
     "RandSVMClassifier",
+    "RandSVMOneClass",
+    "RandSVMRegressor",
     "RandSVMError",
     "SchemaError",
     "__version__",

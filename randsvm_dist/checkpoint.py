@@ -1,7 +1,7 @@
 """Checkpoints of the RandSVM driver: its state after each iteration, written atomically.
 
 ``<dir>/state.npz`` holds the ``DriverState`` (JSON header plus arrays, no pickle; see
-``randsvm_dist.model_files.pack_objects``) and a fingerprint of the run (data shape, classes,
+``randsvm_dist.serialization.pack_objects``) and a fingerprint of the run (data shape, classes,
 settings). It is replaced as one unit after every iteration, so a crash leaves the last
 complete state. A run started again with the same data and settings and ``resume`` goes on
 from there and ends with the model the uninterrupted run would have given; a checkpoint of
@@ -17,7 +17,8 @@ import os
 import time
 
 from randsvm_dist.exceptions import DataFormatError, ParameterError
-from randsvm_dist.model_files import pack_objects, read_bytes, unpack_objects, write_bytes_atomic
+from randsvm_dist.data.storage import read_bytes, write_bytes_atomic
+from randsvm_dist.serialization import pack_objects, unpack_objects
 
 log = logging.getLogger("randsvm_dist")
 
@@ -27,11 +28,13 @@ STATE_FILE = "state.npz"
 
 
 def _classes() -> dict[str, type]:
-    from randsvm_dist.exact.driver import DriverState, Problem
+    from randsvm_dist.exact.kinds import KINDS
+    from randsvm_dist.exact.state import DriverState, ProblemState, SupportModel, WorkingSet
     from randsvm_dist.kernels import Kernel
     from randsvm_dist.solvers.libsvm_adapter import SolverParams
 
-    return {c.__name__: c for c in (DriverState, Problem, SolverParams, Kernel)}
+    return {c.__name__: c for c in (DriverState, ProblemState, SupportModel, WorkingSet,
+                                    SolverParams, Kernel, *KINDS.values())}
 
 
 def run_fingerprint(cfg, problems, parts, classes) -> str:
@@ -39,9 +42,9 @@ def run_fingerprint(cfg, problems, parts, classes) -> str:
     from dataclasses import asdict
 
     facts = {"cfg": asdict(cfg), "solvers": [asdict(p.solver) for p in problems],
-             "positives": [int(p.positive) for p in problems], "rows": parts.n_rows,
+             "kinds": [repr(p.kind) for p in problems], "rows": parts.n_rows,
              "features": parts.n_features, "partition_rows": [int(v) for v in parts.sizes],
-             "classes": [str(c) for c in classes]}
+             "classes": [str(c) for c in (classes if classes is not None else [])]}
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()
 
 

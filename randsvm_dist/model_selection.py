@@ -141,11 +141,11 @@ def assign_folds(cls: np.ndarray, n_folds: int, random_state: int | None,
 
 
 def _class_counts(part, n_classes: int) -> np.ndarray:
-    return np.bincount(part.cls, minlength=n_classes)
+    return np.bincount(part.y, minlength=n_classes)
 
 
 def _partition_folds(part, n_folds: int, random_state, class_start) -> np.ndarray:
-    return assign_folds(part.cls, n_folds, random_state, class_start)
+    return assign_folds(part.y, n_folds, random_state, class_start)
 
 
 def _fold_counts(folds: np.ndarray, n_folds: int) -> np.ndarray:
@@ -170,7 +170,7 @@ def _fold_arrays(f: int, parts: list, folds: list) -> tuple:
     """The fold's training and held-out rows (float64 CSR, class labels) in row order."""
     Xs = [p.X if sp.issparse(p.X) else sp.csr_matrix(p.X) for p in parts]
     X = sp.vstack(Xs, format="csr", dtype=np.float64)
-    y = np.concatenate([p.cls for p in parts]).astype(np.float64)
+    y = np.concatenate([p.y for p in parts]).astype(np.float64)
     fold = np.concatenate(folds)
     train, test = fold != f, fold == f
     return X[train], y[train], X[test], y[test]
@@ -196,20 +196,16 @@ def _libsvm_point(fold_data: tuple, C: float, gamma: float, tol: float,
 # -- one point: RandSVM on the fold's partitions ----------------------------------------------
 def _train_rows(part, folds: np.ndarray, f: int, offset: int):
     keep = folds != f
-    return replace(part, X=part.X[keep], cls=part.cls[keep], offset=offset)
+    return replace(part, X=part.X[keep], y=part.y[keep], offset=offset,
+                   weight=None if part.weight is None else part.weight[keep])
 
 
-def _held_out_correct(part, folds: np.ndarray, f: int, models: list, kernel) -> tuple:
-    from randsvm_dist.kernels import decision_values
-
+def _held_out_correct(part, folds: np.ndarray, f: int, model) -> tuple:
     keep = folds == f
-    X, cls = part.X[keep], part.cls[keep]
-    if not len(cls):
+    if not keep.any():
         return 0, 0
-    scores = np.column_stack([decision_values(X, sv, coef, b, kernel)
-                              for sv, coef, b in models])
-    pred = (scores[:, 0] > 0).astype(int) if len(models) == 1 else np.argmax(scores, axis=1)
-    return int((pred == cls).sum()), len(cls)
+    pred = model.predict(part.X[keep])
+    return int((pred == model.classes_[part.y[keep]]).sum()), int(keep.sum())
 
 
 # -- the search --------------------------------------------------------------------------------
@@ -500,10 +496,8 @@ class _Run:
         return self.fold_data[f]
 
     def _randsvm_point(self, p: _Point) -> tuple[int, int, float]:
-        from randsvm_dist.exact.bounds import support_bound
-        from randsvm_dist.exact.driver import PartitionSet, Problem, RunConfig, run_randsvm
-        from randsvm_dist.kernels import Kernel
-        from randsvm_dist.solvers.libsvm_adapter import SolverParams
+        from randsvm_dist.engine.partitions import PartitionSet
+        from randsvm_dist.estimators import RandSVMClassifier
 
         t0 = time.perf_counter()
         c = self.client
@@ -513,22 +507,15 @@ class _Run:
                             retries=2)
                    for i, (part, fo) in enumerate(zip(self.parts.futures, self.folds))]
         train = PartitionSet(futures, offsets, train_sizes, self.parts.n_features,
-                             self.parts.is_sparse)
-        kernel = Kernel("rbf", 2.0 ** p.log2gamma)
-        solver = SolverParams(2.0 ** p.log2C, kernel, tol=float(self.s.tol),
-                              cache_size=float(self.s.cache_size))
-        positives = [1] if self.n_classes == 2 else list(range(self.n_classes))
-        problems = [Problem(pos, solver) for pos in positives]
-        n = train.n_rows
-        r = 2 * support_bound(n, 0.2, 0.9, False)
-        cfg = RunConfig(k=None, sample_size=r, max_iter=int(self.s.max_iter),
-                        gap_tol=float(self.s.gap_tol), margin_tol=float(self.s.tol),
-                        random_state=self.s.random_seed_)
-        run_randsvm(c, train, problems, cfg)
-        models = [(q.sv_X if q.sv_X is not None else _empty(train), q.dual_coef, q.intercept)
-                  for q in problems]
-        got = gather(c, [c.submit(_held_out_correct, part, fo, p.fold, models, kernel,
-                                  pure=False, retries=2)
+                             self.parts.is_sparse, coding=self.parts.coding,
+                             weighted=self.parts.weighted)
+        est = RandSVMClassifier(C=2.0 ** p.log2C, gamma=2.0 ** p.log2gamma,
+                                tol=float(self.s.tol), cache_size=float(self.s.cache_size),
+                                max_iter=int(self.s.max_iter), gap_tol=float(self.s.gap_tol),
+                                random_state=self.s.random_seed_)
+        est._fit_partitions(c, train, self.parts.coding.classes)
+        got = gather(c, [c.submit(_held_out_correct, part, fo, p.fold, est, pure=False,
+                                  retries=2)
                          for part, fo in zip(self.parts.futures, self.folds)],
                      f"the held-out accuracy of fold {p.fold}")
         return (sum(g[0] for g in got), sum(g[1] for g in got), time.perf_counter() - t0)
@@ -551,11 +538,5 @@ class _Run:
                         "seconds": sum(folds[f][2] for f in range(self.k)),
                         "solver": "/".join(sorted({folds[f][3] for f in range(self.k)}))})
         return out
-
-
-def _empty(parts):
-    d = parts.n_features
-    return sp.csr_matrix((0, d), dtype=np.float32) if parts.is_sparse else \
-        np.zeros((0, d), np.float32)
 
 

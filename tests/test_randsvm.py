@@ -11,9 +11,10 @@ from randsvm_dist.data import make_arrays
 from randsvm_dist.engine.partitions import Partition
 from randsvm_dist.estimators import RandSVMClassifier
 from randsvm_dist.exact.bounds import support_bound
-from randsvm_dist.exact.driver import merge_scans
+from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.sampling import stream_id
 from randsvm_dist.exact.scan import ProblemRequest, ScanModel, scan_partition
+from randsvm_dist.exact.steps import merged_scan
 from randsvm_dist.kernels import Kernel, decision_values
 
 
@@ -102,9 +103,9 @@ def test_violator_draw_is_uniform_across_unequal_partitions():
     hits = np.zeros(n)
     model = ScanModel(None, None, np.zeros((0, 0)), np.zeros(0))
     for t in range(trials):
-        req = [ProblemRequest(1, np.empty(0, np.int64), m, stream_id(123, t))]
+        req = [ProblemRequest(CSVC(1), np.empty(0, np.int64), m, stream_id(123, t))]
         per_part = [scan_partition(p, model, req).problems for p in parts]
-        draw = merge_scans(per_part, 0, m)["draw"]
+        draw = merged_scan(per_part, 0, m)["draw"]
         assert len(draw) == m == len(np.unique(draw))
         hits[draw] += 1
     # per partition: observed draws vs m * size / n (chi-square)
@@ -125,7 +126,7 @@ def test_violators_exclude_the_working_set():
     part = Partition(X, np.array([1] * 5 + [0] * 5, np.int32), 100)
     model = ScanModel(Kernel("linear"), np.zeros((1, 1), np.float32),
                       np.zeros((1, 1), np.float32), np.zeros(1))
-    req = [ProblemRequest(1, np.array([101, 107]), 100, 1)]
+    req = [ProblemRequest(CSVC(1), np.array([101, 107]), 100, 1)]
     out = scan_partition(part, model, req).problems[0]
     assert out.n_violators == 8  # f = 0 everywhere: every row violates, minus 2 excluded
     assert set(out.rows) == set(range(100, 110)) - {101, 107}
@@ -142,7 +143,7 @@ def test_multiclass_one_vs_rest_shares_scans(dask_client):
     X, y = make_arrays("waveform", 1500, seed=2)
     Xt, yt = make_arrays("waveform", 1500, seed=5)
     est = RandSVMClassifier(C=1.0, gamma="scale", k=3000, sample_size=500, max_iter=8,
-                            random_state=0, client=dask_client).fit(X, y)
+                            random_state=0, client=dask_client, multi_class="ovr").fit(X, y)
     assert est.dual_coef_.shape == (3, len(est.support_))
     assert est.decision_function(Xt).shape == (1500, 3)
     assert set(est.predict(Xt)) <= set(est.classes_)
@@ -153,7 +154,8 @@ def test_multiclass_one_vs_rest_shares_scans(dask_client):
 def test_screening_is_exact():
     """A scan that skips rows by the bound y f_new >= y f_old - ||dw|| ||phi|| - |db| finds
     the same violators and hinge sums as a full scan."""
-    from randsvm_dist.exact.driver import _Snapshot, model_shift
+    from randsvm_dist.exact.state import SupportModel
+    from randsvm_dist.exact.steps import model_shift
     from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
 
     X, y = make_arrays("checkerboard", 6000, seed=11)
@@ -161,11 +163,11 @@ def test_screening_is_exact():
     part = Partition(X, (y > 0).astype(np.int32), 0)
     sols = [solve_binary(X[a:a + 1500], y[a:a + 1500], SolverParams(10.0, kernel))
             for a in (0, 700)]
-    snaps = [_Snapshot(a + s.support, X[a + s.support], s.dual_coef, s.intercept)
-             for a, s in zip((0, 700), sols)]
+    snaps = [SupportModel(a + s.support, X[a + s.support], coef=s.dual_coef,
+                          intercept=s.intercept) for a, s in zip((0, 700), sols)]
     models = [ScanModel(kernel, sn.X, sn.coef[:, None].astype(np.float32),
                         np.array([sn.intercept])) for sn in snaps]
-    req = [ProblemRequest(1, np.empty(0, np.int64), 10**6, 5, band=0.5)]
+    req = [ProblemRequest(CSVC(1), np.empty(0, np.int64), 10**6, 5, band=0.5)]
     first = scan_partition(part, models[0], req)
     dw, db = model_shift(snaps[0], snaps[1], kernel, False, np.inf)
     screened = scan_partition(part, models[1], req, first.lower, np.array([dw]),
@@ -174,12 +176,11 @@ def test_screening_is_exact():
     assert screened.n_evaluated < full.n_evaluated == 6000
     a, b = screened.problems[0], full.problems[0]
     # the same answers, the fill band's draw included: screening changes the time only
-    for name in ("n_violators", "n_errors", "min_margin"):
+    for name in ("n_violators", "n_errors", "max_slack"):
         assert getattr(a, name) == getattr(b, name), name
     np.testing.assert_array_equal(a.rows, b.rows)
     np.testing.assert_array_equal(a.keys, b.keys)
-    assert a.hinge_pos == pytest.approx(b.hinge_pos, rel=1e-5)
-    assert a.hinge_neg == pytest.approx(b.hinge_neg, rel=1e-5)
+    assert a.loss == pytest.approx(b.loss, rel=1e-5)
     # the shift is the feature-space distance between the two models
     f0 = decision_values(X, snaps[0].X, snaps[0].coef, snaps[0].intercept, kernel)
     f1 = decision_values(X, snaps[1].X, snaps[1].coef, snaps[1].intercept, kernel)

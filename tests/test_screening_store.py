@@ -68,7 +68,7 @@ def test_a_fit_that_loses_its_bounds_ends_with_the_same_model(tmp_path, monkeypa
     np.testing.assert_array_equal(screened.support_, missed.support_)
     np.testing.assert_array_equal(screened.dual_coef_, missed.dual_coef_)
     np.testing.assert_array_equal(screened.intercept_, missed.intercept_)
-    keep = ("n_support", "n_violators", "n_errors", "min_margin", "primal_objective",
+    keep = ("n_support", "n_violators", "n_errors", "max_slack", "primal_objective",
             "relative_gap", "sample_size")
     assert ([{k: h[k] for k in keep} for h in screened.history_]
             == [{k: h[k] for k in keep} for h in missed.history_])

@@ -16,10 +16,12 @@ import scipy.sparse as sp
 
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.partitions import (
+    LabelCoding,
     Partition,
+    PartitionSet,
     make_array_partition,
+    real_targets,
 )
-from randsvm_dist.exact.driver import PartitionSet
 from randsvm_dist.exceptions import ParameterError, SchemaError
 from randsvm_dist.kernels import moments_variance, value_moments
 from randsvm_dist.validation import check_classes, check_features, check_labels
@@ -77,56 +79,106 @@ def fits_in_memory(client, ds, share: float = 0.5) -> bool:
     return need <= share * sum(limits)
 
 
+TASKS = ("classification", "regression", "one_class")
+
+
+def label_coding(task: str, labels, where: str) -> LabelCoding:
+    """How the labels of a task are coded (see ``LabelCoding``).
+
+    Args:
+        task: 'classification', 'regression' or 'one_class'.
+        labels: the distinct labels (classification), else unused.
+        where: names the labels in errors.
+
+    Raises:
+        SchemaError: fewer than two classes for classification.
+    """
+    if task == "classification":
+        return LabelCoding(check_classes(labels, where=where))
+    return LabelCoding(None, use_labels=task == "regression")
+
+
 def load_partitions(client, data, y=None, n_partitions: int | None = None,
-                    cache="auto"):
+                    cache="auto", *, task: str = "classification", sample_weight=None):
     """Place the data on the workers.
 
     Args:
         client: distributed.Client.
-        data: Dataset, path/URL, or X (then y is required).
-        y: labels when data is X.
+        data: Dataset, path/URL, or X (then y is required, except for one-class).
+        y: labels (classification), targets (regression) or None (one-class) when data is X.
         n_partitions: chunks for array input (default: 2 per worker).
         cache: for a Dataset, keep its partitions in worker memory (True), re-read them
             from Parquet on every pass (False), or decide by ``fits_in_memory`` ('auto').
             Array input is always kept.
+        task: 'classification', 'regression' or 'one_class' (how labels are coded).
+        sample_weight: per-row weights for array input (None: all 1).
 
     Returns:
-        (PartitionSet, classes ndarray).
+        (PartitionSet, classes ndarray or None when the task has no classes).
 
     Raises:
-        SchemaError: y missing/extra, one class, bad X.
+        SchemaError: y missing/extra, one class, bad X, bad targets or weights.
     """
     ds = open_dataset(data)
     if ds is not None:
         if y is not None:
             raise SchemaError("y must not be given with a Dataset (labels are in its files)")
-        classes = check_classes(ds.classes, where=f"the labels of {ds}")
+        if sample_weight is not None:
+            raise SchemaError("sample_weight is for array input; a Dataset's weights come "
+                              "from a weight column")
+        coding = label_coding(task, ds.classes if task == "classification" else None,
+                              f"the labels of {ds}")
         sizes = np.asarray(ds.partition_rows, dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        parts = PartitionSet(None, offsets, sizes, ds.n_features, ds.is_sparse, ds, classes)
+        parts = PartitionSet(None, offsets, sizes, ds.n_features, ds.is_sparse, ds, coding)
         if cache is True or (cache == "auto" and fits_in_memory(client, ds)):
-            parts.futures = [parts.partition(client, i) for i in range(ds.n_partitions)]
-        return parts, classes
-    if y is None:
-        raise SchemaError("this classifier requires y to be passed, but the target y is None "
+            parts.futures = parts.all(client)
+        return parts, coding.classes
+    if y is None and task != "one_class":
+        raise SchemaError("this estimator requires y to be passed, but the target y is None "
                           "(y is required when fitting on arrays)")
     if is_dask_collection(data) or is_dask_collection(y):
-        return _dask_partitions(client, data, y)
+        return _dask_partitions(client, data, y, task)
     X = check_features(data)
-    y = check_labels(y, X.shape[0])
-    classes = check_classes(np.unique(y), where="y")
+    y = np.zeros(X.shape[0]) if y is None else check_labels(y, X.shape[0])
+    if task == "regression":
+        y = real_targets(y, "y")
+    coding = label_coding(task, np.unique(y) if task == "classification" else None, "y")
+    weight = None
+    if sample_weight is not None:
+        weight = check_sample_weight(sample_weight, X.shape[0])
     workers = max(1, len(client.scheduler_info().get("workers", {})))
     n_chunks = max(1, min(n_partitions or 2 * workers, X.shape[0]))
     bounds = np.linspace(0, X.shape[0], n_chunks + 1).astype(np.int64)
     futures, offsets, sizes = [], [], []
     for a, b in zip(bounds[:-1], bounds[1:]):
-        futures.append(client.submit(make_array_partition, X[a:b], y[a:b], int(a), classes,
+        futures.append(client.submit(make_array_partition, X[a:b], y[a:b], int(a), coding,
+                                     None if weight is None else weight[a:b],
                                      pure=False, retries=2))
         offsets.append(a)
         sizes.append(b - a)
     parts = PartitionSet(futures, np.asarray(offsets), np.asarray(sizes), X.shape[1],
-                         sp.issparse(X))
-    return parts, classes
+                         sp.issparse(X), coding=coding, weighted=weight is not None)
+    return parts, coding.classes
+
+
+def check_sample_weight(sample_weight, n_rows: int) -> np.ndarray:
+    """Sample weights as float64 (n_rows,), as scikit-learn takes them (a scalar applies to
+    every row). Rows with a weight <= 0 take no part in the problem, as in scikit-learn's
+    SVC.
+
+    Raises:
+        SchemaError: wrong length, or a NaN/infinite weight (naming the row).
+    """
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.ndim == 0:
+        w = np.full(n_rows, float(w))
+    if w.shape != (n_rows,):
+        raise SchemaError(f"sample_weight has shape {w.shape}; expected ({n_rows},)")
+    if not np.isfinite(w).all():
+        bad = int(np.flatnonzero(~np.isfinite(w))[0])
+        raise SchemaError(f"sample_weight, row {bad}: {w[bad]!r} is not a finite number")
+    return w
 
 
 # -- Dask collections -------------------------------------------------------------------------
@@ -179,7 +231,7 @@ def aligned_blocks(X, y):
     return X, y
 
 
-def make_checked_partition(X, y, offset: int, classes: np.ndarray) -> Partition:
+def make_checked_partition(X, y, offset: int, coding: LabelCoding) -> Partition:
     """A Partition from one Dask block, checked like in-memory input (runs on a worker).
 
     Raises:
@@ -187,50 +239,58 @@ def make_checked_partition(X, y, offset: int, classes: np.ndarray) -> Partition:
     """
     try:
         X = check_features(X)
-        y = check_labels(y, X.shape[0])
+        y = np.zeros(X.shape[0]) if y is None else check_labels(y, X.shape[0])
     except SchemaError as e:
         raise SchemaError(f"rows from {offset}: {e}") from None
-    return make_array_partition(X, y, offset, classes)
+    return make_array_partition(X, y, offset, coding)
 
 
-def _dask_partitions(client, data, y):
+def _dask_partitions(client, data, y, task: str):
     import dask.array as da
 
-    X, y = aligned_blocks(as_dask_array(data, "X"), as_dask_array(y, "y"))
-    classes = check_classes(client.compute(da.unique(y)).result(), where="y")
+    X, y = aligned_blocks(as_dask_array(data, "X"),
+                          None if y is None else as_dask_array(y, "y"))
+    labels = (client.compute(da.unique(y)).result() if task == "classification" else None)
+    coding = label_coding(task, labels, "y")
     sizes = np.asarray(X.chunks[0], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     xb = client.compute(list(X.to_delayed().ravel()))
-    yb = client.compute(list(y.to_delayed().ravel()))
-    futures = [client.submit(make_checked_partition, a, b, int(o), classes, pure=False,
+    yb = (client.compute(list(y.to_delayed().ravel())) if y is not None
+          else [None] * len(xb))
+    futures = [client.submit(make_checked_partition, a, b, int(o), coding, pure=False,
                              retries=2) for a, b, o, n in zip(xb, yb, offsets, sizes) if n]
     keep = sizes > 0
     parts = PartitionSet(futures, offsets[keep], sizes[keep], int(X.shape[1]),
-                         sp.issparse(X._meta))
-    return parts, classes
+                         sp.issparse(X._meta), coding=coding)
+    return parts, coding.classes
 
 
-def class_counts(client, data, y, classes: np.ndarray) -> np.ndarray:
-    """Rows of each class (in ``classes`` order), counted where the labels live.
+def _partition_class_counts(part: Partition, n_classes: int) -> np.ndarray:
+    return np.bincount(part.y, minlength=n_classes)
 
-    Args:
-        client: distributed.Client (used for Dask collections).
-        data: a Dataset/path (labels in its files; y None) or X.
-        y: labels (in-memory or Dask) when data is X.
-        classes: the sorted classes.
-    """
-    if y is None:
-        return np.asarray(open_dataset(data).class_counts)
-    if is_dask_collection(y):
-        import dask.array as da
 
-        labels, counts = gather(client, client.compute(
-            list(da.unique(as_dask_array(y, "y").ravel(), return_counts=True))),
-            "the class counts of y")
-        got = dict(zip(labels.tolist(), counts.tolist()))
-        return np.array([got.get(c, 0) for c in np.asarray(classes).tolist()])
-    y = np.asarray(y)
-    return np.array([(y == c).sum() for c in classes])
+def class_counts(client, parts: PartitionSet, n_classes: int) -> np.ndarray:
+    """Rows of each class (in the sorted classes' order): from a Dataset's metadata when
+    the partitions are not cached, else counted on the workers."""
+    if parts.futures is None and parts.dataset is not None:
+        return np.asarray(parts.dataset.class_counts, dtype=np.int64)
+    got = gather(client, [client.submit(_partition_class_counts, f, n_classes, pure=False,
+                                        retries=2) for f in parts.all(client)],
+                 "the class counts", parts.names())
+    return np.sum(got, axis=0).astype(np.int64)
+
+
+def _positive_weight(part: Partition) -> float:
+    return float(np.maximum(part.weights(), 0.0).sum())
+
+
+def weight_total(client, parts: PartitionSet) -> float:
+    """The sum of the sample weights of the rows that take part (weights > 0)."""
+    if not parts.weighted:
+        return float(parts.n_rows)
+    return float(sum(gather(client, [client.submit(_positive_weight, f, pure=False, retries=2)
+                                     for f in parts.all(client)],
+                            "the sample weights", parts.names())))
 
 
 def apply_to_dask(estimator, method: str, X):

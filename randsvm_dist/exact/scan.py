@@ -1,9 +1,10 @@
 """The per-partition violator scan, run on the workers once per iteration.
 
-For every binary problem it returns the violator count (rows outside the problem's working
-set with y f(x) < 1 - tol), margin statistics, the hinge-loss sums that give the primal
-objective on the whole data set, and the m violators with the smallest random keys (global
-row index and key only: the driver fetches the rows it finally draws).
+For every problem (of any kind, see ``exact.kinds``) it returns the violator count (rows of
+the problem outside its working set whose slack exceeds tol; C-SVC: y f(x) < 1 - tol), the
+weighted loss sums that give the primal objective on the whole data set, and the m
+violators with the smallest random keys (global row index and key only: the driver fetches
+the rows it finally draws).
 """
 
 from __future__ import annotations
@@ -19,15 +20,15 @@ from randsvm_dist.exact.sampling import row_keys, smallest_keys
 from randsvm_dist.kernels import Kernel, decision_values, row_sq_norms
 
 DENSE_SV_BYTES = 256 << 20
-# Screened rows keep y f >= 1 + band + slack: above every threshold a scan's answers use
-# (violator, hinge, fill band), so they are the same with or without bounds; the slack
+# Screened rows keep -s >= band + slack: beyond every threshold a scan's answers use
+# (violator, loss, fill band), so they are the same with or without bounds; the slack
 # covers float32 rounding of the decision values.
 SCREEN_SLACK = 1e-2
 
 
 @dataclass
 class ScanModel:
-    """The models of all binary problems, sharing one support-vector matrix.
+    """The models of all problems, sharing one support-vector matrix.
 
     Attributes:
         kernel: resolved kernel.
@@ -45,39 +46,40 @@ class ScanModel:
 
 @dataclass
 class ProblemRequest:
-    """What the scan should report for one binary problem.
+    """What the scan should report for one problem.
 
     Attributes:
-        positive: class index labelled +1 (the others are -1).
+        kind: the problem kind (``exact.kinds``): its rows, targets and slack.
         exclude: sorted global indices of the working set (never violators).
         n_draw: how many smallest-key candidates to return.
         stream: random stream of the keys.
-        tol: margin tolerance: a violator has y f(x) < 1 - tol.
-        band: rows outside the working set with 1 - tol <= y f(x) < 1 + band are drawn
-            too, after every violator (their keys are shifted by 1): when there are fewer
-            violators than n_draw, the draw is filled with the rows most likely to turn
-            into violators once the model moves.
+        tol: margin tolerance: a violator has slack s > tol (C-SVC: y f(x) < 1 - tol).
+        band: rows outside the working set with -band < s <= tol are drawn too, after
+            every violator (their keys are shifted by 1): when there are fewer violators
+            than n_draw, the draw is filled with the rows most likely to turn into
+            violators once the model moves.
+        C: the box before class and sample weights (see ``kind.row_box``).
     """
 
-    positive: int
+    kind: object
     exclude: np.ndarray
     n_draw: int
     stream: int
     tol: float = 1e-3
     band: float = 0.0
+    C: float = 1.0
 
 
 @dataclass
 class ProblemScan:
     """A partition's answer for one problem (additive over partitions, except the draw)."""
 
+    n_rows: int = 0             # rows of the problem in this partition
     n_violators: int = 0
-    n_errors: int = 0           # rows with y f(x) < 0
-    hinge_pos: float = 0.0      # sum of max(0, 1 - y f) over +1 rows
-    hinge_neg: float = 0.0      # same over -1 rows
-    hinge_ws_pos: float = 0.0   # the part of hinge_pos from working-set rows
-    hinge_ws_neg: float = 0.0   # the part of hinge_neg from working-set rows
-    min_margin: float = np.inf
+    n_errors: int = 0           # rows with slack above the kind's error_slack
+    loss: float = 0.0           # sum of C_i max(0, s_i): the primal's sum over rows
+    loss_ws: float = 0.0        # the part of loss from working-set rows
+    max_slack: float = -np.inf
     keys: np.ndarray = field(default_factory=lambda: np.empty(0))
     rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
 
@@ -94,8 +96,9 @@ class ScanOutput:
 
     Attributes:
         problems: one ProblemScan per request (None where the request is None).
-        lower: (n_rows, n_problems) float32 lower bounds of y f(x) under the scanned models
-            (exact where the row was evaluated; -inf where unknown).
+        lower: (n_rows, n_problems) float32 lower bounds of -s (minus the slack) under the
+            scanned models (exact where the row was evaluated; -inf where unknown; +inf for
+            rows that are not the problem's).
         n_evaluated: rows whose decision values were computed (the others were screened).
         seconds: compute time of the scan on the worker.
     """
@@ -124,11 +127,12 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
                    shift_b: np.ndarray | None = None) -> ScanOutput:
     """Scan one partition for the violators of every problem (runs on a worker).
 
-    Screening (exact): y f_new(x) >= y f_old(x) - ||w_new - w_old|| ||phi(x)|| - |b_new - b_old|,
-    so a row whose bound from the previous scan stays at or above 1 + band + SCREEN_SLACK
-    (band: the largest fill band requested) is neither a violator nor in the fill band nor
-    has hinge loss; its kernel row is not computed. The answers are the same with or without
-    ``prev_lower`` (``min_margin`` is reported up to that threshold), so a scan that lost
+    Screening (exact): every kind's slack moves by at most |f_new(x) - f_old(x)| <=
+    ||w_new - w_old|| ||phi(x)|| + |b_new - b_old| (see ``exact.kinds``), so a row whose
+    lower bound of -s from the previous scan stays at or above band + SCREEN_SLACK (band:
+    the largest fill band requested) is neither a violator nor in the fill band nor has
+    loss; its kernel row is not computed. The answers are the same with or without
+    ``prev_lower`` (``max_slack`` is reported down to that threshold), so a scan that lost
     its bounds changes the time, not the run.
 
     Args:
@@ -147,52 +151,63 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
     active = [p for p, r in enumerate(requests) if r is not None]
     lower = (np.full((n, P), -np.inf, dtype=np.float32) if prev_lower is None
              else prev_lower.copy())
-    ys = np.stack([np.where(part.cls == requests[p].positive, 1.0, -1.0) for p in active],
-                  axis=1) if active else np.zeros((n, 0))
-    n_evaluated = n
-    screen_at = 1.0 + max((requests[p].band for p in active), default=0.0) + SCREEN_SLACK
+    coded = [requests[p].kind.targets(part.y) for p in active]
+    members = np.ones((n, len(active)), dtype=bool)
+    for col, (_, mask) in enumerate(coded):
+        if mask is not None:
+            members[:, col] = mask
+    screen_at = max((requests[p].band for p in active), default=0.0) + SCREEN_SLACK
+    f = np.zeros((n, len(active)))
+    m = np.full((n, len(active)), np.inf)   # -slack; +inf for rows of other problems
     if model.support_vectors is None:
-        yf = np.zeros((n, len(active)))
+        rows = np.arange(n)
     else:
         if prev_lower is not None and shift_w is not None:
             norms = feature_norms(part.X, model.kernel)
             with np.errstate(invalid="ignore"):
-                yf = (prev_lower[:, active].astype(np.float64)
-                      - norms[:, None] * shift_w[active] - shift_b[active])
-            yf[~np.isfinite(yf)] = -np.inf
-            rows = np.flatnonzero((yf < screen_at).any(axis=1))
+                bound = (prev_lower[:, active].astype(np.float64)
+                         - norms[:, None] * shift_w[active] - shift_b[active])
+            bound[~np.isfinite(bound) & (bound < np.inf)] = -np.inf
+            bound[np.isnan(bound)] = -np.inf
+            rows = np.flatnonzero(((bound < screen_at) & members).any(axis=1))
+            m = np.where(members, bound, np.inf)
         else:
-            yf = np.empty((n, len(active)))
-            rows = np.arange(n)
-        n_evaluated = len(rows)
+            rows = np.flatnonzero(members.any(axis=1))
         if len(rows):
             X = part.X if len(rows) == n else part.X[rows]
-            f = decision_values(X, _dense_svs(model.support_vectors), model.coef[:, active],
-                                model.intercept[active], model.kernel)
-            yf[rows] = ys[rows] * f.reshape(len(rows), len(active))
-    lower[:, active] = yf
+            f[rows] = decision_values(X, _dense_svs(model.support_vectors),
+                                      model.coef[:, active], model.intercept[active],
+                                      model.kernel).reshape(len(rows), len(active))
+    for col, p in enumerate(active):
+        t = coded[col][0]
+        m[rows, col] = np.where(members[rows, col],
+                                -requests[p].kind.slack(f[rows, col], t[rows]), np.inf)
+    lower[:, active] = m
+    n_evaluated = len(rows)
     out: list[ProblemScan | None] = [None] * P
     gidx = np.arange(part.offset, part.offset + n, dtype=np.int64)
+    weight = np.maximum(part.weights(), 0.0)  # rows weighing <= 0 take no part
     for col, p in enumerate(active):
         req = requests[p]
-        y, m = ys[:, col], yf[:, col]
-        hinge = np.maximum(0.0, 1.0 - m)
-        outside = np.ones(n, dtype=bool)
+        t, inside = coded[col][0], members[:, col]
+        s = -m[:, col]
+        loss = np.where(inside, req.kind.row_box(req.C, t, weight) * np.maximum(0.0, s), 0.0)
+        outside = inside.copy()
         if len(req.exclude):
             lo, hi = np.searchsorted(req.exclude, [part.offset, part.offset + n])
             outside[req.exclude[lo:hi] - part.offset] = False
-        is_viol = m < 1.0 - req.tol
-        cand = np.flatnonzero(outside & (m < 1.0 + req.band))
+        active_row = outside & (weight > 0)
+        is_viol = s > req.tol
+        cand = np.flatnonzero(active_row & (s > -req.band))
         keys = row_keys(req.stream, part.offset, n)[cand] + (~is_viol[cand])
         pick = smallest_keys(keys, req.n_draw)
         out[p] = ProblemScan(
-            n_violators=int((outside & is_viol).sum()),
-            n_errors=int((m < 0).sum()),
-            hinge_pos=float(hinge[y > 0].sum()),
-            hinge_neg=float(hinge[y < 0].sum()),
-            hinge_ws_pos=float(hinge[~outside & (y > 0)].sum()),
-            hinge_ws_neg=float(hinge[~outside & (y < 0)].sum()),
-            min_margin=min(float(m.min()), screen_at) if n else np.inf,
+            n_rows=int(inside.sum()),
+            n_violators=int((active_row & is_viol).sum()),
+            n_errors=int((inside & (s > req.kind.error_slack)).sum()),
+            loss=float(loss.sum()),
+            loss_ws=float(loss[inside & ~outside].sum()),
+            max_slack=max(float(s[inside].max()), -screen_at) if inside.any() else -np.inf,
             keys=keys[pick],
             rows=gidx[cand[pick]],
         )

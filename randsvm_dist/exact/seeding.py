@@ -46,9 +46,10 @@ def seed_learner(name: str, C: float, gamma: float, n_rows: int, random_state: i
     raise ParameterError(f"seed must be None, 'bsgd', 'ramp' or an estimator; got {name!r}")
 
 
-def seed_scan_partition(part: Partition, model, positives: list[int], binary: bool,
+def seed_scan_partition(part: Partition, model, kinds: list, binary: bool,
                         stream: int, n_draw: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
-    """Rows of a partition inside the seed model's margin, per problem (runs on a worker).
+    """Rows of a partition inside the seed model's margin, per C-SVC problem (runs on a
+    worker; a one-vs-one pair scores a row by the difference of its two classes' scores).
 
     Returns:
         per problem: (keys, global rows) of the n_draw smallest-key candidates, and the
@@ -58,16 +59,22 @@ def seed_scan_partition(part: Partition, model, positives: list[int], binary: bo
     f = f.reshape(part.n_rows, -1)
     keys = row_keys(stream, part.offset, part.n_rows)
     out = []
-    for pos in positives:
-        y = np.where(part.cls == pos, 1.0, -1.0)
-        col = f[:, 0] if binary else f[:, pos]
-        cand = np.flatnonzero(y * col < 1.0 + SEED_MARGIN)
+    for kind in kinds:
+        t, mask = kind.targets(part.y)
+        if binary:
+            col = f[:, 0]
+        elif kind.negative is None:
+            col = f[:, kind.positive]
+        else:
+            col = f[:, kind.positive] - f[:, kind.negative]
+        inside = t * col < 1.0 + SEED_MARGIN
+        cand = np.flatnonzero(inside if mask is None else inside & mask)
         pick = cand[smallest_keys(keys[cand], n_draw)]
         out.append((keys[pick], part.offset + pick.astype(np.int64), len(cand)))
     return out
 
 
-def seed_rows(client, parts, seed, classes: np.ndarray, positives: list[int], r: int,
+def seed_rows(client, parts, seed, classes: np.ndarray, kinds: list, r: int,
               C: float, gamma: float, random_state: int, dataset=None) -> tuple[list, dict]:
     """Per problem, the global rows a seed adds to the first sample.
 
@@ -77,7 +84,7 @@ def seed_rows(client, parts, seed, classes: np.ndarray, positives: list[int], r:
         seed: 'bsgd', 'ramp', a StreamingClassifier (unfitted: trained here), or a fitted
             classifier with ``decision_function`` (a RandSVMClassifier gives its support_).
         classes: the data set's classes; a fitted seed must have the same.
-        positives: the class index of each binary problem.
+        kinds: the problems' kinds (``exact.kinds``; streaming seeds need C-SVC ones).
         r: most rows drawn per problem.
         C, gamma: the RandSVM's C and resolved RBF gamma (for a named seed).
         random_state: the run's seed.
@@ -109,24 +116,29 @@ def seed_rows(client, parts, seed, classes: np.ndarray, positives: list[int], r:
         info["seed_train_seconds"] = model.reduce_info_["seconds"]
         info["seed_n_core"] = int(model.n_core_)
     fitted_classes = getattr(model, "classes_", None)
-    if fitted_classes is None:
-        raise ParameterError(f"seed {type(model).__name__} is not fitted")
-    if len(fitted_classes) != len(classes) or np.any(np.asarray(fitted_classes) != classes):
+    if fitted_classes is not None and classes is not None and (
+            len(fitted_classes) != len(classes) or np.any(np.asarray(fitted_classes)
+                                                          != classes)):
         raise ParameterError(f"seed model's classes {list(fitted_classes)} differ from the "
                              f"data's {list(classes)}")
     if hasattr(model, "support_"):  # an earlier RandSVM fit: its support vectors' rows
         rows = np.asarray(model.support_, np.int64)
         rows = rows[rows < parts.n_rows]
         info.update(seed_rows=int(len(rows)), seed_seconds=time.perf_counter() - t0)
-        return [rows] * len(positives), info
+        return [rows] * len(kinds), info
+    if fitted_classes is None:
+        raise ParameterError(f"seed {type(model).__name__} is not fitted")
+    if any(k.svm_type != 0 for k in kinds):
+        raise ParameterError("a streaming seed applies to classification only; seed a "
+                             "regression or one-class fit with a fitted RandSVM model")
     stream = stream_id(random_state, SEED_STREAM)
-    futures = [client.submit(seed_scan_partition, parts.partition(client, i), model, positives,
+    futures = [client.submit(seed_scan_partition, parts.partition(client, i), model, kinds,
                              len(classes) == 2, stream, r, pure=False, retries=2)
                for i in range(parts.n_partitions)]
     got = gather(client, futures, "the seed model's margin scan",
                  [f"partition {i}" for i in range(parts.n_partitions)])
     rows, candidates = [], []
-    for j in range(len(positives)):
+    for j in range(len(kinds)):
         keys = np.concatenate([g[j][0] for g in got])
         cand = np.concatenate([g[j][1] for g in got])
         rows.append(np.sort(cand[np.argsort(keys, kind="stable")[:r]]))

@@ -5,7 +5,7 @@ Three ways to keep them busy, all leaving the result exact (the scan that follow
 solve checks the model against all rows, and the certificate is computed from that scan):
 
 - **threads**: a solve gets the cores of its host that no other solve of the iteration
-  needs (LIBSVM computes kernel columns with OpenMP; ``solve_binary(n_threads=)``);
+  needs (LIBSVM computes kernel columns with OpenMP; ``solve_libsvm(n_threads=)``);
   one-vs-rest problems solve concurrently, one task each, sharing the cores.
 - **cascade** (Graf et al., NIPS 2004): a large working set made mostly of fresh rows is
   cut into disjoint parts (by the rows' random keys), the parts are solved in parallel,
@@ -26,10 +26,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.engine.bounded_wait import gather
-from randsvm_dist.engine.partitions import Partition
+from randsvm_dist.engine.partitions import Partition, vstack_rows
 from randsvm_dist.exact.sampling import keys_of
 from randsvm_dist.kernels import decision_values
-from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams, solve_binary
+from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams, solve_libsvm
+from randsvm_dist.solvers.weighted import solve_weighted
 
 # A cascade pays when its parts are large and most rows of the working set are fresh
 # (not support vectors of the previous model), so the parts drop most of them.
@@ -37,11 +38,14 @@ CASCADE_MIN_ROWS = 20_000
 CASCADE_MAX_SV_SHARE = 0.3
 
 
-def _vstack(blocks, sparse: bool):
-    blocks = [b for b in blocks if b is not None and b.shape[0]]
-    if not blocks:
-        return None
-    return sp.vstack(blocks, format="csr") if sparse else np.vstack(blocks)
+def solve_rows(X, t: np.ndarray, box: np.ndarray | None, params: SolverParams,
+               n_threads: int) -> BinarySolution:
+    """One exact solve of rows (X, t): LIBSVM, or with per-row boxes (``box``: C x class
+    weight x sample weight per row; None when every row has its class's C) through
+    ``solvers.weighted``."""
+    if box is None:
+        return solve_libsvm(X, t, params, n_threads)
+    return solve_weighted(X, t, params, box, n_threads)
 
 
 @dataclass
@@ -76,23 +80,33 @@ def total_threads(client) -> int:
                       for w in client.scheduler_info().get("workers", {}).values()))
 
 
-def solve_partitions(params: SolverParams, positive: int, n_threads: int,
-                     *parts: Partition) -> tuple[np.ndarray, object, BinarySolution]:
-    """One solve on every row of the given partitions (runs on a worker).
+def solve_partitions(kind, params: SolverParams, C: float, weighted: bool, n_threads: int,
+                     *parts: Partition) -> tuple:
+    """One solve on every row of the problem in the given partitions (runs on a worker).
+
+    Args:
+        kind: the problem kind (its rows, targets and boxes).
+        params: LIBSVM parameters (``kind.solver_params`` already applied).
+        C: the box before class and sample weights.
+        weighted: rows carry sample weights (solve with per-row boxes).
+        n_threads: cores of the solve.
 
     Returns:
-        (global rows of the support vectors, their features, the BinarySolution).
+        (global rows, features, targets and weights of the support vectors, the
+        BinarySolution).
     """
     sparse = sp.issparse(parts[0].X)
-    X = _vstack([p.X for p in parts], sparse)
-    cls = np.concatenate([p.cls for p in parts])
+    X = vstack_rows([p.X for p in parts], sparse)
+    y = np.concatenate([p.y for p in parts])
+    w = np.concatenate([p.weights() for p in parts])
     rows = np.concatenate([np.arange(p.offset, p.offset + p.n_rows) for p in parts])
-    sol = solve_binary(X, np.where(cls == positive, 1.0, -1.0), params, n_threads)
-    return rows[sol.support], X[sol.support], sol
-
-
-def _solve_part(X, y, params: SolverParams, n_threads: int) -> BinarySolution:
-    return solve_binary(X, y, params, n_threads)
+    t, mask = kind.targets(y)
+    if mask is not None:
+        X, t, w, rows = X[mask], t[mask], w[mask], rows[mask]
+    box = kind.row_box(C, t, w) if weighted else None
+    sol = solve_rows(X, t, box, params, n_threads)
+    s = sol.support
+    return rows[s], X[s], t[s], w[s], sol
 
 
 def plan_cascade(n_rows: int, n_fresh: int, n_parts: int) -> int:
@@ -106,13 +120,16 @@ def plan_cascade(n_rows: int, n_fresh: int, n_parts: int) -> int:
     return max(1, min(n_parts, n_rows // CASCADE_MIN_ROWS))
 
 
-def solve_working_set(client, X, y: np.ndarray, rows: np.ndarray, params: SolverParams,
-                      n_threads: int, n_parts: int, stream: int) -> Solved:
+def solve_working_set(client, kind, X, y: np.ndarray, box: np.ndarray | None,
+                      rows: np.ndarray, params: SolverParams, n_threads: int, n_parts: int,
+                      stream: int) -> Solved:
     """Solve one working set on the workers, whole or as a two-level cascade.
 
     Args:
         client: distributed.Client.
-        X, y, rows: the working set (features, labels in {-1, +1}, global rows).
+        kind: the problem kind (its slack decides the cascade's feedback).
+        X, y, box, rows: the working set (features, targets, per-row boxes or None,
+            global rows).
         params: LIBSVM parameters.
         n_threads: cores for the (final) solve.
         n_parts: cascade parts (1: a single solve).
@@ -121,23 +138,24 @@ def solve_working_set(client, X, y: np.ndarray, rows: np.ndarray, params: Solver
     Returns:
         Solved.
     """
-    if n_parts <= 1:
-        sol, = gather(client, [client.submit(_solve_part, X, y, params, n_threads,
+    if n_parts <= 1 or kind.svm_type == 2:  # one-class parts would each need nu n rows
+        sol, = gather(client, [client.submit(solve_rows, X, y, box, params, n_threads,
                                              pure=False, retries=2)], "the working-set solve")
         return Solved(sol.support, sol)
     keys = keys_of(stream, rows)
     part_of = np.minimum((keys * n_parts).astype(np.int64), n_parts - 1)
     members = [np.flatnonzero(part_of == q) for q in range(n_parts)]
-    futures = [client.submit(_solve_part, X[m], y[m], params,
-                             max(1, n_threads // n_parts), pure=False, retries=2)
+    futures = [client.submit(solve_rows, X[m], y[m], None if box is None else box[m],
+                             params, max(1, n_threads // n_parts), pure=False, retries=2)
                for m in members if len(m)]
     kept = np.sort(np.concatenate([m[s.support] for m, s in
                                    zip([m for m in members if len(m)],
                                        gather(client, futures, "the cascade's part solves"))]))
     if not len(kept):  # every part one class: fall back to the whole set
-        return solve_working_set(client, X, y, rows, params, n_threads, 1, stream)
+        return solve_working_set(client, kind, X, y, box, rows, params, n_threads, 1, stream)
     while True:
-        sol, = gather(client, [client.submit(_solve_part, X[kept], y[kept], params,
+        sol, = gather(client, [client.submit(solve_rows, X[kept], y[kept],
+                                             None if box is None else box[kept], params,
                                              n_threads, pure=False, retries=2)],
                       "the cascade's final solve")
         # Graf et al.'s feedback: rows a part dropped that violate the united solution join
@@ -146,7 +164,7 @@ def solve_working_set(client, X, y: np.ndarray, rows: np.ndarray, params: Solver
         f = decision_values(X[rest], X[kept[sol.support]], sol.dual_coef, sol.intercept,
                             params.kernel) if len(rest) and len(sol.support) else \
             np.full(len(rest), sol.intercept)
-        late = rest[y[rest] * f < 1.0 - params.tol]
+        late = rest[kind.slack(f, y[rest]) > params.tol]
         if not len(late):
             return Solved(kept[sol.support], sol, tuple(len(m) for m in members))
         kept = np.union1d(kept, late)

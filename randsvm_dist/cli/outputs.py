@@ -1,0 +1,99 @@
+"""The one output rule, applied by every command (see :mod:`randsvm_dist.data.storage`).
+
+A command *claims* each of its outputs before any work: the path is checked (an existing
+path needs ``--overwrite``; a directory output must be one randsvm-dist wrote; no output may
+be, lie inside, or hold an input) and locked (a second ``randsvm-dist`` writing the same path
+fails at once). Files are then written with :func:`publish`, directories by the data
+layer's :class:`~randsvm_dist.data.storage.AtomicDir`; the locks go when the command ends.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+
+from randsvm_dist.data.storage import (
+    OutputLock,
+    check_not_input,
+    check_output_dir,
+    check_output_file,
+    publish_file,
+)
+
+
+class Outputs:
+    """The outputs one command line writes; ``release()`` drops their locks."""
+
+    def __init__(self) -> None:
+        self.locks: list[OutputLock] = []
+
+    def file(self, path: str | os.PathLike | None, *, overwrite: bool, what: str,
+             inputs: Iterable[str | os.PathLike | None] = ()) -> None:
+        """Claim a file output (a model, report, range file, PNG, CSV).
+
+        Raises:
+            DataFormatError: see :func:`check_output_file` and :func:`check_not_input`;
+                another process is writing it.
+        """
+        if not path:
+            return
+        check_not_input(path, inputs, what)
+        check_output_file(path, overwrite, what)
+        self.locks.append(OutputLock(path).acquire())
+
+    def directory(self, path: str | os.PathLike | None, *, overwrite: bool, what: str,
+                  inputs: Iterable[str | os.PathLike | None] = ()) -> None:
+        """Claim a directory output (a data set, predictions).
+
+        Raises:
+            DataFormatError: see :func:`check_output_dir` and :func:`check_not_input`;
+                another process is writing it.
+        """
+        if not path:
+            return
+        check_not_input(path, inputs, what, directory=True)
+        check_output_dir(path, overwrite)
+        lock = OutputLock(path)
+        if os.path.isdir(os.path.dirname(os.path.abspath(os.fspath(path)))) or \
+                "://" in os.fspath(path):
+            self.locks.append(lock.acquire())
+
+    def release(self) -> None:
+        """Release every lock taken (idempotent)."""
+        while self.locks:
+            self.locks.pop().release()
+
+
+def publish(path: str | os.PathLike, data: bytes | str | Callable[[str], None], *,
+            overwrite: bool, what: str) -> str:
+    """Write one file output in one step (text, bytes, or a function drawing it at a
+    temporary path); see :func:`randsvm_dist.data.storage.publish_file`.
+
+    Raises:
+        DataFormatError: it exists without ``overwrite``, or cannot be written.
+    """
+    if isinstance(data, str):
+        data = data.encode()
+    return publish_file(path, data, overwrite=overwrite, what=what)
+
+
+def save_model_file(model, path: str | os.PathLike, *, overwrite: bool) -> None:
+    """Publish a fitted model (LIBSVM text or .npz) and, for a model trained with scaling,
+    its svm-scale range file ``MODEL.range``, each in one step.
+
+    Raises:
+        DataFormatError: a file exists without ``overwrite``, or cannot be written.
+    """
+    from randsvm_dist.estimators.base import RandSVMBase
+    from randsvm_dist.estimators.persistence import RANGE_SUFFIX, randsvm_model_text
+    from randsvm_dist.model_files import streaming_model_bytes
+
+    if isinstance(model, RandSVMBase):
+        data = randsvm_model_text(model).encode()
+    else:
+        data = streaming_model_bytes(model)
+    publish(path, data, overwrite=overwrite, what="--model")
+    scaler = getattr(model, "scaler_", None)
+    if scaler is not None:
+        publish(os.fspath(path) + RANGE_SUFFIX, scaler.save_range, overwrite=overwrite,
+                what="range file")

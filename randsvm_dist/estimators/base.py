@@ -1,0 +1,382 @@
+"""What every RandSVM estimator shares: parameters, the fit on Dask, fitted attributes.
+
+A concrete estimator (classifier, regressor, one-class) says which task its labels are
+(``_task``), which problems the driver solves (``_problems``: one state per problem, each
+with its kind from ``exact.kinds``), and how decision values become predictions. The fit
+itself (placing the data, scaling, gamma, the paper's bound, seeding, checkpoints, the
+driver, the certificate) is written once, here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
+
+from randsvm_dist.engine.client import dask_client
+from randsvm_dist.engine.inputs import apply_to_dask, is_dask_collection
+from randsvm_dist.exact.bounds import support_bound
+from randsvm_dist.exact.driver import run_randsvm
+from randsvm_dist.exact.state import ProblemState, RunConfig
+from randsvm_dist.exact.steps import united_support
+from randsvm_dist.exceptions import NotFittedError, ParameterError
+from randsvm_dist.kernels import KERNELS, Kernel, decision_values, resolve_gamma
+from randsvm_dist.seeds import resolve_seed
+from randsvm_dist.solvers.libsvm_adapter import SolverParams
+from randsvm_dist.validation import check_features
+
+log = logging.getLogger("randsvm_dist")
+
+ADVICE = {
+    "k_reached": "drop k (or raise it)",
+    "violator_tol": "set violator_tol=0",
+    "max_iter": "raise max_iter",
+    "optimal": "lower tol (LIBSVM's stopping tolerance)",
+}
+
+
+def log_iteration(record: dict) -> None:
+    """The per-iteration progress line (logger ``randsvm_dist``, INFO)."""
+    log.info(
+        "iter %2d %s: sample %6d  SV %6d  violators %8d (%.4f)  dual %.6g  "
+        "gap %.2e  solve %.1fs scan %.1fs  total %.1fs%s",
+        record["iteration"], record.get("label", record["problem"]), record["sample_size"],
+        record["n_support"], record["n_violators"], record["violator_fraction"],
+        record["dual_objective"], record["relative_gap"], record["solve_seconds"],
+        record["scan_seconds"], record["seconds"],
+        f"  stop: {record['stop_reason']}" if record["stop_reason"] else "",
+    )
+
+
+class RandSVMBase(BaseEstimator):
+    """Parameters and fitting machinery shared by the RandSVM estimators.
+
+    Shared parameters (the subclasses document their own):
+        kernel: 'linear', 'poly', 'rbf' or 'sigmoid' (LIBSVM's meanings).
+        gamma: kernel coefficient: a number, 'scale' (1 / (n_features * X.var())) or 'auto'
+            (1 / n_features).
+        degree, coef0: poly/sigmoid parameters.
+        k: the paper's support-set bound, an option: stop when a solve has k or more
+            support vectors ('auto': the paper's estimate from bound_epsilon and
+            bound_delta, see ``exact.bounds``). None (the default) drops it: the fit runs
+            to the certified gap. A stop at k is not certified and warns.
+        sample_size: r, rows of the first uniform sample (and the least a later working set
+            is filled to). 'auto' is 2 x the paper's k estimate.
+        bound_epsilon, bound_delta, separable: parameters of the paper's k estimate.
+        max_iter: most solve/scan iterations per problem.
+        tol: LIBSVM's tolerance of the first solve (its -e); also the slack of a violator.
+            Later solves tighten it by 10x whenever the working set's own gap keeps the
+            certified gap above gap_tol (``history_`` records the tol of every solve).
+        violator_tol: stop when at most this fraction of rows are violators (0: off). Not
+            certified: warns.
+        gap_tol: the default stop: (primal - dual) / |primal| <= gap_tol, the primal
+            objective taken over all rows, the dual that of the working set; by weak
+            duality this certifies that the model's objective is within that relative
+            distance of the optimum of the whole data set. 0: run until no row violates.
+        seed: rows that join the first sample (see ``exact.seeding``): None, 'bsgd' or
+            'ramp' (classification only), an unfitted streaming learner, or a fitted model
+            (a RandSVM estimator fitted on these rows or their first rows). A seed changes
+            the speed, never the result.
+        route: 'auto' (a direct LIBSVM solve of all rows when sampling cannot pay, else
+            sampling; the history says which and why), 'sample' or 'direct'.
+        cache: keep the partitions in worker memory (True), re-read them from Parquet on
+            every pass (False: data larger than the workers' memory), or 'auto' (cache when
+            the data takes at most half of the workers' memory limit).
+        cache_size: LIBSVM's kernel cache in MB per solve.
+        random_state: seed of every random choice (same value, same model, whatever the
+            partitioning or the number of workers); None draws a fresh seed at each fit,
+            recorded as ``random_seed_``.
+        client: None (the default Dask client, else an embedded LocalCluster), a scheduler
+            address, or a ``distributed.Client``. Never saved or pickled with the model.
+        n_partitions: chunks for array input (default 2 per worker).
+        scale: None, 'minmax', 'standard', or a ``preprocessing.FeatureScaler``: learnt on
+            the training rows on the workers, applied before training and by
+            predict/evaluate, saved with the model.
+
+    Fitted attributes (every estimator): ``n_features_in_``, ``support_`` (global row
+    indices), ``support_vectors_``, ``dual_coef_``, ``intercept_``, ``history_``,
+    ``n_iter_``, ``stop_reasons_``, ``optimal_``, ``relative_gap_`` (the largest certified
+    relative gap over the problems), ``relative_gaps_`` (per problem), ``certified_``,
+    ``seed_info_``, ``gamma_``, ``k_``, ``sample_size_``, ``fit_time_``, ``scaler_``,
+    ``random_seed_``.
+    """
+
+    _task = "classification"
+    _parameter_constraints: dict = {
+        "kernel": [StrOptions(set(KERNELS))],
+        "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
+        "degree": [Interval(Integral, 0, None, closed="left")],
+        "coef0": [Real],
+        "k": [None, StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "sample_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "bound_epsilon": [Interval(Real, 0, None, closed="neither")],
+        "bound_delta": [Interval(Real, 0, None, closed="neither")],
+        "separable": ["boolean"],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "violator_tol": [Interval(Real, 0, 1, closed="left")],
+        "gap_tol": [Interval(Real, 0, 1, closed="left")],
+        "cache_size": [Interval(Real, 0, None, closed="neither")],
+        "random_state": [None, Interval(Integral, 0, None, closed="left")],
+        "client": "no_validation",
+        "n_partitions": [None, Interval(Integral, 1, None, closed="left")],
+        "scale": "no_validation",
+        "seed": "no_validation",
+        "route": [StrOptions({"auto", "sample", "direct"})],
+        "cache": [StrOptions({"auto"}), "boolean"],
+    }
+
+    def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, k=None,
+                 sample_size="auto", bound_epsilon=0.2, bound_delta=0.9, separable=False,
+                 max_iter=50, tol=1e-3, violator_tol=0.0, gap_tol=1e-3, cache_size=200.0,
+                 random_state=None, client=None, n_partitions=None, scale=None, seed=None,
+                 route="auto", cache="auto"):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.k = k
+        self.sample_size = sample_size
+        self.bound_epsilon = bound_epsilon
+        self.bound_delta = bound_delta
+        self.separable = separable
+        self.max_iter = max_iter
+        self.tol = tol
+        self.violator_tol = violator_tol
+        self.gap_tol = gap_tol
+        self.cache_size = cache_size
+        self.random_state = random_state
+        self.client = client
+        self.n_partitions = n_partitions
+        self.scale = scale
+        self.seed = seed
+        self.route = route
+        self.cache = cache
+
+    # -- pickling: the client never travels with the model -----------------------------
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        if state.get("client") is not None and not isinstance(state["client"], str):
+            state["client"] = None
+        return state
+
+    def _check_params(self) -> None:
+        """scikit-learn's parameter validation, raised as this package's ParameterError."""
+        try:
+            self._validate_params()
+        except InvalidParameterError as e:
+            raise ParameterError(str(e)) from None
+
+    # -- what the subclasses say -------------------------------------------------------------
+    def _problems(self, client, parts, classes, solver: SolverParams) -> list[ProblemState]:
+        """The problems the driver solves (one state each)."""
+        raise NotImplementedError
+
+    def _set_model_attributes(self, states: list[ProblemState], classes) -> None:
+        """Fitted attributes beyond the shared ones (dual_coef_, intercept_, ...)."""
+        raise NotImplementedError
+
+    # -- fitting ---------------------------------------------------------------------------
+    def _fit(self, data, y=None, sample_weight=None, dataset_kwargs: dict | None = None,
+             checkpoint: str | None = None, resume: bool = False):
+        from randsvm_dist.engine.inputs import load_partitions, open_dataset
+
+        self._check_params()
+        t0 = time.perf_counter()
+        if dataset_kwargs:
+            data = open_dataset(data, **dataset_kwargs)
+        with dask_client(self.client) as client:
+            cache = True if self.scale is not None else self.cache
+            parts, classes = load_partitions(client, data, y, self.n_partitions, cache,
+                                             task=self._task, sample_weight=sample_weight)
+            ds = open_dataset(data) if y is None and sample_weight is None else None
+            self._fit_partitions(client, parts, classes, ds, checkpoint, resume)
+        self.fit_time_ = time.perf_counter() - t0
+        self._warn_uncertified()
+        return self
+
+    def _fit_partitions(self, client, parts, classes, dataset=None,
+                        checkpoint: str | None = None, resume: bool = False) -> None:
+        """Fit on data already on the workers (``engine.partitions.PartitionSet``).
+
+        Args:
+            client: distributed.Client.
+            parts: the partitions (coded for this estimator's task).
+            classes: the sorted classes (classification) or None.
+            dataset: the Dataset the partitions come from (for streaming seeds), or None.
+            checkpoint, resume: see ``fit``.
+        """
+        from randsvm_dist.engine.inputs import feature_variance
+        from randsvm_dist.exact.seeding import seed_rows
+
+        self._check_params()
+        self.random_seed_ = rs = resolve_seed(self.random_state)
+        self.scaler_ = None
+        if self.scale is not None:
+            from randsvm_dist.preprocessing import make_scaler
+
+            self.scaler_ = make_scaler(self.scale).fit_partitions(client, parts)
+            parts = self.scaler_.transform_partitions(client, parts)
+            dataset = None
+        x_var = (feature_variance(client, parts)
+                 if self.gamma == "scale" and self.kernel != "linear" else None)
+        gamma = (resolve_gamma(self.gamma, n_features=parts.n_features, x_var=x_var)
+                 if self.kernel != "linear" else 1.0)
+        kernel = Kernel(self.kernel, gamma, int(self.degree), float(self.coef0))
+        n = parts.n_rows
+        k_paper = support_bound(n, self.bound_epsilon, self.bound_delta, self.separable)
+        k = k_paper if self.k == "auto" else self.k
+        r = 2 * k_paper if self.sample_size == "auto" else int(self.sample_size)
+        solver = SolverParams(float(getattr(self, "C", 1.0)), kernel, tol=float(self.tol),
+                              cache_size=float(self.cache_size))
+        problems = self._problems(client, parts, classes, solver)
+        seeds, self.seed_info_ = None, None
+        if self.seed is not None:
+            seeds, self.seed_info_ = seed_rows(
+                client, parts, self.seed, classes, [p.kind for p in problems], min(r, n),
+                solver.C, gamma, rs, dataset)
+            log.info("seed %s: %s rows in %.1f s", self.seed_info_["seed"],
+                     self.seed_info_["seed_rows"], self.seed_info_["seed_seconds"])
+        cfg = RunConfig(k=k, sample_size=r, max_iter=int(self.max_iter),
+                        violator_tol=float(self.violator_tol), gap_tol=float(self.gap_tol),
+                        margin_tol=float(self.tol), random_state=rs, seed_rows=seeds,
+                        route=self.route)
+        log.info("RandSVM: %d rows, %d features, %d partitions (%s), %d problem(s), "
+                 "k=%s, r=%d, gap_tol=%g", n, parts.n_features, parts.n_partitions,
+                 "cached" if parts.futures is not None else "re-read each pass",
+                 len(problems), k, r, self.gap_tol)
+        ckpt = None
+        if checkpoint is not None:
+            from randsvm_dist.checkpoint import Checkpoint, run_fingerprint
+
+            ckpt = Checkpoint(checkpoint, run_fingerprint(cfg, problems, parts, classes))
+        states, history = run_randsvm(client, parts, problems, cfg, progress=log_iteration,
+                                      checkpoint=ckpt.save if ckpt else None,
+                                      resume=ckpt.load() if ckpt and resume else None)
+        if self.seed_info_ is not None:
+            for h in history:
+                if h["iteration"] == 1:
+                    h.update(self.seed_info_)
+        self._set_support(states, kernel, parts.n_features, parts.is_sparse)
+        self._set_model_attributes(states, classes)
+        self.history_ = history
+        self.n_iter_ = max(h["iteration"] for h in history)
+        self.stop_reasons_ = [p.stop_reason for p in states]
+        self.optimal_ = all(p.stop_reason == "optimal" for p in states)
+        self.relative_gaps_ = np.array([p.relative_gap for p in states])
+        self.relative_gap_ = float(self.relative_gaps_.max())
+        self.certified_ = bool(self.gap_tol > 0 and self.relative_gap_ <= self.gap_tol)
+        self.k_, self.sample_size_, self.gamma_ = k, min(r, n), gamma
+
+    def _warn_uncertified(self) -> None:
+        """ConvergenceWarning when the fit stopped without its certificate."""
+        if self.certified_ or (self.gap_tol == 0 and self.optimal_):
+            return
+        reasons = sorted(set(self.stop_reasons_))
+        advice = "; ".join(ADVICE[r] for r in reasons if r in ADVICE)
+        warnings.warn(
+            f"RandSVM stopped ({', '.join(reasons)}) at a relative primal-dual gap of "
+            f"{self.relative_gap_:.3g}, above gap_tol={self.gap_tol:g}: the model is not "
+            f"certified to be that close to the optimum of all rows. To certify it: {advice}.",
+            ConvergenceWarning, stacklevel=3)
+
+    def _set_support(self, states: list[ProblemState], kernel: Kernel, n_features: int,
+                     sparse: bool) -> None:
+        """The union of the problems' support vectors and each problem's coefficients."""
+        self._set_raw([s.model for s in states], kernel, n_features, sparse)
+
+    def _set_raw(self, models, kernel: Kernel, n_features: int, sparse: bool) -> None:
+        union, sv, coef = united_support(models, sparse, n_features)
+        self.n_features_in_ = n_features
+        self.kernel_ = kernel
+        self.support_ = union
+        self.support_vectors_ = sv
+        self._problem_coef = coef
+        self._problem_intercept = np.array([m.intercept for m in models], dtype=np.float64)
+
+    # -- prediction ------------------------------------------------------------------------
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "_problem_coef")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "_problem_coef"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet")
+
+    def _problem_values(self, X) -> np.ndarray:
+        """(n, n_problems) decision values of every problem on the rows of X.
+
+        Raises:
+            NotFittedError, SchemaError (wrong feature count, NaN).
+        """
+        self._check_fitted()
+        X = check_features(X, self.n_features_in_, model=type(self).__name__)
+        if getattr(self, "scaler_", None) is not None:
+            X = self.scaler_.transform(X)
+        return decision_values(X, self.support_vectors_, self._problem_coef.T,
+                               self._problem_intercept, self.kernel_)
+
+    def _on_dask(self, method: str, X):
+        """``method`` applied lazily to each row block of a Dask collection, or None."""
+        if not is_dask_collection(X):
+            return None
+        self._check_fitted()
+        return apply_to_dask(self, method, X)
+
+    # -- distributed prediction and model files ---------------------------------------------
+    def predict_dataset(self, data, out_dir, client=None, *, overwrite: bool = False) -> dict:
+        """Predict a Parquet data set on the workers; see
+        ``distributed_predict.predict_dataset``."""
+        from randsvm_dist.distributed_predict import predict_dataset
+
+        self._check_fitted()
+        return predict_dataset(self, data, out_dir, client if client is not None
+                               else self.client, overwrite=overwrite)
+
+    def evaluate(self, data, client=None) -> dict:
+        """Quality figures on a Parquet data set, computed on the workers (see
+        ``distributed_predict.evaluate_dataset``)."""
+        from randsvm_dist.distributed_predict import evaluate_dataset
+
+        self._check_fitted()
+        out = evaluate_dataset(self, data, client if client is not None else self.client)
+        out["n_support"] = int(len(self.support_))
+        return out
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Save as one LIBSVM model file that stock LIBSVM reads, with this package's
+        allow-listed metadata in a trailer (see ``randsvm_dist.model_files``).
+
+        Raises:
+            NotFittedError: not fitted.
+        """
+        from randsvm_dist.estimators.persistence import save_estimator
+
+        save_estimator(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike):
+        """Load a model written by ``save`` (or a stock LIBSVM model file).
+
+        Raises:
+            FileNotFoundError, DataFormatError (truncated, corrupt or disallowed metadata),
+            ParameterError (the file holds another kind of model than this class).
+        """
+        from randsvm_dist.estimators.persistence import load_estimator
+
+        est = load_estimator(path)
+        if not isinstance(est, cls):
+            raise ParameterError(f"{os.fspath(path)} holds a {type(est).__name__}, not a "
+                                 f"{cls.__name__}")
+        return est

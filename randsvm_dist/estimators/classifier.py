@@ -1,0 +1,202 @@
+"""``RandSVMClassifier``: exact kernel C-SVC on Dask (RandSVM-1), as scikit-learn's SVC."""
+
+from __future__ import annotations
+
+from numbers import Real
+
+import numpy as np
+from sklearn.base import ClassifierMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from randsvm_dist.engine.client import dask_client
+from randsvm_dist.engine.inputs import dask_accuracy, is_dask_collection
+from randsvm_dist.estimators.base import RandSVMBase
+from randsvm_dist.exact.kinds import CSVC
+from randsvm_dist.exact.state import ProblemState
+from randsvm_dist.exceptions import ParameterError
+from randsvm_dist.solvers.libsvm_adapter import SolverParams
+
+
+class RandSVMClassifier(ClassifierMixin, RandSVMBase):
+    """Exact kernel C-SVM for data sets of millions of rows: RandSVM-1 on Dask, LIBSVM solves.
+
+    Args:
+        C: box constraint (> 0).
+        class_weight: None, 'balanced' or {label: weight}; C of a class is C x weight.
+        multi_class: 'ovo' (LIBSVM's and SVC's one-vs-one: a C-SVC per pair of classes on
+            the rows of those two classes, all pairs solved concurrently on the workers,
+            each certified) or 'ovr' (one class against all others; k problems over all
+            rows).
+        decision_function_shape: 'ovr' ((n, k) scores, as SVC's default) or 'ovo' ((n,
+            k(k-1)/2) pairwise values); one-vs-rest models always give 'ovr'.
+        break_ties: predict by the argmax of the 'ovr'-shaped decision function instead of
+            the votes (as SVC; more than two classes and decision_function_shape='ovr').
+        The other parameters are ``RandSVMBase``'s (kernel, gamma, gap_tol, ...).
+
+    Fitted attributes: those of ``RandSVMBase`` and ``classes_``, ``n_support_`` (per
+    class), ``problems_`` ((positive, negative) class indices per problem; negative -1:
+    one-vs-rest), ``dual_coef_`` (n_problems, n_SV) and ``intercept_`` (n_problems,):
+    per problem f(x) = dual_coef_[j] k(support_vectors_, x) + intercept_[j] > 0 votes for
+    its positive class.
+    """
+
+    _parameter_constraints: dict = {
+        **RandSVMBase._parameter_constraints,
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "class_weight": [StrOptions({"balanced"}), dict, None],
+        "multi_class": [StrOptions({"ovo", "ovr"})],
+        "decision_function_shape": [StrOptions({"ovo", "ovr"})],
+        "break_ties": ["boolean"],
+    }
+
+    def __init__(self, *, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
+                 class_weight=None, multi_class="ovo", decision_function_shape="ovr",
+                 break_ties=False, k=None, sample_size="auto", bound_epsilon=0.2,
+                 bound_delta=0.9, separable=False, max_iter=50, tol=1e-3, violator_tol=0.0,
+                 gap_tol=1e-3, cache_size=200.0, random_state=None, client=None,
+                 n_partitions=None, scale=None, seed=None, route="auto", cache="auto"):
+        super().__init__(kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, k=k,
+                         sample_size=sample_size, bound_epsilon=bound_epsilon,
+                         bound_delta=bound_delta, separable=separable, max_iter=max_iter,
+                         tol=tol, violator_tol=violator_tol, gap_tol=gap_tol,
+                         cache_size=cache_size, random_state=random_state, client=client,
+                         n_partitions=n_partitions, scale=scale, seed=seed, route=route,
+                         cache=cache)
+        self.C = C
+        self.class_weight = class_weight
+        self.multi_class = multi_class
+        self.decision_function_shape = decision_function_shape
+        self.break_ties = break_ties
+
+    def fit(self, data, y=None, sample_weight=None, *, dataset_kwargs: dict | None = None,
+            checkpoint: str | None = None, resume: bool = False):
+        """Train on a Dataset, a Parquet path/URL, or arrays (X, y).
+
+        Args:
+            data: Dataset, Parquet path/URL, or X (dense, scipy sparse or dask).
+            y: labels when data is X.
+            sample_weight: per-row weights for array input (a row's box is C x class
+                weight x sample weight; rows weighing <= 0 take no part, as in SVC).
+            dataset_kwargs: options of ``Dataset.open`` for a path/URL (label_column,
+                feature_columns, n_features).
+            checkpoint: a directory (path or URL) where the driver's state is written
+                after every iteration (see ``randsvm_dist.checkpoint``).
+            resume: go on from the state in ``checkpoint`` if there is one (same data and
+                settings, random_state included); the model is the uninterrupted run's.
+
+        Returns:
+            self
+
+        Raises:
+            ParameterError: an invalid parameter.
+            SchemaError: one class, bad X/y/sample_weight, y with a Dataset.
+            ClusterError: the cluster cannot be reached.
+        """
+        return self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
+
+    def _class_weights(self, classes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        cw = self.class_weight
+        if cw is None:
+            return np.ones(len(classes))
+        if cw == "balanced":
+            return counts.sum() / (len(classes) * np.maximum(counts, 1))
+        w = np.ones(len(classes))
+        for label, weight in cw.items():
+            hit = np.flatnonzero(classes == label)
+            if not len(hit):
+                raise ParameterError(f"class_weight names label {label!r}, not among the "
+                                     f"classes {classes.tolist()}")
+            if not (isinstance(weight, Real) and weight > 0):
+                raise ParameterError(f"class_weight[{label!r}] must be > 0; got {weight!r}")
+            w[hit[0]] = float(weight)
+        return w
+
+    def _problems(self, client, parts, classes, solver: SolverParams) -> list[ProblemState]:
+        from randsvm_dist.engine.inputs import class_counts
+
+        counts = class_counts(client, parts, len(classes))
+        w = self._class_weights(classes, counts)
+        if len(classes) == 2:
+            kinds = [CSVC(1, None, float(w[1]), float(w[0]))]
+            sizes = [counts.sum()]
+        elif self.multi_class == "ovr":
+            kinds = [CSVC(c, None, float(w[c]), 1.0) for c in range(len(classes))]
+            sizes = [counts.sum()] * len(classes)
+        else:
+            pairs = [(i, j) for i in range(len(classes)) for j in range(i + 1, len(classes))]
+            kinds = [CSVC(i, j, float(w[i]), float(w[j])) for i, j in pairs]
+            sizes = [counts[i] + counts[j] for i, j in pairs]
+        return [ProblemState(kind, solver, n_rows=int(n), size=float(n))
+                for kind, n in zip(kinds, sizes)]
+
+    def _set_model_attributes(self, states: list[ProblemState], classes) -> None:
+        kinds = [s.kind for s in states]
+        self._set_classes(classes, [(k.positive, -1 if k.negative is None else k.negative)
+                                    for k in kinds])
+
+    def _set_classes(self, classes, problems: list[tuple[int, int]]) -> None:
+        """classes_, problems_, dual_coef_, intercept_ and n_support_ from the raw model."""
+        self.classes_ = np.asarray(classes)
+        self.problems_ = problems
+        self.dual_coef_ = self._problem_coef
+        self.intercept_ = self._problem_intercept
+        owner = np.full(len(self.support_), -1)
+        for j, (pos, neg) in enumerate(problems):
+            c = self._problem_coef[j]
+            owner[c > 0] = pos if len(self.classes_) > 2 else 1
+            if neg >= 0:
+                owner[c < 0] = neg
+            elif len(self.classes_) == 2:
+                owner[c < 0] = 0
+        self.n_support_ = np.array([(owner == c).sum() for c in range(len(self.classes_))],
+                                   dtype=np.int32)
+
+    # -- prediction ------------------------------------------------------------------------
+    @property
+    def _ovo(self) -> bool:
+        return len(self.classes_) > 2 and self.problems_[0][1] >= 0
+
+    def decision_function(self, X) -> np.ndarray:
+        """Decision values: (n,) for two classes (positive means classes_[1]); for more,
+        (n, k) 'ovr' scores or (n, k(k-1)/2) pairwise values ('ovo' shape of a one-vs-one
+        model), as SVC.
+
+        Raises:
+            NotFittedError, SchemaError (wrong feature count, NaN).
+        """
+        lazy = self._on_dask("decision_function", X)
+        if lazy is not None:
+            return lazy
+        f = self._problem_values(X)
+        if f.shape[1] == 1:
+            return f[:, 0]
+        if self._ovo and self.decision_function_shape == "ovr":
+            from randsvm_dist.multiclass import ovr_decision_function
+
+            return ovr_decision_function(f, len(self.classes_))
+        return f
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted labels of the rows of X (a lazy dask array for Dask input): LIBSVM's
+        votes for one-vs-one models (ties to the lower class; ``break_ties`` as SVC)."""
+        lazy = self._on_dask("predict", X)
+        if lazy is not None:
+            return lazy
+        f = self._problem_values(X)
+        if f.shape[1] == 1:
+            return self.classes_[(f[:, 0] > 0).astype(int)]
+        if not self._ovo:
+            return self.classes_[np.argmax(f, axis=1)]
+        from randsvm_dist.multiclass import ovo_predict_index, ovr_decision_function
+
+        if self.break_ties and self.decision_function_shape == "ovr":
+            return self.classes_[np.argmax(ovr_decision_function(f, len(self.classes_)), 1)]
+        return self.classes_[ovo_predict_index(f, len(self.classes_))]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy on (X, y); Dask input is scored on the cluster, never gathered."""
+        if is_dask_collection(X) and sample_weight is None:
+            self._check_fitted()
+            with dask_client(self.client) as client:
+                return dask_accuracy(self, X, y, client)
+        return super().score(X, y, sample_weight)

@@ -1,0 +1,109 @@
+"""``RandSVMOneClass``: exact one-class nu-SVM on Dask, as scikit-learn's OneClassSVM."""
+
+from __future__ import annotations
+
+from numbers import Real
+
+import numpy as np
+from sklearn.base import OutlierMixin
+from sklearn.utils._param_validation import Interval
+
+from randsvm_dist.engine.inputs import weight_total
+from randsvm_dist.estimators.base import RandSVMBase
+from randsvm_dist.exact.kinds import OneClass
+from randsvm_dist.exact.state import ProblemState
+from randsvm_dist.solvers.libsvm_adapter import SolverParams
+
+
+class RandSVMOneClass(OutlierMixin, RandSVMBase):
+    """Exact one-class SVM (Schölkopf's nu formulation, LIBSVM ``-s 2``) for novelty
+    detection on data sets of millions of rows.
+
+    The sampling driver with the one-class kind (``exact.kinds.OneClass``): the whole
+    problem has box 1 and sum alpha = nu n over all n rows; a working set of m >= nu n rows
+    is solved with nu_ws = nu n / m, so its solution is the whole problem's optimum
+    restricted to it; a row outside violates when f(x) < -tol; the primal over all rows
+    certifies the relative gap.
+
+    Args:
+        nu: an upper bound on the fraction of training outliers and a lower bound on the
+            fraction of support vectors, in (0, 1].
+        The other parameters are ``RandSVMBase``'s (kernel, gamma, gap_tol, ...).
+
+    Fitted attributes: those of ``RandSVMBase``; ``dual_coef_`` (1, n_SV): alpha in
+    LIBSVM's scaling, ``intercept_`` (1,): -rho, ``offset_`` = rho (as OneClassSVM:
+    decision_function = score_samples - offset_).
+    """
+
+    _task = "one_class"
+    _parameter_constraints: dict = {
+        **RandSVMBase._parameter_constraints,
+        "nu": [Interval(Real, 0, 1, closed="right")],
+    }
+
+    def __init__(self, *, nu=0.5, kernel="rbf", gamma="scale", degree=3, coef0=0.0, k=None,
+                 sample_size="auto", bound_epsilon=0.2, bound_delta=0.9, separable=False,
+                 max_iter=50, tol=1e-3, violator_tol=0.0, gap_tol=1e-3, cache_size=200.0,
+                 random_state=None, client=None, n_partitions=None, scale=None, seed=None,
+                 route="auto", cache="auto"):
+        super().__init__(kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, k=k,
+                         sample_size=sample_size, bound_epsilon=bound_epsilon,
+                         bound_delta=bound_delta, separable=separable, max_iter=max_iter,
+                         tol=tol, violator_tol=violator_tol, gap_tol=gap_tol,
+                         cache_size=cache_size, random_state=random_state, client=client,
+                         n_partitions=n_partitions, scale=scale, seed=seed, route=route,
+                         cache=cache)
+        self.nu = nu
+
+    def fit(self, data, y=None, sample_weight=None, *, dataset_kwargs: dict | None = None,
+            checkpoint: str | None = None, resume: bool = False):
+        """Train on a Dataset, a Parquet path/URL, or X (labels, if any, are ignored).
+
+        Args:
+            data, dataset_kwargs, checkpoint, resume: as ``RandSVMClassifier.fit``.
+            y: ignored (scikit-learn's convention).
+            sample_weight: per-row weights for array input (a row's box is its weight).
+
+        Returns:
+            self
+
+        Raises:
+            ParameterError: an invalid parameter.
+            SchemaError: bad X or sample_weight.
+            ClusterError: the cluster cannot be reached.
+        """
+        y = None  # labels play no part in training a one-class SVM
+        return self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
+
+    def _problems(self, client, parts, classes, solver: SolverParams) -> list[ProblemState]:
+        n = parts.n_rows
+        size = weight_total(client, parts) if parts.weighted else float(n)
+        return [ProblemState(OneClass(float(self.nu)), solver, n_rows=n, size=size)]
+
+    def _set_model_attributes(self, states, classes) -> None:
+        self.dual_coef_ = self._problem_coef
+        self.intercept_ = self._problem_intercept
+        self.offset_ = -float(self._problem_intercept[0])
+
+    def decision_function(self, X) -> np.ndarray:
+        """f(x) = sum_i alpha_i k(x_i, x) - rho: negative for outliers.
+
+        Raises:
+            NotFittedError, SchemaError (wrong feature count, NaN).
+        """
+        lazy = self._on_dask("decision_function", X)
+        if lazy is not None:
+            return lazy
+        return self._problem_values(X)[:, 0]
+
+    def score_samples(self, X) -> np.ndarray:
+        """The raw scores sum_i alpha_i k(x_i, x) (decision_function + offset_)."""
+        return self.decision_function(X) + self.offset_
+
+    def predict(self, X) -> np.ndarray:
+        """+1 for inliers (f(x) >= 0), -1 for outliers, as OneClassSVM."""
+        lazy = self._on_dask("predict", X)
+        if lazy is not None:
+            return lazy
+        return np.where(self.decision_function(X) >= 0, 1, -1)
+

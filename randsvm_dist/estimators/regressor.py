@@ -1,0 +1,98 @@
+"""``RandSVMRegressor``: exact epsilon-SVR on Dask (RandSVM sampling), as scikit-learn's SVR."""
+
+from __future__ import annotations
+
+from numbers import Real
+
+import numpy as np
+from sklearn.base import RegressorMixin
+from sklearn.utils._param_validation import Interval
+
+from randsvm_dist.estimators.base import RandSVMBase
+from randsvm_dist.exact.kinds import EpsilonSVR
+from randsvm_dist.exact.state import ProblemState
+from randsvm_dist.solvers.libsvm_adapter import SolverParams
+
+
+class RandSVMRegressor(RegressorMixin, RandSVMBase):
+    """Exact kernel epsilon-SVR for data sets of millions of rows.
+
+    The sampling driver of ``RandSVMClassifier`` with the epsilon-SVR kind
+    (``exact.kinds.EpsilonSVR``): LIBSVM ``-s 3`` solves each working set; a row outside
+    it violates when |y - f(x)| > epsilon + tol; the primal over all rows, 1/2 |w|^2 +
+    sum_i C_i max(0, |y_i - f(x_i)| - epsilon), against the working set's dual certifies
+    the relative gap (``gap_tol``).
+
+    Args:
+        C: box constraint (> 0).
+        epsilon: half-width of the epsilon-insensitive tube (>= 0), as SVR.
+        The other parameters are ``RandSVMBase``'s (kernel, gamma, gap_tol, ...).
+
+    Fitted attributes: those of ``RandSVMBase``; ``dual_coef_`` (1, n_SV): alpha - alpha*,
+    ``intercept_`` (1,): f(x) = dual_coef_ k(support_vectors_, x) + intercept_.
+    """
+
+    _task = "regression"
+    _parameter_constraints: dict = {
+        **RandSVMBase._parameter_constraints,
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": [Interval(Real, 0, None, closed="left")],
+    }
+
+    def __init__(self, *, C=1.0, epsilon=0.1, kernel="rbf", gamma="scale", degree=3,
+                 coef0=0.0, k=None, sample_size="auto", bound_epsilon=0.2, bound_delta=0.9,
+                 separable=False, max_iter=50, tol=1e-3, violator_tol=0.0, gap_tol=1e-3,
+                 cache_size=200.0, random_state=None, client=None, n_partitions=None,
+                 scale=None, seed=None, route="auto", cache="auto"):
+        super().__init__(kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, k=k,
+                         sample_size=sample_size, bound_epsilon=bound_epsilon,
+                         bound_delta=bound_delta, separable=separable, max_iter=max_iter,
+                         tol=tol, violator_tol=violator_tol, gap_tol=gap_tol,
+                         cache_size=cache_size, random_state=random_state, client=client,
+                         n_partitions=n_partitions, scale=scale, seed=seed, route=route,
+                         cache=cache)
+        self.C = C
+        self.epsilon = epsilon
+
+    def fit(self, data, y=None, sample_weight=None, *, dataset_kwargs: dict | None = None,
+            checkpoint: str | None = None, resume: bool = False):
+        """Train on a Dataset, a Parquet path/URL (float label column), or arrays (X, y).
+
+        Args:
+            data, dataset_kwargs, checkpoint, resume: as ``RandSVMClassifier.fit``.
+            y: real-valued targets when data is X.
+            sample_weight: per-row weights for array input (a row's box is C x weight).
+
+        Returns:
+            self
+
+        Raises:
+            ParameterError: an invalid parameter.
+            SchemaError: a missing, non-numeric or non-finite target (naming file/row).
+            ClusterError: the cluster cannot be reached.
+        """
+        return self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
+
+    def _problems(self, client, parts, classes, solver: SolverParams) -> list[ProblemState]:
+        n = parts.n_rows
+        return [ProblemState(EpsilonSVR(float(self.epsilon)), solver, n_rows=n, size=float(n))]
+
+    def _set_model_attributes(self, states, classes) -> None:
+        self.dual_coef_ = self._problem_coef
+        self.intercept_ = self._problem_intercept
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def predict(self, X) -> np.ndarray:
+        """f(x) for the rows of X (a lazy dask array for Dask input).
+
+        Raises:
+            NotFittedError, SchemaError (wrong feature count, NaN).
+        """
+        lazy = self._on_dask("predict", X)
+        if lazy is not None:
+            return lazy
+        return self._problem_values(X)[:, 0]

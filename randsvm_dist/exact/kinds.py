@@ -1,0 +1,179 @@
+"""Problem kinds: what differs between the SVMs the sampling driver solves.
+
+The driver (``exact.driver``) is the same for every SVM whose solution is fixed by a small
+set of rows; a kind says how the rows of a partition become solver targets, when a row
+outside the working set violates the current model, its term of the primal objective over
+all rows (for the certificate), how 1/2 |w|^2 follows from a solve's dual objective, and
+the LIBSVM parameters of a working set.
+
+Every kind writes the model as f(x) = sum_i coef_i k(x_i, x) + b (b = -rho in LIBSVM's
+terms) and measures a row by its *slack* s(f(x), t): the row adds C_i max(0, s) to the
+primal objective, violates when s > tol, and lies in the fill band (drawn after every
+violator) when s > -band. The screening bound of the scan follows for every kind from
+|f_new(x) - f_old(x)| <= ||w_new - w_old|| ||phi(x)|| + |b_new - b_old|, since each s
+below moves by at most |f_new - f_old|.
+
+Certificate (weak duality): the working set's solution, extended by zero coefficients, is
+a feasible dual point of the whole problem, so its dual objective D bounds the optimum
+from below; the primal P over all rows, computed by the scan, bounds it from above. With
+1/2 |w|^2 = 1/2 coef' K coef over the support vectors:
+
+- C-SVC (box C_i): D = sum alpha - 1/2 |w|^2, so 1/2 |w|^2 = sum |coef| - D;
+  P = 1/2 |w|^2 + sum_i C_i max(0, 1 - y_i f(x_i)).
+- epsilon-SVR (coef = alpha - alpha*, box C_i): D = -1/2 |w|^2 - eps sum |coef| + sum y coef
+  (LIBSVM's solution has alpha_i alpha*_i = 0), so 1/2 |w|^2 = -D - eps sum |coef| + y' coef;
+  P = 1/2 |w|^2 + sum_i C_i max(0, |y_i - f(x_i)| - eps).
+- one-class (Schölkopf's nu-SVM in LIBSVM's scaling: box 1, sum alpha = nu n over all n
+  rows): the primal is min 1/2 |w|^2 - nu n rho + sum_i max(0, rho - w.phi(x_i)) (its
+  Lagrangian dual is LIBSVM's problem; stationarity in rho gives sum alpha = nu n), so
+  with f = w.phi - rho: P = 1/2 |w|^2 + nu n b + sum_i max(0, -f(x_i)) and D = -1/2 |w|^2.
+  A working set of m rows (all other alphas zero) is feasible only when m >= nu n; its
+  LIBSVM problem then takes nu_ws = nu n / m, so that sum alpha = nu_ws m = nu n and its
+  solution is the whole problem's optimum restricted to the working set. Violator: f < -tol.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CSVC:
+    """C-SVC for class ``positive`` (+1) against ``negative`` (-1), or against every other
+    class when ``negative`` is None (one-vs-rest). Class weights multiply C per side."""
+
+    positive: int
+    negative: int | None = None
+    weight_pos: float = 1.0
+    weight_neg: float = 1.0
+
+    svm_type = 0
+    name = "c_svc"
+    error_slack = 1.0   # y f < 0: misclassified
+
+    @property
+    def label(self) -> str:
+        """How the history names this problem."""
+        if self.negative is None:
+            return f"class {self.positive}"
+        return f"{self.positive} vs {self.negative}"
+
+    def targets(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """(targets in {-1, +1} of every row, mask of the problem's rows or None: all)."""
+        t = np.where(y == self.positive, 1.0, -1.0)
+        if self.negative is None:
+            return t, None
+        return t, (y == self.positive) | (y == self.negative)
+
+    def slack(self, f: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """1 - t f: positive inside the margin."""
+        return 1.0 - t * f
+
+    def row_box(self, C: float, t: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        """Each row's box: C x class weight x sample weight."""
+        return C * np.where(t > 0, self.weight_pos, self.weight_neg) * weight
+
+    def half_wkw(self, coef: np.ndarray, sv_t: np.ndarray, dual_objective: float) -> float:
+        """1/2 |w|^2 from the solve's dual objective."""
+        return float(np.abs(coef).sum() - dual_objective)
+
+    def primal_constant(self, intercept: float, n_rows: int) -> float:
+        """The primal's term that is not a sum over rows (none for C-SVC)."""
+        return 0.0
+
+    def min_working_set(self, n_rows: int) -> int:
+        """The fewest rows a feasible working set has."""
+        return 1
+
+    def solver_params(self, params, n_ws: int, n_rows: int):
+        """LIBSVM parameters for a working set of n_ws of the problem's n_rows rows."""
+        return replace(params, svm_type=0, weight_pos=self.weight_pos,
+                       weight_neg=self.weight_neg)
+
+
+@dataclass(frozen=True)
+class EpsilonSVR:
+    """epsilon-SVR: rows outside the epsilon-tube around f carry loss."""
+
+    epsilon: float = 0.1
+
+    svm_type = 3
+    name = "epsilon_svr"
+    label = "regression"
+    error_slack = math.inf   # no misclassification in regression
+
+    def targets(self, y: np.ndarray) -> tuple[np.ndarray, None]:
+        """(real targets, None: every row belongs to the problem)."""
+        return np.asarray(y, np.float64), None
+
+    def slack(self, f: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """|t - f| - epsilon: positive outside the tube."""
+        return np.abs(t - f) - self.epsilon
+
+    def row_box(self, C: float, t: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        """Each row's box: C x sample weight."""
+        return C * weight
+
+    def half_wkw(self, coef: np.ndarray, sv_t: np.ndarray, dual_objective: float) -> float:
+        """1/2 |w|^2 = -D - eps sum |coef| + t' coef."""
+        return float(-dual_objective - self.epsilon * np.abs(coef).sum()
+                     + np.dot(sv_t, coef))
+
+    def primal_constant(self, intercept: float, n_rows: int) -> float:
+        """No term outside the sum over rows."""
+        return 0.0
+
+    def min_working_set(self, n_rows: int) -> int:
+        """The fewest rows a feasible working set has."""
+        return 1
+
+    def solver_params(self, params, n_ws: int, n_rows: int):
+        """LIBSVM's -s 3 with this epsilon (-p)."""
+        return replace(params, svm_type=3, epsilon=self.epsilon)
+
+
+@dataclass(frozen=True)
+class OneClass:
+    """Schölkopf's one-class nu-SVM (LIBSVM -s 2): rows with f(x) < 0 are outliers."""
+
+    nu: float = 0.5
+
+    svm_type = 2
+    name = "one_class"
+    label = "one-class"
+    error_slack = 0.0   # f < 0: predicted outlier
+
+    def targets(self, y: np.ndarray) -> tuple[np.ndarray, None]:
+        """(ones: every row is a training row of the one class, None: all rows)."""
+        return np.ones(len(y)), None
+
+    def slack(self, f: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """-f: positive outside the boundary."""
+        return -np.asarray(f, np.float64)
+
+    def row_box(self, C: float, t: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        """Each row's box: its sample weight (LIBSVM's one-class box is 1; C is unused)."""
+        return np.asarray(weight, np.float64)
+
+    def half_wkw(self, coef: np.ndarray, sv_t: np.ndarray, dual_objective: float) -> float:
+        """1/2 |w|^2 = -D."""
+        return float(-dual_objective)
+
+    def primal_constant(self, intercept: float, n_rows: int) -> float:
+        """-nu n rho = nu n b."""
+        return float(self.nu * n_rows * intercept)
+
+    def min_working_set(self, n_rows: int) -> int:
+        """ceil(nu n): sum alpha = nu n with alpha <= 1 needs that many rows."""
+        return int(math.ceil(self.nu * n_rows - 1e-9))
+
+    def solver_params(self, params, n_ws: int, n_rows: int):
+        """LIBSVM's -s 2 with nu_ws = nu n / n_ws (see the module docstring)."""
+        nu_ws = min(1.0, self.nu * n_rows / max(n_ws, 1))
+        return replace(params, svm_type=2, nu=nu_ws)
+
+
+KINDS = {k.name: k for k in (CSVC, EpsilonSVR, OneClass)}

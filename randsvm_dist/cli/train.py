@@ -29,7 +29,7 @@ def estimator_params(args: argparse.Namespace) -> dict:
     return dict(
         kernel=args.kernel, C=args.C, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
         class_weight=args.class_weight, k=args.k, sample_size=args.sample_size,
-        epsilon=args.epsilon, delta=args.delta, separable=args.separable,
+        bound_epsilon=args.epsilon, bound_delta=args.delta, separable=args.separable,
         max_iter=args.max_iter, tol=args.tol, violator_tol=args.violator_tol,
         gap_tol=args.gap_tol, cache_size=args.cache_size, random_state=args.random_state,
         scale=args.scale, seed=args.seed_from, route=args.route,
@@ -72,8 +72,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     claim_model_outputs(args)
     check_report_path(args, (args.data, args.test))
     if getattr(args, "checkpoint", None):
+        from randsvm_dist.data.storage import makedirs
+
         check_not_input(args.checkpoint, (args.data, args.test), "--checkpoint",
                         directory=True)
+        makedirs(args.checkpoint)  # a read-only place fails now, not after the cluster
     client = args.session.client()
     est = RandSVMClassifier(**params, client=client)
     est.fit(args.data, checkpoint=getattr(args, "checkpoint", None),

@@ -4,25 +4,33 @@
 - :class:`BlurredBallSVM`: blurred ball cover of several core sets.
 - :class:`BudgetedSGD`: kernel Pegasos on a budget with multi-merge maintenance.
 - :class:`OnlineRampSVM`: ramp-loss SVM by CCCP with SMO steps (and its active variant).
+
+``LEARNERS`` (method name -> class) is the one registry of the learners: the CLI's
+``stream --method``, the model files and the RandSVM seeding read it. ``MODEL_CLASSES``
+(class name -> class) lists every class a saved streaming model may hold.
+
+Nothing here imports Dask; the Dask side is :mod:`randsvm_dist.streaming_dask`.
 """
 
 from __future__ import annotations
 
-import importlib
-
 from randsvm_dist.streaming.base import StreamingClassifier
+from randsvm_dist.streaming.blurred_ball import BlurredBallSVM, _BlurredCover
+from randsvm_dist.streaming.bsgd import BudgetedSGD, _BinaryBSGD
+from randsvm_dist.streaming.ramp import OnlineRampSVM, _RampBinary
+from randsvm_dist.streaming.streamsvm import StreamSVM, _StreamBall
 
-_LEARNERS = {
-    "StreamSVM": ".streamsvm",
-    "BlurredBallSVM": ".blurred_ball",
-    "BudgetedSGD": ".bsgd",
-    "OnlineRampSVM": ".ramp",
+LEARNERS: dict[str, type[StreamingClassifier]] = {
+    "streamsvm": StreamSVM,
+    "blurred_ball": BlurredBallSVM,
+    "bsgd": BudgetedSGD,
+    "ramp": OnlineRampSVM,
 }
 
-__all__ = ["StreamingClassifier", *_LEARNERS]
+MODEL_CLASSES: dict[str, type] = {
+    **{cls.__name__: cls for cls in LEARNERS.values()},
+    **{cls.__name__: cls for cls in (_StreamBall, _BlurredCover, _BinaryBSGD, _RampBinary)},
+}
 
-
-def __getattr__(name: str):
-    if name in _LEARNERS:
-        return getattr(importlib.import_module(_LEARNERS[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["LEARNERS", "MODEL_CLASSES", "StreamingClassifier", "StreamSVM", "BlurredBallSVM",
+           "BudgetedSGD", "OnlineRampSVM"]

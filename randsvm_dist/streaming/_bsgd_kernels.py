@@ -2,7 +2,7 @@
 
 The model is kept *unscaled*: the Pegasos weight vector after ``t`` steps is
 ``w_t = (1 / (lambda * t)) * sum_j beta_j phi(sv_j)`` (see ``bsgd.py``), so one SGD step only
-appends ``beta = y`` for a margin violator and never rescales the budget.
+appends ``beta = y * weight`` for a margin violator and never rescales the budget.
 Merging is linear in the coefficients, so it runs on ``beta`` directly.
 
 Support vectors are stored dense, float64, in a (capacity, n_features) array with their
@@ -369,8 +369,8 @@ def _violates(sqn, beta, n_sv, dots, xsq, y, t, lam, bias, gamma, counters):
 @njit(cache=True)
 def _admit(sv, sqn, beta, n_sv, xsq, yr, bias, fit_intercept, gamma, budget, merge_size,
            method, counters):
-    """Admit the point already copied into ``sv[n_sv]`` as a new SV with coefficient y;
-    merge back to the budget when it overflows. Returns (n_sv, bias)."""
+    """Admit the point already copied into ``sv[n_sv]`` as a new SV with coefficient yr
+    (label x row weight); merge back to the budget when it overflows. Returns (n_sv, bias)."""
     sqn[n_sv] = xsq
     beta[n_sv] = yr
     n_sv += 1
@@ -383,12 +383,13 @@ def _admit(sv, sqn, beta, n_sv, xsq, yr, bias, fit_intercept, gamma, budget, mer
 
 
 @njit(cache=True)
-def train_dense(X, y, order, sv, sqn, beta, n_sv, t, lam, bias, fit_intercept, gamma,
+def train_dense(X, y, w, order, sv, sqn, beta, n_sv, t, lam, bias, fit_intercept, gamma,
                 budget, merge_size, method, counters):
     """One pass of budgeted Pegasos over the dense rows X[order].
 
     Args:
-        X: (n, d) float32; y: (n,) float64 in {-1, +1}; order: row order (int64).
+        X: (n, d) float32; y: (n,) float64 in {-1, +1}; w: (n,) row weights (> 0: a
+            row's hinge gradient is scaled by its weight); order: row order (int64).
         sv, sqn, beta: the budget (capacity >= budget + 1), first n_sv rows in use.
         t: steps done so far; lam: lambda; bias: unscaled intercept (sum of added betas).
 
@@ -407,13 +408,13 @@ def train_dense(X, y, order, sv, sqn, beta, n_sv, t, lam, bias, fit_intercept, g
         _dot_dense(sv, n_sv, x, dots)
         if _violates(sqn, beta, n_sv, dots, xsq, y[r], t, lam, bias, gamma, counters):
             sv[n_sv, :] = x
-            n_sv, bias = _admit(sv, sqn, beta, n_sv, xsq, y[r], bias, fit_intercept, gamma,
+            n_sv, bias = _admit(sv, sqn, beta, n_sv, xsq, y[r] * w[r], bias, fit_intercept, gamma,
                                 budget, merge_size, method, counters)
     return n_sv, t, bias
 
 
 @njit(cache=True)
-def train_sparse(indptr, indices, data, y, order, sv, sqn, beta, n_sv, t, lam, bias,
+def train_sparse(indptr, indices, data, y, w, order, sv, sqn, beta, n_sv, t, lam, bias,
                  fit_intercept, gamma, budget, merge_size, method, counters):
     """As :func:`train_dense` for CSR rows (indptr, indices, data); the dot products with
     the budget run over each row's non-zeros only."""
@@ -431,6 +432,6 @@ def train_sparse(indptr, indices, data, y, order, sv, sqn, beta, n_sv, t, lam, b
             sv[n_sv, :] = 0.0
             for k in range(idx.shape[0]):
                 sv[n_sv, idx[k]] = val[k]
-            n_sv, bias = _admit(sv, sqn, beta, n_sv, xsq, y[r], bias, fit_intercept, gamma,
+            n_sv, bias = _admit(sv, sqn, beta, n_sv, xsq, y[r] * w[r], bias, fit_intercept, gamma,
                                 budget, merge_size, method, counters)
     return n_sv, t, bias

@@ -328,8 +328,8 @@ def _primal_init(W, bb, Q, ee, rr, st, x, y, beta, invC):
 
 
 @njit(cache=True)
-def _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bn, nbuf, beta, invC, kid, gamma, degree,
-                         coef0):
+def _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bn, Biw, nbuf, beta, invC, kid, gamma,
+                         degree, coef0):
     """MEB of ball j and the buffered points: the Gram matrix of the augmented centres
     (ball j first), then meb_of_balls. Returns (G, mu, R). Bn is unused for a linear
     kernel."""
@@ -349,7 +349,7 @@ def _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bn, nbuf, beta, invC, kid, ga
             g = By[i] * By[k] * (_kval(kid, s, Bn[i], Bn[k], gamma, degree, coef0)
                                  + beta * beta)
             if i == k:
-                g += invC
+                g += invC * Biw[i]
             G[i + 1, k + 1] = g
             G[k + 1, i + 1] = g
     mu, R = meb_of_balls(G, radii)
@@ -357,7 +357,7 @@ def _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bn, nbuf, beta, invC, kid, ga
 
 
 @njit(cache=True)
-def primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, kmax, eps, beta, invC):
+def primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, Biw, kmax, eps, beta, invC):
     """Replace/extend the cover with the MEB of the newest ball and the buffered points."""
     nbuf = int(st[ST_NBUF])
     if nbuf == 0:
@@ -365,8 +365,8 @@ def primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, kmax, eps, beta, invC):
     nb = int(st[ST_NB])
     j = nb - 1
     D = W.shape[1]
-    G, mu, R = _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bf, nbuf, beta, invC, LINEAR,
-                                    0.0, 0, 0.0)
+    G, mu, R = _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bf, Biw, nbuf, beta, invC,
+                                    LINEAR, 0.0, 0, 0.0)
     slot = _slot_for_new_ball(nb, kmax)
     if slot == kmax:  # cover full: drop the oldest ball
         nb = _drop_front(W, bb, Q, ee, rr, nb, 1)
@@ -385,7 +385,7 @@ def primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, kmax, eps, beta, invC):
             for t in range(D):
                 w_new[t] += c * BX[i, t]
             b_new += c * beta
-            e_new += a * a * invC
+            e_new += a * a * invC * Biw[i]
     q = 0.0
     for t in range(D):
         W[slot, t] = w_new[t]
@@ -417,12 +417,13 @@ def _outside_all(fs, Q, ee, rr, nb, y, xx, beta, invC, eps, fnew):
 
 
 @njit(cache=True)
-def primal_pass_dense(X, y, W, bb, Q, ee, rr, st, BX, By, Bf, kmax, L, eps, beta, invC,
-                      norm):
+def primal_pass_dense(X, y, iw, W, bb, Q, ee, rr, st, BX, By, Bf, Biw, kmax, L, eps, beta,
+                      invC, norm):
     """One pass of the (blurred) ball cover over dense rows, primal form.
 
     L == 1 with kmax == 1 and eps == 0 is StreamSVM Algorithm 1; L > 1 Algorithm 2.
-    norm: scale each row to unit L2 norm on the fly.
+    iw: per-row 1 / weight (a row of weight w has slack cost C w: its e part is
+    (C w)^-1/2); Biw: the buffer's. norm: scale each row to unit L2 norm on the fly.
     """
     n, D = X.shape
     fs = np.empty(W.shape[0])
@@ -454,23 +455,24 @@ def primal_pass_dense(X, y, W, bb, Q, ee, rr, st, BX, By, Bf, kmax, L, eps, beta
         if st[ST_STARTED] == 0:
             for t in range(D):
                 xrow[t] = sc * X[r, t]
-            _primal_init(W, bb, Q, ee, rr, st, xrow, yr, beta, invC)
+            _primal_init(W, bb, Q, ee, rr, st, xrow, yr, beta, invC * iw[r])
             continue
         for i in range(nb):
             fs[i] = sc * fs[i] + beta * bb[i]
-        if _outside_all(fs, Q, ee, rr, nb, yr, xx, beta, invC, eps, fs[nb - 1]):
+        if _outside_all(fs, Q, ee, rr, nb, yr, xx, beta, invC * iw[r], eps, fs[nb - 1]):
             k = int(st[ST_NBUF])
             for t in range(D):
                 BX[k, t] = sc * X[r, t]
             By[k] = yr
             Bf[k] = fs[nb - 1]
+            Biw[k] = iw[r]
             st[ST_NBUF] = k + 1
             if k + 1 >= L:
-                primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, kmax, eps, beta, invC)
+                primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, Biw, kmax, eps, beta, invC)
 
 
 @njit(cache=True)
-def primal_pass_csr(indptr, indices, data, y, W, bb, Q, ee, rr, st, BX, By, Bf,
+def primal_pass_csr(indptr, indices, data, y, iw, W, bb, Q, ee, rr, st, BX, By, Bf, Biw,
                     kmax, L, eps, beta, invC, norm):
     """primal_pass_dense for CSR rows (buffer rows are scattered to dense)."""
     n = indptr.shape[0] - 1
@@ -491,7 +493,7 @@ def primal_pass_csr(indptr, indices, data, y, W, bb, Q, ee, rr, st, BX, By, Bf,
             xrow[:] = 0.0
             for p in range(a, z):
                 xrow[indices[p]] = sc * data[p]
-            _primal_init(W, bb, Q, ee, rr, st, xrow, yr, beta, invC)
+            _primal_init(W, bb, Q, ee, rr, st, xrow, yr, beta, invC * iw[r])
             continue
         nb = int(st[ST_NB])
         for i in range(nb):
@@ -499,16 +501,17 @@ def primal_pass_csr(indptr, indices, data, y, W, bb, Q, ee, rr, st, BX, By, Bf,
             for p in range(a, z):
                 s += W[i, indices[p]] * data[p]
             fs[i] = sc * s + beta * bb[i]
-        if _outside_all(fs, Q, ee, rr, nb, yr, xx, beta, invC, eps, fs[nb - 1]):
+        if _outside_all(fs, Q, ee, rr, nb, yr, xx, beta, invC * iw[r], eps, fs[nb - 1]):
             k = int(st[ST_NBUF])
             BX[k, :] = 0.0
             for p in range(a, z):
                 BX[k, indices[p]] = sc * data[p]
             By[k] = yr
             Bf[k] = fs[nb - 1]
+            Biw[k] = iw[r]
             st[ST_NBUF] = k + 1
             if k + 1 >= L:
-                primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, kmax, eps, beta, invC)
+                primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, Biw, kmax, eps, beta, invC)
 
 
 # --------------------------------------------------------------------------------------
@@ -520,7 +523,7 @@ def _kdiag(kid, xx, gamma, degree, coef0):
 
 
 @njit(cache=True)
-def dual_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, eps, beta, invC,
+def dual_flush(A, bb, Q, ee, rr, st, S, Sn, Siw, BX, By, Bf, Bn, Biw, kmax, eps, beta, invC,
                kid, gamma, degree, coef0):
     """dual counterpart of primal_flush; the store must have room for the buffer."""
     nbuf = int(st[ST_NBUF])
@@ -530,7 +533,7 @@ def dual_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, eps, beta, inv
     M = int(st[ST_NSTORE])
     j = nb - 1
     m = nbuf + 1
-    G, mu, R = _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bn, nbuf, beta, invC, kid,
+    G, mu, R = _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bn, Biw, nbuf, beta, invC, kid,
                                     gamma, degree, coef0)
     slot = _slot_for_new_ball(nb, kmax)
     if slot == kmax:
@@ -547,9 +550,10 @@ def dual_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, eps, beta, inv
         if a > 0.0:
             S[M, :] = BX[i, :]
             Sn[M] = Bn[i]
+            Siw[M] = Biw[i]
             a_new[M] = a * By[i]
             b_new += a * By[i] * beta
-            e_new += a * a * invC
+            e_new += a * a * invC * Biw[i]
             M += 1
             added += 1
     # |c_feat|^2 = mu'G mu minus the e parts
@@ -561,8 +565,8 @@ def dual_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, eps, beta, inv
 
 
 @njit(cache=True)
-def dual_pass(X, y, start, A, bb, Q, ee, rr, st, S, Sn, Ks, BX, By, Bf, Bn, kmax, L, eps,
-              beta, invC, kid, gamma, degree, coef0, coreset):
+def dual_pass(X, y, iw, start, A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, BX, By, Bf, Bn, Biw, kmax,
+              L, eps, beta, invC, kid, gamma, degree, coef0, coreset):
     """One pass of the ball cover over dense rows X[start:], kernel (dual) form.
 
     coreset: build each new ball as the MEB of the live balls' core points and the
@@ -590,13 +594,14 @@ def dual_pass(X, y, start, A, bb, Q, ee, rr, st, S, Sn, Ks, BX, By, Bf, Bn, kmax
                 return r
             S[M, :] = X[r, :]
             Sn[M] = xx
+            Siw[M] = iw[r]
             if coreset:
                 Ks[M, M] = _kdiag(kid, xx, gamma, degree, coef0)
             A[0, :] = 0.0
             A[0, M] = yr
             bb[0] = beta * yr
             Q[0] = _kdiag(kid, xx, gamma, degree, coef0) + beta * beta
-            ee[0] = invC
+            ee[0] = invC * iw[r]
             rr[0] = 0.0
             st[ST_NB] = 1
             st[ST_NCORE] = 1
@@ -632,28 +637,29 @@ def dual_pass(X, y, start, A, bb, Q, ee, rr, st, S, Sn, Ks, BX, By, Bf, Bn, kmax
                     f += A[i, s_] * kv[s_]
                 fs[i] = f + beta * bb[i]
         kxx = _kdiag(kid, xx, gamma, degree, coef0)
-        if _outside_all(fs, Q, ee, rr, nb, yr, kxx, beta, invC, eps, fs[nb - 1]):
+        if _outside_all(fs, Q, ee, rr, nb, yr, kxx, beta, invC * iw[r], eps, fs[nb - 1]):
             k = int(st[ST_NBUF])
             for t in range(D):
                 BX[k, t] = X[r, t]
             By[k] = yr
             Bf[k] = fs[nb - 1]
             Bn[k] = xx
+            Biw[k] = iw[r]
             st[ST_NBUF] = k + 1
             if k + 1 >= L:
                 stale = True
                 if coreset:
-                    coreset_flush(A, bb, Q, ee, rr, st, S, Sn, Ks, BX, By, Bn, kmax, eps,
-                                  beta, invC, kid, gamma, degree, coef0, False)
+                    coreset_flush(A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, BX, By, Bn, Biw, kmax,
+                                  eps, beta, invC, kid, gamma, degree, coef0, False)
                 else:
-                    dual_flush(A, bb, Q, ee, rr, st, S, Sn, BX, By, Bf, Bn, kmax, eps, beta,
-                               invC, kid, gamma, degree, coef0)
+                    dual_flush(A, bb, Q, ee, rr, st, S, Sn, Siw, BX, By, Bf, Bn, Biw, kmax,
+                               eps, beta, invC, kid, gamma, degree, coef0)
     return n
 
 
 @njit(cache=True)
-def coreset_flush(A, bb, Q, ee, rr, st, S, Sn, Ks, BX, By, Bn, kmax, eps, beta, invC,
-                  kid, gamma, degree, coef0, force):
+def coreset_flush(A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, BX, By, Bn, Biw, kmax, eps, beta,
+                  invC, kid, gamma, degree, coef0, force):
     """Blurred ball cover step: the new ball is the exact MEB of the core points of every
     live ball plus the buffered points; its core set = the points with weight > 0.
 
@@ -679,10 +685,13 @@ def coreset_flush(A, bb, Q, ee, rr, st, S, Sn, Ks, BX, By, Bn, kmax, eps, beta, 
                 break
     m = nc + nbuf
     Py = np.empty(m)
+    Pic = np.empty(m)  # each point's e part squared: 1 / (C weight)
     for a in range(nc):
         Py[a] = cy[a]
+        Pic[a] = invC * Siw[cand[a]]
     for i in range(nbuf):
         Py[nc + i] = By[i]
+        Pic[nc + i] = invC * Biw[i]
     Kc = np.empty((m, m))
     for a in range(nc):
         for c in range(a, nc):
@@ -703,7 +712,7 @@ def coreset_flush(A, bb, Q, ee, rr, st, S, Sn, Ks, BX, By, Bn, kmax, eps, beta, 
         for c in range(a, m):
             g = Py[a] * Py[c] * (Kc[a, c] + beta * beta)
             if a == c:
-                g += invC
+                g += Pic[a]
             G[a, c] = g
             G[c, a] = g
     # warm start: the newest ball's weights over its core points
@@ -735,6 +744,7 @@ def coreset_flush(A, bb, Q, ee, rr, st, S, Sn, Ks, BX, By, Bn, kmax, eps, beta, 
         if w_ > 0.0:
             S[M, :] = BX[i, :]
             Sn[M] = Bn[i]
+            Siw[M] = Biw[i]
             for s_ in range(M + 1):
                 d = 0.0
                 for t in range(D):
@@ -748,7 +758,7 @@ def coreset_flush(A, bb, Q, ee, rr, st, S, Sn, Ks, BX, By, Bn, kmax, eps, beta, 
     mgm = 0.0
     for a in range(m):
         b_new += mu[a] * Py[a] * beta
-        e_new += mu[a] * mu[a] * invC
+        e_new += mu[a] * mu[a] * Pic[a]
         for c in range(m):
             mgm += mu[a] * mu[c] * G[a, c]
     _commit_ball(A, bb, Q, ee, rr, st, slot, nb, a_new, b_new, mgm, e_new, R, M, added, eps)

@@ -18,8 +18,9 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from randsvm_dist.kernels import Kernel, kernel_matrix, resolve_gamma, row_sq_norms
+from randsvm_dist.kernels import Kernel, kernel_matrix, row_sq_norms
 from randsvm_dist.streaming import _meb as M
+from randsvm_dist.streaming.base import gamma_moments, learner_gamma
 
 DENSE_CHUNK_VALUES = 1 << 22  # values per densified chunk of sparse rows (kernel form)
 
@@ -74,10 +75,12 @@ class BallCover:
         self.By = np.zeros(self.L)
         self.Bf = np.zeros(self.L)
         self.Bn = np.zeros(self.L)
+        self.Biw = np.ones(self.L)  # 1 / weight of the buffered points
         if self.dual:
             cap = max(64, 4 * self.L)
             self.S = np.zeros((cap, D))
             self.Sn = np.zeros(cap)
+            self.Siw = np.ones(cap)  # 1 / weight of the stored points
             self.A = np.zeros((k, cap))
             self.Ks = np.zeros((cap, cap) if self.coreset else (1, 1))
         else:
@@ -111,7 +114,7 @@ class BallCover:
         if self.kernel_name == "linear":
             self.kernel = Kernel("linear")
         else:
-            g = resolve_gamma(self.gamma_spec, X)
+            g = learner_gamma(self.gamma_spec, X.shape[1], [gamma_moments(X)])
             self.kernel = Kernel(self.kernel_name, g, self.degree, self.coef0)
 
     def _kargs(self):
@@ -127,6 +130,7 @@ class BallCover:
             return
         self.S[:k] = self.S[used]
         self.Sn[:k] = self.Sn[used]
+        self.Siw[:k] = self.Siw[used]
         self.A[:, :k] = self.A[:, used]
         self.A[:, k:] = 0.0
         if self.coreset:
@@ -143,9 +147,11 @@ class BallCover:
         S[:cap] = self.S
         Sn = np.zeros(new)
         Sn[:cap] = self.Sn
+        Siw = np.ones(new)
+        Siw[:cap] = self.Siw
         A = np.zeros((self.kmax, new))
         A[:, :cap] = self.A
-        self.S, self.Sn, self.A = S, Sn, A
+        self.S, self.Sn, self.Siw, self.A = S, Sn, Siw, A
         if self.coreset:
             Ks = np.zeros((new, new))
             Ks[:cap, :cap] = self.Ks
@@ -162,13 +168,16 @@ class BallCover:
         return np.ascontiguousarray(X * inv[:, None], dtype=np.float32)
 
     # -- learning --------------------------------------------------------------------------
-    def partial_fit(self, X, y) -> BallCover:
-        """Fold rows into the cover (X validated float32 dense/CSR, y in {-1, +1})."""
+    def partial_fit(self, X, y, sample_weight=None) -> BallCover:
+        """Fold rows into the cover (X validated float32 dense/CSR, y in {-1, +1}); a row of
+        weight w has slack cost C w (its augmented e part is (C w)^-1/2)."""
         y = np.ascontiguousarray(y, dtype=np.float64)
+        iw = np.ones(X.shape[0]) if sample_weight is None else \
+            np.ascontiguousarray(1.0 / np.asarray(sample_weight, dtype=np.float64))
         if not self.dual:  # the compiled primal pass normalises rows on the fly
             self._resolve_kernel(X)
-            args = (self.W, self.bb, self.Q, self.ee, self.rr, self.st, self.BX, self.By,
-                    self.Bf, self.kmax, self.L, self.eps, self.beta, self.invC,
+            args = (iw, self.W, self.bb, self.Q, self.ee, self.rr, self.st, self.BX, self.By,
+                    self.Bf, self.Biw, self.kmax, self.L, self.eps, self.beta, self.invC,
                     self.normalize)
             if sp.issparse(X):
                 M.primal_pass_csr(X.indptr, X.indices, X.data, y, *args)
@@ -183,12 +192,13 @@ class BallCover:
             Xc = np.ascontiguousarray(Xc.toarray() if sp.issparse(Xc) else Xc,
                                       dtype=np.float32)
             yc = y[s:s + step]
+            wc = iw[s:s + step]
             r = 0
             while r < Xc.shape[0]:
-                r = M.dual_pass(Xc, yc, r, self.A, self.bb, self.Q, self.ee, self.rr,
-                                self.st, self.S, self.Sn, self.Ks, self.BX, self.By, self.Bf,
-                                self.Bn, self.kmax, self.L, self.eps, self.beta, self.invC,
-                                *self._kargs(), self.coreset)
+                r = M.dual_pass(Xc, yc, wc, r, self.A, self.bb, self.Q, self.ee, self.rr,
+                                self.st, self.S, self.Sn, self.Siw, self.Ks, self.BX, self.By,
+                                self.Bf, self.Bn, self.Biw, self.kmax, self.L, self.eps,
+                                self.beta, self.invC, *self._kargs(), self.coreset)
                 if r < Xc.shape[0]:
                     self._grow_store()
         return self
@@ -200,18 +210,18 @@ class BallCover:
             return out
         if not out.dual:
             M.primal_flush(out.W, out.bb, out.Q, out.ee, out.rr, out.st, out.BX, out.By,
-                           out.Bf, out.kmax, out.eps, out.beta, out.invC)
+                           out.Bf, out.Biw, out.kmax, out.eps, out.beta, out.invC)
         else:
             while out.st[M.ST_NSTORE] + out.L > out.S.shape[0]:
                 out._grow_store()
             if out.coreset:
                 M.coreset_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
-                                out.Ks, out.BX, out.By, out.Bn, out.kmax, out.eps,
-                                out.beta, out.invC, *out._kargs(), False)
+                                out.Siw, out.Ks, out.BX, out.By, out.Bn, out.Biw, out.kmax,
+                                out.eps, out.beta, out.invC, *out._kargs(), False)
                 return out
             M.dual_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
-                         out.BX, out.By, out.Bf, out.Bn, out.kmax, out.eps, out.beta,
-                         out.invC, *out._kargs())
+                         out.Siw, out.BX, out.By, out.Bf, out.Bn, out.Biw, out.kmax, out.eps,
+                         out.beta, out.invC, *out._kargs())
         return out
 
     # -- geometry / prediction ---------------------------------------------------------
@@ -308,6 +318,8 @@ class BallCover:
             out.S[:ma], out.S[ma:ma + mb] = a.S[:ma], b.S[:mb]
             out.Sn = np.zeros(cap)
             out.Sn[:ma], out.Sn[ma:ma + mb] = a.Sn[:ma], b.Sn[:mb]
+            out.Siw = np.ones(cap)
+            out.Siw[:ma], out.Siw[ma:ma + mb] = a.Siw[:ma], b.Siw[:mb]
             out.A = np.zeros((k, cap))
         else:
             out.W = np.zeros((k, self.n_features))
@@ -362,6 +374,8 @@ class BallCover:
         out.S[:ma], out.S[ma:ma + mb] = a.S[:ma], b.S[:mb]
         out.Sn = np.zeros(cap)
         out.Sn[:ma], out.Sn[ma:ma + mb] = a.Sn[:ma], b.Sn[:mb]
+        out.Siw = np.ones(cap)
+        out.Siw[:ma], out.Siw[ma:ma + mb] = a.Siw[:ma], b.Siw[:mb]
         out.Ks = np.zeros((cap, cap))
         out.Ks[:ma, :ma] = a.Ks[:ma, :ma]
         out.Ks[ma:ma + mb, ma:ma + mb] = b.Ks[:mb, :mb]
@@ -393,8 +407,8 @@ class BallCover:
         out.st[M.ST_NSTORE] = ma + mb
         out.st[M.ST_NCORE] = a.st[M.ST_NCORE] + b.st[M.ST_NCORE]
         M.coreset_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
-                        out.Ks, out.BX, out.By, out.Bn, k + 1, 0.0, out.beta, out.invC,
-                        *out._kargs(), True)
+                        out.Siw, out.Ks, out.BX, out.By, out.Bn, out.Biw, k + 1, 0.0,
+                        out.beta, out.invC, *out._kargs(), True)
         # drop the placeholder (index nbl - 1); the new ball is at nbl
         idx = [i for i in range(nbl + 1) if i != nbl - 1]
         out.A = out.A[idx]

@@ -110,11 +110,11 @@ SHRINK_MARGIN = 0.5
 
 
 @njit(cache=True)
-def _ramp_select(idx, n_idx, qdiag, alpha, g, state, fpar):
+def _ramp_select(idx, n_idx, qdiag, alpha, cb, g, state, fpar):
     """Working-set choice over slots idx[:n_idx] in V: the KKT violator (beyond tol) with the
     largest dual gain (eq. 13, derived form: gain = g d - Q_jj d^2 / 2 with
     d = clip(alpha + g/Q_jj, 0, C) - alpha). Returns (slot or -1, new alpha, gain, max viol)."""
-    C, tol = fpar[F_C], fpar[F_TOL]
+    tol = fpar[F_TOL]
     best = -1
     best_gain = 0.0
     best_new = 0.0
@@ -125,6 +125,7 @@ def _ramp_select(idx, n_idx, qdiag, alpha, g, state, fpar):
             continue
         gk = g[k]
         ak = alpha[k]
+        C = cb[k]
         if gk > 0.0 and ak < C:
             viol = gk
         elif gk < 0.0 and ak > 0.0:
@@ -154,7 +155,7 @@ def _ramp_select(idx, n_idx, qdiag, alpha, g, state, fpar):
 
 
 @njit(cache=True)
-def _ramp_smo(act, na, Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, g, state,
+def _ramp_smo(act, na, Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, cb, g, state,
               row_of, G, owner, cnt, fpar, ipar):
     """Single-variable SMO steps (eqs. 12-15) on the slots act[:na] until the KKT rule
     (max violation <= tol) or the dual-gain rule (best gain < gain_tol) stops it.
@@ -164,7 +165,7 @@ def _ramp_smo(act, na, Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, g
     """
     gain_tol, tol = fpar[F_GAIN], fpar[F_TOL]
     while True:
-        best, best_new, best_gain, max_viol = _ramp_select(act, na, qdiag, alpha, g, state,
+        best, best_new, best_gain, max_viol = _ramp_select(act, na, qdiag, alpha, cb, g, state,
                                                            fpar)
         if best < 0 or max_viol <= tol or best_gain < gain_tol:
             return True
@@ -187,7 +188,7 @@ def _ramp_smo(act, na, Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, g
 
 
 @njit(cache=True)
-def _ramp_solve_v(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, g, state, row_of,
+def _ramp_solve_v(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, cb, g, state, row_of,
                   G, owner, cnt, fpar, ipar):
     """Solve the SVM dual on V (eq. 11) by SMO with shrinking.
 
@@ -211,7 +212,7 @@ def _ramp_solve_v(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, g, sta
                 a0[na] = alpha[k]
                 inact[k] = True
                 na += 1
-        ok = _ramp_smo(act, na, Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, g,
+        ok = _ramp_smo(act, na, Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, cb, g,
                        state, row_of, G, owner, cnt, fpar, ipar)
         for t in range(na):
             j = act[t]
@@ -225,14 +226,14 @@ def _ramp_solve_v(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, g, sta
                     g[k] -= c * y[k] * G[r, k]
         if not ok:
             return False
-        best, best_new, best_gain, max_viol = _ramp_select(all_idx, n, qdiag, alpha, g, state,
+        best, best_new, best_gain, max_viol = _ramp_select(all_idx, n, qdiag, alpha, cb, g, state,
                                                            fpar)
         if best < 0 or max_viol <= fpar[F_TOL] or best_gain < fpar[F_GAIN]:
             return True
 
 
 @njit(cache=True)
-def _ramp_cccp(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, g, state, row_of,
+def _ramp_cccp(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, cb, g, state, row_of,
                G, owner, cnt, fpar, ipar):
     """Online CCCP (Algorithm 1, steps 9-27): solve on V, then relocate V, until V is stable.
 
@@ -244,7 +245,7 @@ def _ramp_cccp(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, g, state,
     n = cnt[C_SLOTS]
     removed = np.empty(n, dtype=np.int64)
     for _ in range(ipar[I_MAXOUTER]):
-        if not _ramp_solve_v(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, g,
+        if not _ramp_solve_v(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, cb, g,
                              state, row_of, G, owner, cnt, fpar, ipar):
             return False
         cnt[C_OUTER] += 1
@@ -317,10 +318,10 @@ def _ramp_evict_rows(alpha, row_of, owner):
 
 
 @njit(cache=True)
-def _ramp_finish_example(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, g, state,
+def _ramp_finish_example(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, cb, g, state,
                          row_of, G, owner, cnt, fpar, ipar):
     """CCCP until stable, then the removal step and row eviction. False: need a row."""
-    if not _ramp_cccp(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, g, state,
+    if not _ramp_cccp(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, cb, g, state,
                       row_of, G, owner, cnt, fpar, ipar):
         return False
     if ipar[I_MAXNONSV] >= 0:
@@ -330,14 +331,14 @@ def _ramp_finish_example(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha,
 
 
 @njit(cache=True)
-def _ramp_stream(Xc, c_indptr, c_ind, c_val, yc, pos, resume, queried,
-                 Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, g, state, row_of,
+def _ramp_stream(Xc, c_indptr, c_ind, c_val, yc, wc, pos, resume, queried,
+                 Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, cb, g, state, row_of,
                  G, owner, cnt, fpar, ipar):
     """Process rows ``pos ..`` of a chunk one by one (Algorithms 1-3).
 
     Args:
         Xc / (c_indptr, c_ind, c_val): the chunk, dense float32 or CSR parts.
-        yc: labels (+1/-1 float64).
+        yc: labels (+1/-1 float64); wc: row weights (the row's box is C * weight).
         pos: first row to process; resume: the row before ``pos`` was inserted but its
             CCCP did not finish (finish it first).
         queried: bool per chunk row, set True when its label is used.
@@ -348,7 +349,7 @@ def _ramp_stream(Xc, c_indptr, c_ind, c_val, yc, pos, resume, queried,
     """
     if resume:
         if not _ramp_finish_example(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha,
-                                    g, state, row_of, G, owner, cnt, fpar, ipar):
+                                    cb, g, state, row_of, G, owner, cnt, fpar, ipar):
             return ST_NEED_ROW, pos
     sparse = ipar[I_SPARSE] != 0
     s = fpar[F_S]
@@ -400,6 +401,7 @@ def _ramp_stream(Xc, c_indptr, c_ind, c_val, yc, pos, resume, queried,
         qdiag[t] = _ramp_k(t, t, Xs, s_start, s_len, s_ind, s_val, sqn, fpar, ipar)
         cnt[C_KEVALS] += 1
         y[t] = yc[pos]
+        cb[t] = fpar[F_C] * wc[pos]
         g[t] = 1.0 - y[t] * f
         pos += 1
         if g[t] <= thr:
@@ -411,13 +413,13 @@ def _ramp_stream(Xc, c_indptr, c_ind, c_val, yc, pos, resume, queried,
                 _ramp_remove_non_sv(g, alpha, state, row_of, owner, cnt, ipar[I_MAXNONSV])
             continue
         if not _ramp_finish_example(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha,
-                                    g, state, row_of, G, owner, cnt, fpar, ipar):
+                                    cb, g, state, row_of, G, owner, cnt, fpar, ipar):
             return ST_NEED_ROW, pos
     return ST_DONE, pos
 
 
 @njit(cache=True)
-def _ramp_refresh(Xs, s_start, s_len, s_ind, s_val, sqn, y, alpha, g, state, row_of, G,
+def _ramp_refresh(Xs, s_start, s_len, s_ind, s_val, sqn, y, alpha, cb, g, state, row_of, G,
                   owner, cnt, fpar, ipar, fill):
     """Recompute g = 1 - y f exactly from the cached rows (fill: compute the rows first
     for every SV whose row is missing; the caller guarantees free rows), and reassign V."""

@@ -77,6 +77,7 @@ class BlurredBallSVM(StreamingClassifier):
                  kernel: str = "rbf", gamma="scale", degree: int = 3,
                  coef0: float = 0.0, fit_intercept: bool = True, normalize="auto",
                  max_balls: int = 32, rule: str = "score", cover: str = "points",
+                 class_weight=None,
                  random_state=None):
         self.C = C
         self.epsilon = epsilon
@@ -90,6 +91,7 @@ class BlurredBallSVM(StreamingClassifier):
         self.max_balls = max_balls
         self.rule = rule
         self.cover = cover
+        self.class_weight = class_weight
         self.random_state = random_state
 
     def _new_binary(self, n_features: int, seed: int):

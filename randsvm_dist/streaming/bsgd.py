@@ -32,11 +32,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.exceptions import ParameterError, SchemaError
-from randsvm_dist.kernels import Kernel, decision_values, resolve_gamma
+from randsvm_dist.kernels import Kernel, decision_values
 from randsvm_dist.streaming import _bsgd_kernels as _k
-from randsvm_dist.streaming.base import StreamingClassifier
+from randsvm_dist.streaming.base import StreamingClassifier, gamma_moments, learner_gamma
 from randsvm_dist.validation import check_choice, check_flag, check_gamma, check_int, check_positive
 
+# averaging: the iterate is folded into the averaged model every
+# max(FOLD_MIN_STEPS, FOLD_BUDGETS * budget) steps
+FOLD_MIN_STEPS = 1000
+FOLD_BUDGETS = 4
 MERGE_METHODS = {"golden": _k.MERGE_GOLDEN, "gradient": _k.MERGE_GRADIENT}
 
 
@@ -94,15 +98,33 @@ def weight_degradation(points: np.ndarray, alphas: np.ndarray, z: np.ndarray,
     return float(c @ np.exp(-gamma * d2) @ c)
 
 
+def _dedup_union(svs: list[np.ndarray], coefs: list[np.ndarray]):
+    """Unite weighted point sets, summing the coefficients of identical points.
+
+    Returns:
+        (points (n, d) float64, coefficients (n,)).
+    """
+    P = np.vstack(svs)
+    c = np.concatenate(coefs)
+    if not len(c):
+        return P, c
+    uniq, inv = np.unique(P, axis=0, return_inverse=True)
+    return np.ascontiguousarray(uniq), np.bincount(inv.ravel(), weights=c,
+                                                   minlength=len(uniq))
+
+
 class _BinaryBSGD:
     """One budgeted Pegasos learner for labels in {-1, +1} (see :class:`BudgetedSGD`).
 
     State: ``beta`` (unscaled coefficients: alpha = beta / (lambda t)), ``sv`` (dense float64
-    support vectors, capacity budget + 1), ``bias`` (unscaled intercept), ``t`` (SGD steps).
+    support vectors, capacity budget + 1), ``bias`` (unscaled intercept), ``t`` (SGD steps);
+    with ``average``: the averaged model ``avg_sv``/``avg_coef``/``avg_b`` of total weight
+    ``avg_w``, folded every ``fold_every`` steps (see :class:`BudgetedSGD`).
     """
 
     def __init__(self, n_features: int, *, C, lambda_, gamma, budget: int, merge_size: int,
-                 method: int, epochs: int, fit_intercept: bool, n_rows, seed: int):
+                 method: int, epochs: int, fit_intercept: bool, n_rows, seed: int,
+                 average: bool = True):
         self.n_features = n_features
         self.C, self.lambda_param, self.gamma_param = C, lambda_, gamma
         self.budget, self.merge_size, self.method = budget, merge_size, method
@@ -119,10 +141,17 @@ class _BinaryBSGD:
         self.bias = 0.0
         self.n_rows_seen = 0
         self.counters = np.zeros(_k.N_COUNTERS, dtype=np.int64)
+        self.average = bool(average)
+        self.fold_every = max(FOLD_MIN_STEPS, FOLD_BUDGETS * budget)
+        self.avg_sv = np.zeros((0, n_features))
+        self.avg_coef = np.zeros(0)
+        self.avg_b = 0.0
+        self.avg_w = 0.0
+        self.avg_t = 0  # step of the last fold
 
     # -- learning --------------------------------------------------------------------------
     def _resolve(self, X) -> None:
-        self.gamma = resolve_gamma(self.gamma_param, X)
+        self.gamma = learner_gamma(self.gamma_param, X.shape[1], [gamma_moments(X)])
         if self.lambda_param is not None:
             self.lam = float(self.lambda_param)
         else:
@@ -130,57 +159,137 @@ class _BinaryBSGD:
             n = X.shape[0] if self.lam_from_rows else self.n_rows_param
             self.lam = 1.0 / (n * self.C)
 
-    def partial_fit(self, X, y: np.ndarray) -> _BinaryBSGD:
+    def partial_fit(self, X, y: np.ndarray, sample_weight=None) -> _BinaryBSGD:
         """``epochs`` SGD passes over the rows (row order when epochs == 1, else a fresh
-        permutation from the learner's random stream each pass)."""
+        permutation from the learner's random stream each pass); a row of weight w has its
+        hinge gradient scaled by w. With ``average``, the iterate is folded into the
+        averaged model every ``fold_every`` steps."""
         if self.gamma is None:
             self._resolve(X)
         y = np.ascontiguousarray(y, dtype=np.float64)
         n = X.shape[0]
+        w = np.ones(n) if sample_weight is None else \
+            np.ascontiguousarray(sample_weight, dtype=np.float64)
+        sparse = sp.issparse(X)
+        if sparse:
+            ip, ix = X.indptr.astype(np.int64), X.indices.astype(np.int64)
         for _ in range(self.epochs):
             order = (np.arange(n, dtype=np.int64) if self.epochs == 1
                      else self.rng.permutation(n).astype(np.int64))
-            args = (order, self.sv, self.sqn, self.beta, self.n_sv, self.t, self.lam,
-                    self.bias, self.fit_intercept, self.gamma, self.budget, self.merge_size,
-                    self.method, self.counters)
-            if sp.issparse(X):
-                out = _k.train_sparse(X.indptr.astype(np.int64), X.indices.astype(np.int64),
-                                      X.data, y, *args)
-            else:
-                out = _k.train_dense(X, y, *args)
-            self.n_sv, self.t, self.bias = int(out[0]), int(out[1]), float(out[2])
+            at = 0
+            while at < n:
+                step = n - at
+                if self.average:
+                    step = min(step, self.avg_t + self.fold_every - self.t)
+                part = order[at:at + step]
+                args = (w, part, self.sv, self.sqn, self.beta, self.n_sv, self.t, self.lam,
+                        self.bias, self.fit_intercept, self.gamma, self.budget,
+                        self.merge_size, self.method, self.counters)
+                if sparse:
+                    out = _k.train_sparse(ip, ix, X.data, y, *args)
+                else:
+                    out = _k.train_dense(X, y, *args)
+                self.n_sv, self.t, self.bias = int(out[0]), int(out[1]), float(out[2])
+                at += step
+                if self.average and self.t - self.avg_t >= self.fold_every:
+                    self._fold_into(self)
         self.n_rows_seen += n
         return self
 
+    def _fold_into(self, target: _BinaryBSGD) -> None:
+        """Fold this learner's current iterate into ``target``'s averaged model with weight
+        (steps since the last fold) x t (the t-weighted average), shrinking it back to the
+        budget by the same multi-merge on the averaged coefficients."""
+        span = self.t - self.avg_t
+        if span <= 0 or self.t == 0:
+            return
+        wt = float(span) * self.t
+        tot = target.avg_w + wt
+        P, c = _dedup_union([target.avg_sv, self.support_vectors],
+                            [target.avg_coef * (target.avg_w / tot),
+                             self.last_coef * (wt / tot)])
+        target.avg_b = target.avg_b * (target.avg_w / tot) + self.last_intercept * (wt / tot)
+        target.avg_w = tot
+        target.avg_t = self.t
+        target.avg_sv, target.avg_coef = self._shrink(P, c, target.counters)
+
+    def _shrink(self, P: np.ndarray, c: np.ndarray, counters: np.ndarray):
+        """Multi-merge a weighted point set down to the budget. Returns (points, coefs)."""
+        n = len(c)
+        if n <= self.budget:
+            return P, c
+        P = np.ascontiguousarray(P, dtype=np.float64)
+        sqn = np.einsum("ij,ij->i", P, P)
+        c = np.ascontiguousarray(c, dtype=np.float64).copy()
+        m = int(_k.shrink_to_budget(P, sqn, c, n, self.budget, self.gamma, 2,
+                                    self.method, counters))
+        return P[:m].copy(), c[:m].copy()
+
     # -- the model -------------------------------------------------------------------------
     @property
-    def coef(self) -> np.ndarray:
-        """alpha_j = beta_j / (lambda t) of the support vectors."""
+    def last_coef(self) -> np.ndarray:
+        """alpha_j = beta_j / (lambda t) of the last SGD iterate (the paper's model)."""
         return self.beta[:self.n_sv] / (self.lam * max(self.t, 1))
 
     @property
-    def intercept(self) -> float:
+    def last_intercept(self) -> float:
+        """Bias of the last SGD iterate."""
         return self.bias / (self.lam * max(self.t, 1)) if self.lam else 0.0
+
+    def _model(self):
+        """(points, coefficients, bias) of the model: the averaged one (with the steps since
+        the last fold folded into a copy) or the last iterate."""
+        if not self.average or self.t == 0:
+            return self.support_vectors, self.last_coef, self.last_intercept
+        key = (self.t, self.avg_t, self.n_sv)
+        cache = getattr(self, "_avg_cache", None)
+        if cache is not None and cache[0] == key:
+            return cache[1]
+        tmp = _BinaryBSGD.__new__(_BinaryBSGD)
+        tmp.__dict__.update({k: v for k, v in self.__dict__.items() if k != "_avg_cache"})
+        tmp.counters = self.counters.copy()
+        self._fold_into(tmp)
+        out = (tmp.avg_sv, tmp.avg_coef, tmp.avg_b)
+        self._avg_cache = (key, out)
+        return out
+
+    @property
+    def coef(self) -> np.ndarray:
+        """Coefficients of the model (averaged when ``average``, else the last iterate)."""
+        return self._model()[1]
+
+    @property
+    def intercept(self) -> float:
+        """Bias of the model (averaged as :attr:`coef`)."""
+        return float(self._model()[2])
 
     @property
     def support_vectors(self) -> np.ndarray:
+        """Support vectors of the last iterate."""
         return self.sv[:self.n_sv]
 
     @property
+    def model_support_vectors(self) -> np.ndarray:
+        """Support vectors of the model (averaged when ``average``)."""
+        return self._model()[0]
+
+    @property
     def n_core(self) -> int:
-        return int(self.n_sv)
+        """Support vectors of the model."""
+        return int(len(self._model()[1]))
 
     def decision_function(self, X) -> np.ndarray:
         """f(x) = sum_j alpha_j k(sv_j, x) + b (float32 BLAS, see kernels.decision_values)."""
-        if self.n_sv == 0:
-            return np.full(X.shape[0], self.intercept)
-        return decision_values(X, self.support_vectors.astype(np.float32), self.coef,
-                               self.intercept, Kernel("rbf", gamma=self.gamma))
+        P, c, b = self._model()
+        if len(c) == 0:
+            return np.full(X.shape[0], b)
+        return decision_values(X, P.astype(np.float32), c, b, Kernel("rbf", gamma=self.gamma))
 
     # -- combination -----------------------------------------------------------------------
     def merge(self, other: _BinaryBSGD) -> _BinaryBSGD:
         """Weight both models by their share of rows, unite them, multi-merge back to the
-        budget. Returns a new learner; inputs are unchanged.
+        budget (iterates and averaged models alike). Returns a new learner; inputs are
+        unchanged.
 
         Raises:
             ParameterError: different gamma or lambda (e.g. gamma='scale' resolved on two
@@ -203,20 +312,28 @@ class _BinaryBSGD:
         n1, n2 = self.n_rows_seen, other.n_rows_seen
         s1, s2 = n1 / (n1 + n2), n2 / (n1 + n2)
         out = self._copy_state()
+        out.counters = self.counters + other.counters
+        if self.average:
+            (P1, c1, b1), (P2, c2, b2) = self._model(), other._model()
+            P, c = _dedup_union([P1, P2], [s1 * c1, s2 * c2])
+            out.avg_sv, out.avg_coef = self._shrink(P, c, out.counters)
+            out.avg_b = s1 * b1 + s2 * b2
+            out.avg_w = (self.t + other.t) * (self.t + other.t + 1) / 2.0  # sum of t
         out.lam = lam
         out.t = self.t + other.t
+        out.avg_t = out.t
         scale = lam * out.t
-        alphas = np.concatenate([s1 * self.coef, s2 * other.coef])
-        n_all = len(alphas)
+        P, c = _dedup_union([self.support_vectors, other.support_vectors],
+                            [s1 * self.last_coef, s2 * other.last_coef])
+        n_all = len(c)
         cap = max(self.budget + 1, n_all)
         out.sv = np.zeros((cap, self.n_features))
-        out.sv[:n_all] = np.vstack([self.support_vectors, other.support_vectors])
+        out.sv[:n_all] = P
         out.sqn = np.zeros(cap)
-        out.sqn[:n_all] = np.einsum("ij,ij->i", out.sv[:n_all], out.sv[:n_all])
+        out.sqn[:n_all] = np.einsum("ij,ij->i", P, P)
         out.beta = np.zeros(cap)
-        out.beta[:n_all] = alphas * scale
-        out.bias = (s1 * self.intercept + s2 * other.intercept) * scale
-        out.counters = self.counters + other.counters
+        out.beta[:n_all] = c * scale
+        out.bias = (s1 * self.last_intercept + s2 * other.last_intercept) * scale
         out.n_rows_seen = n1 + n2
         out.n_sv = int(_k.shrink_to_budget(out.sv, out.sqn, out.beta, n_all, self.budget,
                                            self.gamma, self.merge_size, self.method,
@@ -229,8 +346,8 @@ class _BinaryBSGD:
 
     def _copy_state(self) -> _BinaryBSGD:
         out = object.__new__(_BinaryBSGD)
-        out.__dict__.update(self.__dict__)
-        for name in ("sv", "sqn", "beta", "counters"):
+        out.__dict__.update({k: v for k, v in self.__dict__.items() if k != "_avg_cache"})
+        for name in ("sv", "sqn", "beta", "counters", "avg_sv", "avg_coef"):
             setattr(out, name, getattr(self, name).copy())
         out.rng = copy.deepcopy(self.rng)  # the input's stream must not advance
         return out
@@ -270,7 +387,7 @@ class BudgetedSGD(StreamingClassifier):
 
     def __init__(self, C=None, lambda_=None, gamma="scale", budget=500, merge_size=2,
                  merge_method="golden", epochs=1, fit_intercept=False, n_rows=None,
-                 random_state=None):
+                 average=True, class_weight=None, random_state=None):
         self.C = C
         self.lambda_ = lambda_
         self.gamma = gamma
@@ -280,6 +397,8 @@ class BudgetedSGD(StreamingClassifier):
         self.epochs = epochs
         self.fit_intercept = fit_intercept
         self.n_rows = n_rows
+        self.average = average
+        self.class_weight = class_weight
         self.random_state = random_state
 
     def _validate(self) -> dict:
@@ -299,10 +418,12 @@ class BudgetedSGD(StreamingClassifier):
         epochs = check_int(self.epochs, "epochs", 1)
         n_rows = None if self.n_rows is None else check_int(self.n_rows, "n_rows", 1)
         check_flag(self.fit_intercept, "fit_intercept")
+        check_flag(self.average, "average")
         check_gamma(self.gamma)
         return dict(C=C, lambda_=lam, gamma=self.gamma, budget=budget, merge_size=merge_size,
                     method=MERGE_METHODS[method], epochs=epochs,
-                    fit_intercept=bool(self.fit_intercept), n_rows=n_rows)
+                    fit_intercept=bool(self.fit_intercept), n_rows=n_rows,
+                    average=bool(self.average))
 
     def _new_binary(self, n_features: int, seed: int) -> _BinaryBSGD:
         return _BinaryBSGD(n_features, seed=seed, **self._validate())
@@ -340,7 +461,7 @@ class BudgetedSGD(StreamingClassifier):
         if len(self.learners_) == 1:
             c = self.learners_[0].coef
             return np.array([np.sum(c < 0), np.sum(c >= 0)], dtype=np.int32)
-        return np.array([lr.n_sv for lr in self.learners_], dtype=np.int32)
+        return np.array([lr.n_core for lr in self.learners_], dtype=np.int32)
 
     @property
     def gamma_(self) -> float:
@@ -364,7 +485,7 @@ class BudgetedSGD(StreamingClassifier):
     @property
     def support_vectors_(self) -> np.ndarray:
         """(n_SV, n_features) support vectors (binary problems)."""
-        return self._binary().support_vectors.copy()
+        return self._binary().model_support_vectors.copy()
 
     @property
     def dual_coef_(self) -> np.ndarray:

@@ -50,12 +50,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.exceptions import ParameterError, SchemaError
-from randsvm_dist.kernels import KERNELS, Kernel, decision_values, resolve_gamma
+from randsvm_dist.kernels import KERNELS, Kernel, decision_values
 from randsvm_dist.streaming import _ramp_kernels as rk
-from randsvm_dist.streaming.base import StreamingClassifier
+from randsvm_dist.streaming.base import StreamingClassifier, gamma_moments, learner_gamma
 from randsvm_dist.validation import (
     check_choice,
-    check_features,
     check_flag,
     check_int,
     check_positive,
@@ -121,6 +120,7 @@ class _RampBinary:
         self.qdiag = np.zeros(cap)
         self.y = np.zeros(cap)
         self.alpha = np.zeros(cap)
+        self.cb = np.zeros(cap)  # per-point box: C x the row's weight
         self.g = np.zeros(cap)
         self.state = np.zeros(cap, dtype=np.int8)
         self.row_of = np.full(cap, -1, dtype=np.int64)
@@ -133,7 +133,7 @@ class _RampBinary:
 
     def _resize_slots(self, cap: int) -> None:
         n = self._n
-        for name in ("sqn", "qdiag", "y", "alpha", "g", "state", "row_of"):
+        for name in ("sqn", "qdiag", "y", "alpha", "cb", "g", "state", "row_of"):
             old = getattr(self, name)
             new = np.full(cap, -1, dtype=old.dtype) if name == "row_of" else \
                 np.zeros(cap, dtype=old.dtype)
@@ -168,7 +168,7 @@ class _RampBinary:
         na = len(alive)
         newidx = np.full(max(n, 1), -1, dtype=np.int64)
         newidx[alive] = np.arange(na)
-        for name in ("sqn", "qdiag", "y", "alpha", "g", "state", "row_of"):
+        for name in ("sqn", "qdiag", "y", "alpha", "cb", "g", "state", "row_of"):
             arr = getattr(self, name)
             arr[:na] = arr[alive]
         if self.sparse:
@@ -208,13 +208,14 @@ class _RampBinary:
 
     def _state_args(self):
         return (self.Xs, self.s_start, self.s_len, self.s_ind, self.s_val, self.sqn,
-                self.qdiag, self.y, self.alpha, self.g, self.state, self.row_of, self.G,
+                self.qdiag, self.y, self.alpha, self.cb, self.g, self.state, self.row_of,
+                self.G,
                 self.owner, self.cnt, self.fpar, self.ipar)
 
-    def _run(self, Xc, indptr, ind, val, yc, queried, resume: bool) -> None:
+    def _run(self, Xc, indptr, ind, val, yc, wc, queried, resume: bool) -> None:
         pos = 0
         while True:
-            status, pos = rk._ramp_stream(Xc, indptr, ind, val, yc, pos, resume, queried,
+            status, pos = rk._ramp_stream(Xc, indptr, ind, val, yc, wc, pos, resume, queried,
                                           *self._state_args())
             if status == rk.ST_DONE:
                 return
@@ -222,8 +223,9 @@ class _RampBinary:
             resume = True
 
     # -- learner protocol ------------------------------------------------------------------
-    def partial_fit(self, X, y: np.ndarray) -> _RampBinary:
-        """Learn from rows of X (float32 dense or CSR) with labels y (+1/-1), in order.
+    def partial_fit(self, X, y: np.ndarray, sample_weight=None) -> _RampBinary:
+        """Learn from rows of X (float32 dense or CSR) with labels y (+1/-1), in order;
+        a row of weight w gets the box ``0 <= alpha <= C w`` (its ramp loss counts w times).
 
         Returns:
             self. ``last_query_mask`` tells which rows' labels were used.
@@ -236,6 +238,8 @@ class _RampBinary:
             X = np.ascontiguousarray(X.toarray(), dtype=np.float32)
         y = np.ascontiguousarray(y, dtype=np.float64)
         n = X.shape[0]
+        w = np.ones(n) if sample_weight is None else \
+            np.ascontiguousarray(sample_weight, dtype=np.float64)
         mask = np.zeros(n, dtype=bool)
         dummy2 = np.zeros((1, 1), dtype=np.float32)
         for a in range(0, n, CHUNK):
@@ -244,12 +248,12 @@ class _RampBinary:
                 Xc = X[a:b]
                 self._ensure_capacity(b - a, Xc.nnz)
                 self._run(dummy2, Xc.indptr.astype(np.int64), Xc.indices.astype(np.int32),
-                          Xc.data.astype(np.float32), y[a:b], mask[a:b], False)
+                          Xc.data.astype(np.float32), y[a:b], w[a:b], mask[a:b], False)
             else:
                 self._ensure_capacity(b - a, 0)
                 empty = np.zeros(1, dtype=np.int64)
                 self._run(X[a:b], empty, empty.astype(np.int32), np.zeros(1, np.float32),
-                          y[a:b], mask[a:b], False)
+                          y[a:b], w[a:b], mask[a:b], False)
         rk._ramp_refresh(*self._refresh_args(False))
         self.n_seen += n
         self.n_queried += int(mask.sum())
@@ -259,7 +263,7 @@ class _RampBinary:
 
     def _refresh_args(self, fill: bool):
         return (self.Xs, self.s_start, self.s_len, self.s_ind, self.s_val, self.sqn, self.y,
-                self.alpha, self.g, self.state, self.row_of, self.G, self.owner, self.cnt,
+                self.alpha, self.cb, self.g, self.state, self.row_of, self.G, self.owner, self.cnt,
                 self.fpar, self.ipar, fill)
 
     def _alive(self) -> np.ndarray:
@@ -287,16 +291,18 @@ class _RampBinary:
         return self._sv_cache
 
     def kept(self) -> dict:
-        """Every kept point: ``X``, ``y``, ``alpha``, ``g`` (= 1 - y f) and ``in_v``."""
+        """Every kept point: ``X``, ``y``, ``alpha``, ``g`` (= 1 - y f), ``in_v`` and its
+        box ``C`` (C x weight)."""
         idx = self._alive()
         return {"X": self._rows(idx), "y": self.y[idx].copy(), "alpha": self.alpha[idx].copy(),
-                "g": self.g[idx].copy(), "in_v": self.state[idx] == 2}
+                "g": self.g[idx].copy(), "in_v": self.state[idx] == 2,
+                "C": self.cb[idx].copy()}
 
     def kkt_violation(self) -> float:
         """Largest violation of the ramp-loss KKT conditions over the kept points, from the
         maintained gradients (see the module docstring)."""
         k = self.kept()
-        a, g, C, thr = k["alpha"], k["g"], self.C, 1.0 - self.s
+        a, g, C, thr = k["alpha"], k["g"], k["C"], 1.0 - self.s
         inside = g <= thr
         viol = np.zeros_like(g)
         viol = np.where(inside & (a < C), np.maximum(g, 0), viol)
@@ -403,6 +409,7 @@ class _RampBinary:
             out.qdiag[sl] = p.qdiag[i]
             out.y[sl] = p.y[i]
             out.alpha[sl] = share * p.alpha[i]
+            out.cb[sl] = p.cb[i]
             out.state[sl] = 1
             o += len(i)
             out.cnt[rk.C_KEVALS] += p.cnt[rk.C_KEVALS]
@@ -412,7 +419,7 @@ class _RampBinary:
         rk._ramp_refresh(*out._refresh_args(True))
         dummy = np.zeros(0, dtype=bool)
         out._run(np.zeros((1, 1), np.float32), np.zeros(1, np.int64), np.zeros(1, np.int32),
-                 np.zeros(1, np.float32), np.zeros(0), dummy, True)
+                 np.zeros(1, np.float32), np.zeros(0), np.zeros(0), dummy, True)
         rk._ramp_refresh(*out._refresh_args(False))
         return out
 
@@ -446,8 +453,10 @@ class OnlineRampSVM(StreamingClassifier):
     """
 
     def __init__(self, C=1.0, gamma="scale", kernel="rbf", degree=3, coef0=0.0, s=-1.0,
-                 max_non_sv=None, active=False, tol=1e-3, gain_tol=1e-5, random_state=None):
+                 max_non_sv=None, active=False, tol=1e-3, gain_tol=1e-5, class_weight=None,
+                 random_state=None):
         self.C = C
+        self.class_weight = class_weight
         self.gamma = gamma
         self.kernel = kernel
         self.degree = degree
@@ -478,36 +487,49 @@ class OnlineRampSVM(StreamingClassifier):
             coef0 = float(self.coef0)
         except (TypeError, ValueError):
             raise ParameterError(f"coef0 must be a number; got {self.coef0!r}") from None
-        gamma = resolve_gamma(self.gamma, X) if self.kernel != "linear" else 1.0
+        gamma = learner_gamma(self.gamma, X.shape[1], [gamma_moments(X)]) \
+            if self.kernel != "linear" else 1.0
         return Kernel(self.kernel, gamma, self.degree, coef0)
 
-    def partial_fit(self, X, y, classes=None):
+    def _start(self, X) -> None:
+        """Resolve the kernel from the first batch (raises ParameterError/SchemaError)."""
+        if X.shape[0] == 0 and isinstance(self.gamma, str) and self.gamma == "scale":
+            raise SchemaError("the first batch is empty: gamma='scale' needs data")
+        self.kernel_ = self._validate(X)
+        self.n_labels_queried_ = 0
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Learn from one batch of rows in order (see StreamingClassifier.partial_fit).
 
         With ``active=True`` only the labels of rows in the ramp region are used.
+
+        Returns:
+            self
 
         Raises:
             ParameterError: bad hyper-parameters (checked on the first call).
             SchemaError: bad X/y, unknown label, one class, wrong feature count.
         """
-        if not hasattr(self, "learners_"):
-            Xv = check_features(X)
-            if Xv.shape[0] == 0 and isinstance(self.gamma, str) and self.gamma == "scale":
-                raise SchemaError("the first batch is empty: gamma='scale' needs data")
-            self.kernel_ = self._validate(Xv)
-            self.n_labels_queried_ = 0
-            X = Xv
-        super().partial_fit(X, y, classes=classes)
+        for lr in getattr(self, "learners_", []):
+            lr.last_query_mask = np.zeros(0, dtype=bool)
+        super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
         masks = [lr.last_query_mask for lr in self.learners_]
         if masks and len(masks[0]):
             self.n_labels_queried_ += int(np.logical_or.reduce(masks).sum())
         return self
 
-    def fit(self, X, y):
-        """Forget what was learnt and make one pass over (X, y) in row order."""
+    def fit(self, X, y, sample_weight=None):
+        """Forget what was learnt and make one pass over (X, y) in row order.
+
+        Returns:
+            self
+
+        Raises:
+            as StreamingClassifier.fit.
+        """
         for attr in ("kernel_", "n_labels_queried_"):
             self.__dict__.pop(attr, None)
-        return super().fit(X, y)
+        return super().fit(X, y, sample_weight=sample_weight)
 
     def _new_binary(self, n_features: int, seed: int) -> _RampBinary:
         m = None if self.max_non_sv is None else int(self.max_non_sv)

@@ -115,7 +115,8 @@ class StreamSVM(StreamingClassifier):
 
     def __init__(self, C: float = 1.0, lookahead: int = 1000, kernel: str = "rbf",
                  gamma="scale", degree: int = 3, coef0: float = 0.0,
-                 fit_intercept: bool = True, normalize="auto", random_state=None):
+                 fit_intercept: bool = True, normalize="auto", class_weight=None,
+                 random_state=None):
         self.C = C
         self.lookahead = lookahead
         self.kernel = kernel
@@ -124,6 +125,7 @@ class StreamSVM(StreamingClassifier):
         self.coef0 = coef0
         self.fit_intercept = fit_intercept
         self.normalize = normalize
+        self.class_weight = class_weight
         self.random_state = random_state
 
     def _new_binary(self, n_features: int, seed: int):

@@ -1,13 +1,41 @@
-"""Binary kernel SVM models in LIBSVM's own model-file format.
+"""Kernel SVM models in LIBSVM's own model-file format (and our one-vs-rest form).
 
-Stock LIBSVM (``libsvm.svmutil.svm_load_model``) loads what ``write_libsvm_model`` writes
-and predicts the same labels. LIBSVM orients the decision function towards the first
-label of its ``label`` line, so the positive class is written first, its support vectors
-first, with positive coefficients. Labels must be integers (LIBSVM writes them with %d).
+``LibsvmModel`` mirrors LIBSVM's ``svm_model``: what ``svm_save_model`` writes and
+``svm_load_model`` reads.
+
+- ``c_svc`` with k >= 2 classes (one-vs-one): ``nr_class k``, ``total_sv``, ``rho`` per
+  pair in LIBSVM's pair order ((0,1), (0,2), ..., (0,k-1), (1,2), ...), ``label`` (k
+  integers, LIBSVM's class order), optional ``probA``/``probB`` per pair, ``nr_sv`` per
+  class; the support vectors grouped by class in label order, each with k-1 coefficient
+  columns (``randsvm_dist.solvers.ovo_layout`` explains and builds the layout). The
+  decision value of pair (i, j) is positive towards ``label[i]``.
+- ``epsilon_svr`` and ``one_class``: one ``rho``, one coefficient per SV (alpha - alpha*
+  for SVR, alpha in LIBSVM's scaling for one-class); f(x) = sum_i coef_i k(sv_i, x) - rho.
+  Stock files with ``probA`` (SVR) are read; ``nu_svc``/``nu_svr`` files are read for
+  prediction (same layouts).
+- ``OVR_SVM_TYPE`` (``randsvm_ovr``), ours: k one-vs-rest models sharing their SVs, k
+  coefficient columns (column j: class j against the rest, positive towards ``label[j]``),
+  ``rho`` per class. Stock LIBSVM refuses it ("unknown svm type": ``svm_load_model``
+  returns None), so it is never mistaken for a one-vs-one model.
+
+Kernels are written with LIBSVM's names (``kernel_type polynomial``; ``poly`` is refused,
+as stock LIBSVM refuses it).
+
+Integrity (issue 18): the ``SV`` line of a file we write carries a marker stock LIBSVM
+skips (its C, Java, C# and Go readers ignore the rest of the ``SV`` line):
+``SV randsvm-dist total_sv=N sha256=<digest of the SV lines>``. ``format_model_file``
+appends the trailer ``#randsvm-dist-meta {json}`` and ``#randsvm-dist-end sha256=<digest
+of everything before>``. A file cut anywhere is refused: inside the trailer (digest),
+inside or right after the SV lines (the marker says a trailer follows, the body digest
+fails), in the header (no ``SV`` line). A stock file (no marker) must have ``total_sv`` and
+``nr_sv`` equal to the SV lines read, and end with a newline (LIBSVM ends every line with
+one; a file cut inside its last SV line does not).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from dataclasses import dataclass
 
@@ -15,9 +43,426 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.exceptions import DataFormatError
-from randsvm_dist.kernels import KERNELS, Kernel
+from randsvm_dist.kernels import Kernel
+
+OVR_SVM_TYPE = "randsvm_ovr"
+CLASSIFICATION_TYPES = ("c_svc", "nu_svc")
+SINGLE_TYPES = ("epsilon_svr", "nu_svr", "one_class")
+SVM_TYPE_NAMES = (*CLASSIFICATION_TYPES, *SINGLE_TYPES, OVR_SVM_TYPE)
+KERNEL_TYPE = {"linear": "linear", "poly": "polynomial", "rbf": "rbf", "sigmoid": "sigmoid"}
+_KERNEL_OF_TYPE = {v: k for k, v in KERNEL_TYPE.items()}
+SV_MARK = "randsvm-dist"
+META_TAG = "#randsvm-dist-meta "
+END_TAG = "#randsvm-dist-end sha256="
 
 
+@dataclass
+class LibsvmModel:
+    """LIBSVM's ``svm_model`` as arrays (see the module docstring).
+
+    Attributes:
+        svm_type: one of ``SVM_TYPE_NAMES``.
+        kernel: the kernel.
+        support_vectors: (n_sv, n_features) float32 ndarray or CSR, in file order.
+        sv_coef: (n_sv, n_cols) float64: k-1 columns (c_svc), 1 (SVR, one-class), k (ovr).
+        rho: (n_rho,) float64: one per pair (c_svc), 1 (SVR, one-class), k (ovr).
+        labels: class labels in LIBSVM's order (c_svc, ovr), integers; None otherwise.
+        n_sv: SVs per class in label order (c_svc); None otherwise.
+        prob_a, prob_b: Platt's sigmoid per pair (``probA``/``probB``), or None. SVR files
+            may hold ``probA`` alone (LIBSVM's Laplace scale).
+    """
+
+    svm_type: str
+    kernel: Kernel
+    support_vectors: object
+    sv_coef: np.ndarray
+    rho: np.ndarray
+    labels: tuple[int, ...] | None = None
+    n_sv: tuple[int, ...] | None = None
+    prob_a: np.ndarray | None = None
+    prob_b: np.ndarray | None = None
+
+    @property
+    def nr_class(self) -> int:
+        """LIBSVM's ``nr_class`` (2 for SVR and one-class)."""
+        return len(self.labels) if self.labels is not None else 2
+
+    def check(self, where: str = "model") -> None:
+        """Check the shapes against each other.
+
+        Raises:
+            DataFormatError: an inconsistent model (named by ``where``).
+        """
+        k = self.nr_class
+        n = self.support_vectors.shape[0]
+        coef = np.asarray(self.sv_coef)
+        if self.svm_type not in SVM_TYPE_NAMES:
+            raise DataFormatError(f"{where}: unsupported svm_type {self.svm_type!r}")
+        if self.svm_type in SINGLE_TYPES:
+            cols, n_rho = 1, 1
+        elif self.svm_type == OVR_SVM_TYPE:
+            cols, n_rho = k, k
+        else:
+            cols, n_rho = k - 1, k * (k - 1) // 2
+        if self.svm_type not in SINGLE_TYPES and (self.labels is None or k < 2):
+            raise DataFormatError(f"{where}: a classification model needs two or more "
+                                  "labels")
+        if coef.shape != (n, cols):
+            raise DataFormatError(f"{where}: {self.svm_type} with {k} classes needs "
+                                  f"{cols} coefficient column(s) per SV; got shape "
+                                  f"{coef.shape} for {n} SVs")
+        if np.shape(self.rho) != (n_rho,):
+            raise DataFormatError(f"{where}: expected {n_rho} rho value(s); got "
+                                  f"{np.size(self.rho)}")
+        if self.svm_type in CLASSIFICATION_TYPES:
+            if self.n_sv is None or len(self.n_sv) != k or sum(self.n_sv) != n \
+                    or min(self.n_sv) < 0:
+                raise DataFormatError(f"{where}: nr_sv {self.n_sv} does not match {n} "
+                                      f"SVs of {k} classes")
+        for name, p in (("probA", self.prob_a), ("probB", self.prob_b)):
+            if p is not None and self.svm_type != "epsilon_svr" and np.shape(p) != (n_rho,):
+                raise DataFormatError(f"{where}: expected {n_rho} {name} value(s); got "
+                                      f"{np.size(p)}")
+
+
+def _fmt_row(row) -> str:
+    if sp.issparse(row):
+        idx, val = row.indices, row.data
+    else:
+        row = np.asarray(row).ravel()
+        idx = np.flatnonzero(row)
+        val = row[idx]
+    return " ".join(f"{i + 1}:{float(v):.9g}" for i, v in zip(idx, val))
+
+
+def _g(v) -> str:
+    return f"{float(v):.17g}"
+
+
+def format_model(model: LibsvmModel) -> str:
+    """The text of ``model`` in LIBSVM's model-file format, with our ``SV`` line marker.
+
+    Returns:
+        the text (every line ends with a newline).
+
+    Raises:
+        DataFormatError: an inconsistent model or labels that are not integers.
+    """
+    model.check()
+    k = model.kernel
+    head = [f"svm_type {model.svm_type}", f"kernel_type {KERNEL_TYPE[k.name]}"]
+    if k.name == "poly":
+        head.append(f"degree {int(k.degree)}")
+    if k.name != "linear":
+        head.append(f"gamma {_g(k.gamma)}")
+    if k.name in ("poly", "sigmoid"):
+        head.append(f"coef0 {_g(k.coef0)}")
+    coef = np.asarray(model.sv_coef, dtype=np.float64)
+    head += [f"nr_class {model.nr_class}", f"total_sv {coef.shape[0]}",
+             "rho " + " ".join(_g(r) for r in model.rho)]
+    if model.labels is not None:
+        if any(int(v) != v for v in model.labels):
+            raise DataFormatError(f"LIBSVM model files need integer labels; got "
+                                  f"{model.labels}")
+        head.append("label " + " ".join(str(int(v)) for v in model.labels))
+    for name, p in (("probA", model.prob_a), ("probB", model.prob_b)):
+        if p is not None:
+            head.append(f"{name} " + " ".join(_g(v) for v in np.ravel(p)))
+    if model.n_sv is not None:
+        head.append("nr_sv " + " ".join(str(int(v)) for v in model.n_sv))
+    sv = model.support_vectors
+    body = "".join(" ".join(_g(c) for c in coef[i]) + " " + _fmt_row(sv[i]) + "\n"
+                   for i in range(coef.shape[0]))
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    head.append(f"SV {SV_MARK} total_sv={coef.shape[0]} sha256={digest}")
+    return "\n".join(head) + "\n" + body
+
+
+def format_model_file(model: LibsvmModel, meta: dict | None = None) -> str:
+    """A complete model file: ``format_model`` plus our trailer.
+
+    Args:
+        model: the model.
+        meta: JSON-serialisable metadata (the caller's allow-listed keys), or None
+            ({}): written as ``#randsvm-dist-meta {json}``.
+
+    Returns:
+        the text, ending with ``#randsvm-dist-end sha256=<digest of all before>``.
+
+    Raises:
+        DataFormatError: see ``format_model``; TypeError: meta not JSON-serialisable.
+    """
+    text = format_model(model) + META_TAG + json.dumps(meta or {}) + "\n"
+    return f"{text}{END_TAG}{hashlib.sha256(text.encode()).hexdigest()}\n"
+
+
+def _ints(header: dict, key: str, where: str, n: int | None = None) -> list[int]:
+    try:
+        vals = [int(v) for v in header[key]]
+    except ValueError:
+        raise DataFormatError(f"{where}: malformed '{key}' line: {' '.join(header[key])}") \
+            from None
+    if n is not None and len(vals) != n:
+        raise DataFormatError(f"{where}: '{key}' needs {n} value(s); got {len(vals)}")
+    return vals
+
+
+def _floats(header: dict, key: str, where: str, n: int | None = None) -> np.ndarray:
+    try:
+        vals = np.array([float(v) for v in header[key]], dtype=np.float64)
+    except ValueError:
+        raise DataFormatError(f"{where}: malformed '{key}' line: {' '.join(header[key])}") \
+            from None
+    if n is not None and len(vals) != n:
+        raise DataFormatError(f"{where}: '{key}' needs {n} value(s); got {len(vals)}")
+    return vals
+
+
+def parse_model(lines: list[str], where: str, n_features: int | None = None,
+                first_line: int = 1) -> LibsvmModel:
+    """Parse one model (header, ``SV`` line, one line per SV) from its lines.
+
+    The header's counts are checked against the SV lines; when the ``SV`` line carries
+    our marker, the SV count and the digest of the SV lines are checked too.
+
+    Args:
+        lines: the model's lines (without our trailer).
+        where: the file name used in error messages.
+        n_features: feature count of the SV matrix (default: highest index seen).
+        first_line: line number of ``lines[0]`` in the file (for messages).
+
+    Returns:
+        the model, SVs as float32 CSR in file order.
+
+    Raises:
+        DataFormatError: an unknown svm_type or kernel_type, a missing header key, counts
+            that do not match the SV lines, a digest mismatch, or a malformed line (named
+            by number). Each message is one line naming ``where``.
+    """
+    header: dict[str, list[str]] = {}
+    mark: list[str] | None = None
+    sv_at = None
+    for n, line in enumerate(lines):
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "SV":
+            mark, sv_at = parts[1:], n
+            break
+        header[parts[0]] = parts[1:]
+    if sv_at is None:
+        raise DataFormatError(f"{where}: no 'SV' line; not a LIBSVM model file (or "
+                              "truncated in its header)")
+    missing = [k for k in ("svm_type", "kernel_type", "total_sv", "rho") if k not in header]
+    if missing:
+        raise DataFormatError(f"{where}: header lacks {', '.join(missing)}; not a complete "
+                              "LIBSVM model file")
+    svm_type = (header["svm_type"] or [""])[0]
+    if svm_type not in SVM_TYPE_NAMES:
+        raise DataFormatError(f"{where}: unsupported svm_type {svm_type!r} (expected one of "
+                              f"{', '.join(SVM_TYPE_NAMES)})")
+    kname = (header["kernel_type"] or [""])[0]
+    if kname not in _KERNEL_OF_TYPE:
+        raise DataFormatError(f"{where}: unsupported kernel_type {kname!r} (LIBSVM's names: "
+                              f"{', '.join(_KERNEL_OF_TYPE)})")
+    try:
+        kernel = Kernel(_KERNEL_OF_TYPE[kname], float(header.get("gamma", ["1"])[0]),
+                        int(header.get("degree", ["3"])[0]),
+                        float(header.get("coef0", ["0"])[0]))
+    except (ValueError, IndexError):
+        raise DataFormatError(f"{where}: malformed gamma, degree or coef0") from None
+    total = _ints(header, "total_sv", where, 1)[0]
+    if svm_type in SINGLE_TYPES:
+        k, cols, n_rho, labels, n_sv = 2, 1, 1, None, None
+    else:
+        if "label" not in header:
+            raise DataFormatError(f"{where}: header lacks label; not a complete model file")
+        k = _ints(header, "nr_class", where, 1)[0] if "nr_class" in header else -1
+        labels = tuple(_ints(header, "label", where, k if k >= 0 else None))
+        k = len(labels)
+        cols, n_rho = (k, k) if svm_type == OVR_SVM_TYPE else (k - 1, k * (k - 1) // 2)
+        n_sv = None
+        if svm_type in CLASSIFICATION_TYPES:
+            if "nr_sv" not in header:
+                raise DataFormatError(f"{where}: header lacks nr_sv")
+            n_sv = tuple(_ints(header, "nr_sv", where, k))
+    rho = _floats(header, "rho", where, n_rho)
+    prob_a = _floats(header, "probA", where) if "probA" in header else None
+    prob_b = _floats(header, "probB", where) if "probB" in header else None
+    coefs: list[list[float]] = []
+    indptr, indices, values = [0], [], []
+    body = lines[sv_at + 1:]
+    for lineno, line in enumerate(body, first_line + sv_at + 1):
+        parts = line.split()
+        if not parts:
+            continue
+        try:
+            if len(parts) < cols or any(":" in p for p in parts[:cols]):
+                raise ValueError
+            coefs.append([float(p) for p in parts[:cols]])
+            last = 0
+            for tok in parts[cols:]:
+                i, v = tok.split(":")
+                i = int(i)
+                if i <= last:
+                    raise ValueError
+                last = i
+                indices.append(i - 1)
+                values.append(float(v))
+        except ValueError:
+            raise DataFormatError(
+                f"{where}, line {lineno}: expected {cols} coefficient(s) then ascending "
+                f"'index:value' pairs; got {line[:80]!r}") from None
+        indptr.append(len(indices))
+    if mark:
+        _check_mark(mark, body, len(coefs), where)
+    if total != len(coefs) or (n_sv is not None and sum(n_sv) != total):
+        raise DataFormatError(f"{where}: header says total_sv {total}"
+                              + (f" (nr_sv {list(n_sv)})" if n_sv is not None else "")
+                              + f" but {len(coefs)} SV lines follow; the file is truncated "
+                              "or corrupt")
+    d = max(indices, default=-1) + 1 if n_features is None else n_features
+    if indices and max(indices) >= d:
+        raise DataFormatError(f"{where}: feature index {max(indices) + 1} exceeds the "
+                              f"model's {d} features")
+    sv = sp.csr_matrix((np.asarray(values, np.float32), np.asarray(indices, np.int32),
+                        np.asarray(indptr, np.int64)), shape=(len(coefs), d))
+    model = LibsvmModel(svm_type, kernel, sv, np.asarray(coefs, np.float64).reshape(-1, cols),
+                        rho, labels, n_sv, prob_a, prob_b)
+    model.check(where)
+    return model
+
+
+def _check_mark(mark: list[str], body: list[str], n_lines: int, where: str) -> None:
+    if mark[0] != SV_MARK:
+        return  # text after 'SV' that is not ours: LIBSVM ignores it, so do we
+    fields = dict(p.split("=", 1) for p in mark[1:] if "=" in p)
+    text = "".join(s + "\n" for s in body if s.strip())
+    if fields.get("total_sv") != str(n_lines) or \
+            hashlib.sha256(text.encode()).hexdigest() != fields.get("sha256"):
+        raise DataFormatError(f"{where}: the support-vector lines do not match their "
+                              f"checksum (total_sv={fields.get('total_sv')}, "
+                              f"{n_lines} read); the file is truncated or corrupt")
+
+
+def split_model_text(text: str, where: str) -> tuple[list[str], dict | None]:
+    """Split the text of a model file into the model's lines and our metadata.
+
+    Checks: with our trailer, its digest; without it, that the file is a stock one (no
+    marker of ours on its ``SV`` line, which would mean our trailer was cut off) that
+    ends with a newline.
+
+    Args:
+        text: the whole file.
+        where: the file name for messages.
+
+    Returns:
+        (lines of the model, metadata dict or None for a stock file).
+
+    Raises:
+        DataFormatError: truncated or corrupt (one line naming ``where``).
+    """
+    lines = text.splitlines()
+    meta_at = next((i for i, s in enumerate(lines) if s.startswith(META_TAG)), None)
+    if meta_at is None:
+        check_stock_text(text, where)
+        return lines, None
+    if not text.endswith("\n"):
+        raise DataFormatError(f"{where}: the last line has no newline; the file is "
+                              "truncated (cut inside a line)")
+    end = text.rfind("\n" + END_TAG)
+    if end < 0:
+        raise DataFormatError(f"{where}: no '{END_TAG.split()[0]}' line; the file is "
+                              "truncated")
+    digest = text[end + 1 + len(END_TAG):].strip()
+    if hashlib.sha256(text[:end + 1].encode()).hexdigest() != digest:
+        raise DataFormatError(f"{where}: checksum mismatch; the file is truncated or "
+                              "corrupt")
+    try:
+        meta = json.loads(lines[meta_at][len(META_TAG):])
+    except ValueError as e:
+        raise DataFormatError(f"{where}, line {meta_at + 1}: metadata is not valid JSON "
+                              f"({e})") from None
+    if not isinstance(meta, dict):
+        raise DataFormatError(f"{where}, line {meta_at + 1}: metadata must be a JSON object")
+    return lines[:meta_at], meta
+
+
+def check_stock_text(text: str, where: str) -> None:
+    """Refuse the text of a model file without our trailer that is not a complete stock
+    LIBSVM file: it carries our ``SV`` marker (so our trailer was cut off), or its last
+    line has no newline (cut inside a line; LIBSVM ends every line with one).
+
+    Raises:
+        DataFormatError: one line naming ``where``.
+    """
+    if text and not text.endswith("\n"):
+        raise DataFormatError(f"{where}: the last line has no newline; the file is "
+                              "truncated (cut inside a line)")
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "SV":
+            if len(parts) > 1 and parts[1] == SV_MARK:
+                raise DataFormatError(f"{where}: a randsvm-dist model file without its "
+                                      "'#randsvm-dist-end' trailer; the file is truncated")
+            return
+
+
+def parse_model_file(text: str, where: str,
+                     n_features: int | None = None) -> tuple[LibsvmModel, dict | None]:
+    """Parse a whole model file (ours or stock LIBSVM's).
+
+    Args:
+        text: the file's text.
+        where: the file name for messages.
+        n_features: feature count of the SV matrix (default: the meta's ``n_features``
+            when present, else the highest index seen).
+
+    Returns:
+        (model, metadata dict or None for a stock file).
+
+    Raises:
+        DataFormatError: malformed, truncated or corrupt (see ``split_model_text`` and
+            ``parse_model``).
+    """
+    lines, meta = split_model_text(text, where)
+    if n_features is None and meta and isinstance(meta.get("n_features"), int):
+        n_features = meta["n_features"]
+    return parse_model(lines, where, n_features), meta
+
+
+def write_model_file(path: str | os.PathLike, model: LibsvmModel,
+                     meta: dict | None = None) -> None:
+    """Write ``format_model_file(model, meta)`` to ``path`` (temporary name, then renamed).
+
+    Raises:
+        DataFormatError: see ``format_model``.
+    """
+    text = format_model_file(model, meta)
+    tmp = f"{os.fspath(path)}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def read_model_file(path: str | os.PathLike,
+                    n_features: int | None = None) -> tuple[LibsvmModel, dict | None]:
+    """Read a model file (see ``parse_model_file``).
+
+    Raises:
+        DataFormatError: malformed, truncated or not UTF-8; FileNotFoundError: no file.
+    """
+    where = os.fspath(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        raise DataFormatError(f"{where}: not UTF-8 text; not a LIBSVM model file") from None
+    return parse_model_file(text, where, n_features)
+
+
+# -- binary C-SVC models (the driver's own view) ------------------------------------------
 @dataclass
 class BinaryModel:
     """f(x) = sum_i dual_coef_i k(sv_i, x) + intercept; f > 0 predicts ``labels[1]``.
@@ -37,15 +482,6 @@ class BinaryModel:
     labels: tuple[int, int]
 
 
-def _fmt_row(row) -> str:
-    if sp.issparse(row):
-        idx, val = row.indices, row.data
-    else:
-        idx = np.flatnonzero(row)
-        val = row[idx]
-    return " ".join(f"{i + 1}:{float(v):.9g}" for i, v in zip(idx, val))
-
-
 def sv_order(dual_coef: np.ndarray) -> np.ndarray:
     """Order in which a model file lists its support vectors: positive coefficients first
     (LIBSVM orients f towards its first label), each group in the given order."""
@@ -53,8 +489,8 @@ def sv_order(dual_coef: np.ndarray) -> np.ndarray:
     return np.concatenate([np.flatnonzero(coef > 0), np.flatnonzero(coef <= 0)])
 
 
-def format_libsvm_model(model: BinaryModel) -> str:
-    """The text of ``model`` as a LIBSVM model file, SVs in ``sv_order``.
+def binary_to_libsvm(model: BinaryModel) -> LibsvmModel:
+    """The LIBSVM layout of a binary model: ``label pos neg``, positive SVs first.
 
     Raises:
         DataFormatError: labels that are not integers.
@@ -63,124 +499,73 @@ def format_libsvm_model(model: BinaryModel) -> str:
     if int(neg) != neg or int(pos) != pos:
         raise DataFormatError(f"LIBSVM model files need integer labels; got {model.labels}")
     coef = np.asarray(model.dual_coef, dtype=np.float64)
+    order = sv_order(coef)
     n_pos = int((coef > 0).sum())
-    k = model.kernel
-    head = ["svm_type c_svc", f"kernel_type {k.name}"]
-    if k.name == "poly":
-        head.append(f"degree {int(k.degree)}")
-    if k.name != "linear":
-        head.append(f"gamma {k.gamma:.17g}")
-    if k.name in ("poly", "sigmoid"):
-        head.append(f"coef0 {k.coef0:.17g}")
-    head += ["nr_class 2", f"total_sv {len(coef)}", f"rho {-model.intercept:.17g}",
-             f"label {int(pos)} {int(neg)}", f"nr_sv {n_pos} {len(coef) - n_pos}", "SV"]
-    sv = model.support_vectors
-    body = [f"{coef[i]:.17g} {_fmt_row(sv[i])}" for i in sv_order(coef)]
-    return "\n".join(head + body) + "\n"
+    return LibsvmModel("c_svc", model.kernel, model.support_vectors[order],
+                       coef[order][:, None], np.array([-float(model.intercept)]),
+                       (int(pos), int(neg)), (n_pos, len(coef) - n_pos))
 
 
-def write_libsvm_model(path: str | os.PathLike, model: BinaryModel) -> None:
-    """Write ``model`` as a LIBSVM model file (written to a temporary name, then renamed).
+def libsvm_to_binary(model: LibsvmModel, where: str = "model") -> BinaryModel:
+    """A binary c_svc LibsvmModel as a BinaryModel with sorted labels.
+
+    LIBSVM orients f towards its FIRST label; the result's labels are (smaller, larger)
+    and f > 0 predicts the larger, so a file with ``label 0 1`` has its coefficients and
+    rho negated (``label 1 -1``, LIBSVM's usual order, is kept as it is).
+
+    Raises:
+        DataFormatError: not a binary c_svc model.
+    """
+    if model.svm_type not in CLASSIFICATION_TYPES or model.nr_class != 2:
+        raise DataFormatError(f"{where}: expected a binary c_svc model (svm_type c_svc, "
+                              f"nr_class 2); got {model.svm_type}, nr_class "
+                              f"{model.nr_class}")
+    first, second = model.labels
+    coef, rho = np.asarray(model.sv_coef[:, 0], dtype=np.float64), float(model.rho[0])
+    if first < second:
+        coef, rho = -coef, -rho
+    return BinaryModel(model.kernel, model.support_vectors, coef, -rho,
+                       (min(first, second), max(first, second)))
+
+
+def format_libsvm_model(model: BinaryModel) -> str:
+    """The text of a binary ``model`` as a LIBSVM model file, SVs in ``sv_order``.
 
     Raises:
         DataFormatError: labels that are not integers.
     """
-    tmp = f"{os.fspath(path)}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(format_libsvm_model(model))
-    os.replace(tmp, path)
+    return format_model(binary_to_libsvm(model))
 
 
-_REQUIRED = ("svm_type", "kernel_type", "nr_class", "total_sv", "rho", "label", "nr_sv")
+def write_libsvm_model(path: str | os.PathLike, model: BinaryModel) -> None:
+    """Write a binary ``model`` as a LIBSVM model file with our trailer (temporary name,
+    then renamed).
+
+    Raises:
+        DataFormatError: labels that are not integers.
+    """
+    write_model_file(path, binary_to_libsvm(model))
 
 
 def parse_libsvm_model(lines: list[str], where: str, n_features: int | None = None,
                        first_line: int = 1) -> BinaryModel:
-    """Parse the lines of one binary c_svc LIBSVM model (header, ``SV``, one line per SV).
-
-    The header's counts are checked against the SV lines, so a truncated file is an error.
-
-    Args:
-        lines: the model's lines (without trailing text after the last SV).
-        where: the file name used in error messages.
-        n_features: feature count of the SV matrix (default: highest index seen).
-        first_line: line number of ``lines[0]`` in the file (for messages).
+    """Parse the lines of one binary c_svc LIBSVM model (see ``parse_model``).
 
     Returns:
-        the model, SVs as float32 CSR in file order.
+        the model with sorted labels (``libsvm_to_binary``), SVs as float32 CSR in file
+        order.
 
     Raises:
-        DataFormatError: not a binary c_svc model, a missing header key, counts that do
-            not match the SV lines, or a malformed line (named by number).
+        DataFormatError: not a binary c_svc model, or see ``parse_model``.
     """
-    header: dict[str, list[str]] = {}
-    coefs: list[float] = []
-    indptr, indices, values = [0], [], []
-    it = iter(enumerate(lines, first_line))
-    for _, line in it:
-        parts = line.split()
-        if not parts:
-            continue
-        if parts[0] == "SV":
-            break
-        header[parts[0]] = parts[1:]
-    else:
-        raise DataFormatError(f"{where}: no 'SV' line; not a LIBSVM model file (or "
-                              "truncated in its header)")
-    for lineno, line in it:
-        parts = line.split()
-        if not parts:
-            continue
-        try:
-            coefs.append(float(parts[0]))
-            for tok in parts[1:]:
-                i, v = tok.split(":")
-                indices.append(int(i) - 1)
-                values.append(float(v))
-        except ValueError:
-            raise DataFormatError(
-                f"{where}, line {lineno}: expected 'coef index:value ...'; got {line!r}"
-            ) from None
-        indptr.append(len(indices))
-    missing = [k for k in _REQUIRED if k not in header]
-    if missing:
-        raise DataFormatError(f"{where}: header lacks {', '.join(missing)}; not a complete "
-                              "LIBSVM model file")
-    if header["svm_type"] != ["c_svc"] or header["nr_class"] != ["2"]:
-        raise DataFormatError(f"{where}: expected a binary c_svc model (svm_type c_svc, "
-                              f"nr_class 2); got {header['svm_type']}, "
-                              f"nr_class {header['nr_class']}")
-    try:
-        total = int(header["total_sv"][0])
-        nr_sv = [int(v) for v in header["nr_sv"]]
-        pos, neg = (int(v) for v in header["label"])
-        rho = float(header["rho"][0])
-    except (ValueError, IndexError):
-        raise DataFormatError(f"{where}: malformed total_sv, nr_sv, label or rho line") \
-            from None
-    if total != len(coefs) or sum(nr_sv) != total:
-        raise DataFormatError(f"{where}: header says total_sv {total} (nr_sv {nr_sv}) but "
-                              f"{len(coefs)} SV lines follow; the file is truncated or "
-                              "corrupt")
-    name = header["kernel_type"][0]
-    if name not in KERNELS:
-        raise DataFormatError(f"{where}: unsupported kernel_type {name!r}")
-    kernel = Kernel(name, float(header.get("gamma", ["1"])[0]),
-                    int(header.get("degree", ["3"])[0]), float(header.get("coef0", ["0"])[0]))
-    d = max(indices, default=-1) + 1 if n_features is None else n_features
-    if indices and max(indices) >= d:
-        raise DataFormatError(f"{where}: feature index {max(indices) + 1} exceeds the "
-                              f"model's {d} features")
-    sv = sp.csr_matrix((np.asarray(values, np.float32), np.asarray(indices, np.int32),
-                        np.asarray(indptr, np.int64)), shape=(len(coefs), d))
-    return BinaryModel(kernel, sv, np.asarray(coefs), -rho, (neg, pos))
+    return libsvm_to_binary(parse_model(lines, where, n_features, first_line), where)
 
 
 def read_libsvm_model(path: str | os.PathLike, n_features: int | None = None) -> BinaryModel:
-    """Read a binary c_svc LIBSVM model file (see ``parse_libsvm_model``).
+    """Read a binary c_svc LIBSVM model file (ours or stock; see ``parse_model_file``).
 
     Raises:
         DataFormatError: malformed or truncated; FileNotFoundError: no such file.
     """
-    with open(path) as f:
-        return parse_libsvm_model(f.read().splitlines(), os.fspath(path), n_features)
+    model, _ = read_model_file(path, n_features)
+    return libsvm_to_binary(model, os.fspath(path))

@@ -100,9 +100,9 @@ def test_fit_on_parquet_then_distributed_evaluate_and_predict(dask_client, twono
 
 @pytest.mark.parametrize("params, match", [
     ({"kernel": "cubic"}, "kernel"),
-    ({"C": -1.0}, "C must be"),
+    ({"C": -1.0}, "'C' parameter"),
     ({"gamma": "wide"}, "gamma"),
-    ({"k": 0}, "k must be"),
+    ({"k": 0}, "'k' parameter"),
     ({"max_iter": 0}, "max_iter"),
 ])
 def test_bad_parameters(params, match, twonorm):

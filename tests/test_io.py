@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 import joblib
 import numpy as np
@@ -14,7 +15,9 @@ from randsvm_dist import model_files as model_io
 from randsvm_dist.cli import main as cli_main
 from randsvm_dist.data import make_arrays, write_arrays
 from randsvm_dist.estimators import RandSVMClassifier
+from randsvm_dist.estimators.persistence import model_text
 from randsvm_dist.exceptions import DataFormatError
+from randsvm_dist.solvers.model_file import END_TAG, META_TAG
 from randsvm_dist.streaming import BlurredBallSVM, BudgetedSGD, OnlineRampSVM, StreamSVM
 
 LEARNERS = [
@@ -93,22 +96,22 @@ def test_randsvm_multiclass_is_one_file_and_keeps_support(randsvm_multi, tmp_pat
     back = RandSVMClassifier.load(path)
     np.testing.assert_array_equal(back.support_, est.support_)
     np.testing.assert_array_equal(back.predict(X), est.predict(X))
-    assert svm_load_model(str(path)).get_nr_sv() == int((est.dual_coef_[0] != 0).sum())
+    assert svm_load_model(str(path)).get_nr_sv() == len(est.support_)
 
 
 def _rewrite_meta(text: str, **changes) -> str:
     """The model text with its metadata changed and a valid checksum (a crafted file)."""
     lines = text.splitlines(keepends=True)
-    at = next(i for i, s in enumerate(lines) if s.startswith(model_io.META_TAG))
-    meta = json.loads(lines[at][len(model_io.META_TAG):])
+    at = next(i for i, s in enumerate(lines) if s.startswith(META_TAG))
+    meta = json.loads(lines[at][len(META_TAG):])
     for key, value in changes.items():
         if key == "params":
             meta["params"].update(value)
         else:
             meta[key] = value
-    lines[at] = model_io.META_TAG + json.dumps(meta) + "\n"
-    body = "".join(ln for ln in lines if not ln.startswith(model_io.END_TAG))
-    return body + model_io.END_TAG + hashlib.sha256(body.encode()).hexdigest() + "\n"
+    lines[at] = META_TAG + json.dumps(meta) + "\n"
+    body = "".join(ln for ln in lines if not ln.startswith(END_TAG))
+    return body + END_TAG + hashlib.sha256(body.encode()).hexdigest() + "\n"
 
 
 @pytest.mark.parametrize("change, match", [
@@ -120,7 +123,7 @@ def _rewrite_meta(text: str, **changes) -> str:
 def test_crafted_metadata_is_refused(randsvm_binary, tmp_path, change, match):
     est, _ = randsvm_binary
     path = tmp_path / "m.model"
-    path.write_text(_rewrite_meta(model_io.randsvm_model_text(est), **change))
+    path.write_text(_rewrite_meta(model_text(est), **change))
     with pytest.raises(DataFormatError, match=match):
         RandSVMClassifier.load(path)
 
@@ -143,7 +146,7 @@ def test_a_meta_json_sidecar_is_ignored(randsvm_binary, tmp_path):
 
 def test_truncated_and_corrupt_randsvm_files(randsvm_binary, tmp_path):
     est, _ = randsvm_binary
-    text = model_io.randsvm_model_text(est)
+    text = model_text(est)
     path = tmp_path / "m.model"
     lines = text.splitlines(keepends=True)
     path.write_text("".join(lines[: len(lines) // 2]))  # cut inside the SV block
@@ -156,7 +159,11 @@ def test_truncated_and_corrupt_randsvm_files(randsvm_binary, tmp_path):
                     else text.replace("e-", "e+", 1))
     with pytest.raises(DataFormatError, match="checksum"):
         RandSVMClassifier.load(path)
-    stock = text[: text.index(model_io.META_TAG)]  # a stock LIBSVM file, one SV line lost
+    stock = re.sub(r"\nSV [^\n]*\n", "\nSV\n", text[: text.index(META_TAG)])  # stock LIBSVM's
+    path.write_text(stock.rsplit("\n", 2)[0])  # cut inside its last line
+    with pytest.raises(DataFormatError, match="truncated"):
+        RandSVMClassifier.load(path)
+    # a stock file with one SV line lost
     path.write_text(stock.rsplit("\n", 2)[0] + "\n")
     with pytest.raises(DataFormatError, match="total_sv"):
         RandSVMClassifier.load(path)

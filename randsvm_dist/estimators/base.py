@@ -25,7 +25,6 @@ from randsvm_dist.engine.inputs import apply_to_dask, is_dask_collection
 from randsvm_dist.exact.bounds import support_bound
 from randsvm_dist.exact.driver import run_randsvm
 from randsvm_dist.exact.state import ProblemState, RunConfig
-from randsvm_dist.exact.steps import united_support
 from randsvm_dist.exceptions import NotFittedError, ParameterError
 from randsvm_dist.kernels import KERNELS, Kernel, decision_values, resolve_gamma
 from randsvm_dist.seeds import resolve_seed
@@ -179,8 +178,15 @@ class RandSVMBase(BaseEstimator):
         """The problems the driver solves (one state each)."""
         raise NotImplementedError
 
-    def _set_model_attributes(self, states: list[ProblemState], classes) -> None:
-        """Fitted attributes beyond the shared ones (dual_coef_, intercept_, ...)."""
+    def _set_model(self, states: list[ProblemState], classes, kernel: Kernel,
+                   n_features: int) -> None:
+        """The fitted model from the problems' final states (its LIBSVM form, then
+        ``_adopt``)."""
+        raise NotImplementedError
+
+    def _adopt(self, model, support: np.ndarray, classes, n_features: int) -> None:
+        """Take a LIBSVM model (``solvers.model_file.LibsvmModel``) as the fitted model:
+        ``support`` holds the global rows of its SVs in file order."""
         raise NotImplementedError
 
     # -- fitting ---------------------------------------------------------------------------
@@ -264,8 +270,7 @@ class RandSVMBase(BaseEstimator):
             for h in history:
                 if h["iteration"] == 1:
                     h.update(self.seed_info_)
-        self._set_support(states, kernel, parts.n_features, parts.is_sparse)
-        self._set_model_attributes(states, classes)
+        self._set_model(states, classes, kernel, parts.n_features)
         self.history_ = history
         self.n_iter_ = max(h["iteration"] for h in history)
         self.stop_reasons_ = [p.stop_reason for p in states]
@@ -287,19 +292,13 @@ class RandSVMBase(BaseEstimator):
             f"certified to be that close to the optimum of all rows. To certify it: {advice}.",
             ConvergenceWarning, stacklevel=3)
 
-    def _set_support(self, states: list[ProblemState], kernel: Kernel, n_features: int,
-                     sparse: bool) -> None:
-        """The union of the problems' support vectors and each problem's coefficients."""
-        self._set_raw([s.model for s in states], kernel, n_features, sparse)
-
-    def _set_raw(self, models, kernel: Kernel, n_features: int, sparse: bool) -> None:
-        union, sv, coef = united_support(models, sparse, n_features)
-        self.n_features_in_ = n_features
-        self.kernel_ = kernel
-        self.support_ = union
-        self.support_vectors_ = sv
-        self._problem_coef = coef
-        self._problem_intercept = np.array([m.intercept for m in models], dtype=np.float64)
+    def _adopt_common(self, model, support: np.ndarray, n_features: int) -> None:
+        """Attributes every estimator takes from its LIBSVM model."""
+        self._libsvm = model
+        self.kernel_ = model.kernel
+        self.n_features_in_ = int(n_features)
+        self.support_ = np.asarray(support, np.int64)
+        self.support_vectors_ = model.support_vectors
 
     # -- prediction ------------------------------------------------------------------------
     def __sklearn_is_fitted__(self) -> bool:
@@ -380,3 +379,12 @@ class RandSVMBase(BaseEstimator):
             raise ParameterError(f"{os.fspath(path)} holds a {type(est).__name__}, not a "
                                  f"{cls.__name__}")
         return est
+
+
+def binary_libsvm(kernel, sv, coef: np.ndarray, intercept: float, svm_type: str
+                  ):
+    """A one-column LIBSVM model (epsilon_svr, one_class): f = coef k(sv, x) + intercept."""
+    from randsvm_dist.solvers.model_file import LibsvmModel
+
+    return LibsvmModel(svm_type, kernel, sv, np.asarray(coef, np.float64).reshape(-1, 1),
+                       np.array([-float(intercept)]))

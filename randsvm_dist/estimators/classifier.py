@@ -15,6 +15,16 @@ from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.state import ProblemState
 from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.solvers.libsvm_adapter import SolverParams
+from randsvm_dist.solvers.model_file import CLASSIFICATION_TYPES, OVR_SVM_TYPE
+from randsvm_dist.solvers.ovo_layout import (
+    linear_coef,
+    ovo_pairs,
+    ovo_to_libsvm,
+    ovr_to_libsvm,
+    pair_coef_matrix,
+    sort_labels,
+    svc_attributes,
+)
 
 
 class RandSVMClassifier(ClassifierMixin, RandSVMBase):
@@ -129,27 +139,69 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         return [ProblemState(kind, solver, n_rows=int(n), size=float(n))
                 for kind, n in zip(kinds, sizes)]
 
-    def _set_model_attributes(self, states: list[ProblemState], classes) -> None:
-        kinds = [s.kind for s in states]
-        self._set_classes(classes, [(k.positive, -1 if k.negative is None else k.negative)
-                                    for k in kinds])
+    def _set_model(self, states: list[ProblemState], classes, kernel,
+                   n_features: int) -> None:
+        kinds, models = [s.kind for s in states], [s.model for s in states]
+        labels = _file_labels(classes)
+        if len(classes) == 2:  # LIBSVM's pair (0, 1) is positive towards class 0
+            m = models[0]
+            model, support = ovo_to_libsvm(kernel, labels, [m.rows], [m.X], [-m.coef],
+                                           [-m.intercept])
+        elif kinds[0].negative is None:
+            model, support = ovr_to_libsvm(kernel, labels, [m.rows for m in models],
+                                           [m.X for m in models], [m.coef for m in models],
+                                           [m.intercept for m in models])
+        else:
+            model, support = ovo_to_libsvm(kernel, labels, [m.rows for m in models],
+                                           [m.X for m in models], [m.coef for m in models],
+                                           [m.intercept for m in models])
+        self._adopt(model, support, classes, n_features)
 
-    def _set_classes(self, classes, problems: list[tuple[int, int]]) -> None:
-        """classes_, problems_, dual_coef_, intercept_ and n_support_ from the raw model."""
-        self.classes_ = np.asarray(classes)
-        self.problems_ = problems
-        self.dual_coef_ = self._problem_coef
-        self.intercept_ = self._problem_intercept
-        owner = np.full(len(self.support_), -1)
-        for j, (pos, neg) in enumerate(problems):
-            c = self._problem_coef[j]
-            owner[c > 0] = pos if len(self.classes_) > 2 else 1
-            if neg >= 0:
-                owner[c < 0] = neg
-            elif len(self.classes_) == 2:
-                owner[c < 0] = 0
-        self.n_support_ = np.array([(owner == c).sum() for c in range(len(self.classes_))],
-                                   dtype=np.int32)
+    def _adopt(self, model, support, classes, n_features: int) -> None:
+        if model.svm_type in CLASSIFICATION_TYPES:
+            model, order = sort_labels(model)
+            support = np.asarray(support)[order]
+        self._adopt_common(model, support, n_features)
+        self.classes_ = (np.asarray(classes) if classes is not None
+                         else np.asarray(model.labels))
+        k = len(self.classes_)
+        if model.svm_type == OVR_SVM_TYPE:
+            self.problems_ = [(j, -1) for j in range(k)]
+            self.dual_coef_ = np.asarray(model.sv_coef, np.float64).T
+            self.intercept_ = -np.asarray(model.rho, np.float64)
+            owner = np.argmax(self.dual_coef_ > 0, axis=0)
+            self.n_support_ = np.bincount(owner, minlength=k).astype(np.int32)
+            self._problem_coef, self._problem_intercept = self.dual_coef_, self.intercept_
+        else:
+            self.problems_ = [(1, -1)] if k == 2 else ovo_pairs(k)
+            attrs = svc_attributes(model)
+            self.dual_coef_, self.intercept_ = attrs["dual_coef_"], attrs["intercept_"]
+            self.n_support_ = attrs["n_support_"]
+            if k == 2:
+                self._problem_coef, self._problem_intercept = self.dual_coef_, self.intercept_
+            else:
+                self._problem_coef = pair_coef_matrix(model.sv_coef, model.n_sv).T
+                self._problem_intercept = attrs["_intercept_"]
+        self.probA_ = None if model.prob_a is None else np.asarray(model.prob_a)
+        self.probB_ = None if model.prob_b is None else np.asarray(model.prob_b)
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """w of each problem for the linear kernel (read-only), as SVC's ``coef_``.
+
+        Raises:
+            AttributeError: not a linear kernel.
+        """
+        self._check_fitted()
+        if self.kernel_.name != "linear":
+            raise AttributeError("coef_ is only available when using a linear kernel")
+        if self._libsvm.svm_type == OVR_SVM_TYPE:
+            coef = self.dual_coef_ @ np.asarray(self.support_vectors_.todense()
+                                                if hasattr(self.support_vectors_, "todense")
+                                                else self.support_vectors_, np.float64)
+            coef.flags.writeable = False
+            return coef
+        return linear_coef(self.dual_coef_, self.n_support_, self.support_vectors_)
 
     # -- prediction ------------------------------------------------------------------------
     @property
@@ -200,3 +252,12 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
             with dask_client(self.client) as client:
                 return dask_accuracy(self, X, y, client)
         return super().score(X, y, sample_weight)
+
+
+def _file_labels(classes) -> list[int]:
+    """The labels a LIBSVM file lists: the classes when they are integers, else their
+    indices (the metadata keeps the classes)."""
+    c = np.asarray(classes)
+    if np.issubdtype(c.dtype, np.number) and np.all(np.mod(c, 1) == 0):
+        return [int(v) for v in c]
+    return list(range(len(c)))

@@ -9,9 +9,10 @@ from sklearn.base import OutlierMixin
 from sklearn.utils._param_validation import Interval
 
 from randsvm_dist.engine.inputs import weight_total
-from randsvm_dist.estimators.base import RandSVMBase
+from randsvm_dist.estimators.base import RandSVMBase, binary_libsvm
 from randsvm_dist.exact.kinds import OneClass
 from randsvm_dist.exact.state import ProblemState
+from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.solvers.libsvm_adapter import SolverParams
 
 
@@ -78,11 +79,20 @@ class RandSVMOneClass(OutlierMixin, RandSVMBase):
     def _problems(self, client, parts, classes, solver: SolverParams) -> list[ProblemState]:
         n = parts.n_rows
         size = weight_total(client, parts) if parts.weighted else float(n)
+        if size <= 0:
+            raise ParameterError("Invalid input - all samples have zero or negative weights.")
         return [ProblemState(OneClass(float(self.nu)), solver, n_rows=n, size=size)]
 
-    def _set_model_attributes(self, states, classes) -> None:
-        self.dual_coef_ = self._problem_coef
-        self.intercept_ = self._problem_intercept
+    def _set_model(self, states, classes, kernel, n_features: int) -> None:
+        m = states[0].model
+        self._adopt(binary_libsvm(kernel, m.X, m.coef, m.intercept, "one_class"), m.rows, None,
+                    n_features)
+
+    def _adopt(self, model, support, classes, n_features: int) -> None:
+        self._adopt_common(model, support, n_features)
+        self.dual_coef_ = np.asarray(model.sv_coef, np.float64).T
+        self.intercept_ = -np.asarray(model.rho, np.float64)
+        self._problem_coef, self._problem_intercept = self.dual_coef_, self.intercept_
         self.offset_ = -float(self._problem_intercept[0])
 
     def decision_function(self, X) -> np.ndarray:

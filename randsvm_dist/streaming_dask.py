@@ -12,8 +12,16 @@ Every task is pure and retried (``retries=2``); inputs travel inside the tasks, 
 ``scatter``, so a dead worker's results are recomputed from the same inputs.
 
 A kernel width ``gamma='scale'`` is resolved once from the whole data set (one moments pass
-over the partitions) before the learners start: each learner resolving it from its own
-partition would give learners that cannot be merged.
+over the partitions, then :func:`randsvm_dist.streaming.base.learner_gamma`, the same function
+the learners use in-process) before the learners start: each learner resolving it from its
+own partition would give learners that cannot be merged. ``class_weight='balanced'`` is
+resolved the same way, from the label counts of the whole data set.
+
+:class:`DaskStreamingClassifier` is the one Dask wrapper of a streaming learner (as dask-ml's
+``Incremental`` and LightGBM's ``_DaskLGBMModel``): ``fit`` on a Parquet data set runs
+:func:`fit_streaming`, on Dask arrays/DataFrames one pass over the row blocks in order;
+``predict``/``decision_function`` of Dask input are lazy dask arrays, ``score`` runs on the
+cluster. The learners themselves (:mod:`randsvm_dist.streaming`) know nothing of Dask.
 """
 
 from __future__ import annotations
@@ -22,15 +30,28 @@ import logging
 import time
 
 import numpy as np
-import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.client import dask_client
-from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
-from randsvm_dist.kernels import moments_variance, resolve_gamma, row_sq_norms, value_moments
+from randsvm_dist.engine.inputs import (
+    aligned_blocks,
+    apply_to_dask,
+    as_dask_array,
+    dask_accuracy,
+    is_dask_collection,
+    open_dataset,
+)
+from randsvm_dist.exceptions import DataFormatError, NotFittedError, ParameterError, SchemaError
 from randsvm_dist.seeds import derive_seed, resolve_seed
-from randsvm_dist.streaming.base import StreamingClassifier
-from randsvm_dist.validation import check_classes, check_int
+from randsvm_dist.streaming.base import (
+    StreamingClassifier,
+    gamma_moments,
+    learner_gamma,
+    resolve_class_weight,
+)
+from randsvm_dist.streaming.streamsvm import resolve_normalize
+from randsvm_dist.validation import check_classes, check_int, check_labels
 
 log = logging.getLogger("randsvm_dist")
 
@@ -53,13 +74,11 @@ def _normalizes(estimator) -> bool:
     """Whether the learner scales rows to unit norm before resolving gamma."""
     if getattr(estimator, "normalize", None) is None:
         return False
-    from randsvm_dist.streaming.streamsvm import resolve_normalize
-
     return bool(resolve_normalize(estimator))
 
 
-def partition_moments(ds, i: int, normalize: bool = False) -> tuple[int, float, float]:
-    """Count, sum and sum of squares of all feature values of partition i.
+def partition_gamma_moments(ds, i: int, normalize: bool = False) -> tuple[int, float, float]:
+    """:func:`~randsvm_dist.streaming.base.gamma_moments` of partition i (runs on a worker).
 
     Args:
         ds: Dataset.
@@ -70,11 +89,13 @@ def partition_moments(ds, i: int, normalize: bool = False) -> tuple[int, float, 
         (values incl. implicit zeros, sum, sum of squares).
     """
     X, _ = ds.read_partition(i)
-    if normalize and X.shape[0]:
-        n = np.sqrt(row_sq_norms(X).astype(np.float64))
-        inv = np.where(n > 0, 1.0 / np.maximum(n, 1e-30), 0.0)
-        X = sp.diags(inv) @ X if sp.issparse(X) else X * inv[:, None]
-    return value_moments(X)
+    return gamma_moments(X, normalize)
+
+
+def partition_labels(ds, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct labels of partition i and their counts (runs on a worker)."""
+    _, y = ds.read_partition(i)
+    return np.unique(np.asarray(y), return_counts=True)
 
 
 def fit_partition(estimator: StreamingClassifier, ds, i: int, seed: int | None,
@@ -94,8 +115,6 @@ def fit_partition(estimator: StreamingClassifier, ds, i: int, seed: int | None,
     Raises:
         SchemaError: a label outside classes, or bad rows (names the partition's file).
     """
-    from sklearn.base import clone
-
     t0 = time.perf_counter()
     est = clone(estimator)
     if seed is not None:
@@ -150,21 +169,38 @@ def _check_against_fitted(estimator: StreamingClassifier, ds, classes: np.ndarra
                           f"{np.asarray(estimator.classes_).tolist()}")
 
 
-def _resolve_gamma(client, estimator, ds, parts: list[int]):
-    """A numeric gamma for the learners, or None when the estimator needs none."""
+def _data_gamma(client, estimator, ds, parts: list[int]):
+    """A numeric gamma for the learners (via ``learner_gamma``), or None when the estimator
+    needs none."""
     params = estimator.get_params(deep=False)
     gamma = params.get("gamma")
     if not isinstance(gamma, str) or params.get("kernel", "rbf") == "linear":
         return None
-    if gamma == "auto":
-        return resolve_gamma("auto", n_features=ds.n_features)
     if gamma != "scale":
-        resolve_gamma(gamma)  # raises ParameterError naming the bad value
+        return learner_gamma(gamma, ds.n_features)  # 'auto', or ParameterError
     norm = _normalizes(estimator)
-    got = gather(client, [client.submit(partition_moments, ds, i, norm, pure=False,
+    got = gather(client, [client.submit(partition_gamma_moments, ds, i, norm, pure=False,
                                         retries=2) for i in parts],
                  "the feature moments (gamma='scale')", [f"partition {i}" for i in parts])
-    return resolve_gamma("scale", n_features=ds.n_features, x_var=moments_variance(got))
+    return learner_gamma("scale", ds.n_features, got)
+
+
+def _data_class_weight(client, estimator, ds, parts: list[int], classes: np.ndarray):
+    """class_weight='balanced' as a dict from the whole data set's label counts (None when
+    the estimator has another class_weight)."""
+    if estimator.get_params(deep=False).get("class_weight") != "balanced":
+        return None
+    got = gather(client, [client.submit(partition_labels, ds, i, pure=False, retries=2)
+                          for i in parts],
+                 "the label counts (class_weight='balanced')",
+                 [f"partition {i}" for i in parts])
+    counts = dict.fromkeys(classes.tolist(), 0)
+    for labels, c in got:
+        for label, k in zip(labels.tolist(), c.tolist()):
+            counts[label] = counts.get(label, 0) + int(k)
+    y = np.repeat(np.array(list(counts), dtype=classes.dtype), list(counts.values()))
+    w = resolve_class_weight("balanced", classes, y)
+    return {label: float(v) for label, v in zip(classes.tolist(), w)}
 
 
 def fit_streaming(estimator: StreamingClassifier, data, client=None,
@@ -202,8 +238,6 @@ def fit_streaming(estimator: StreamingClassifier, data, client=None,
         DataFormatError: data not a Dataset/path, or a data set without rows.
         ClusterError: the scheduler cannot be reached.
     """
-    from randsvm_dist.engine.inputs import open_dataset
-
     if not isinstance(estimator, StreamingClassifier):
         raise ParameterError(
             "fit_streaming needs a randsvm_dist.streaming.StreamingClassifier (StreamSVM, "
@@ -224,11 +258,13 @@ def fit_streaming(estimator: StreamingClassifier, data, client=None,
 
     t0 = time.perf_counter()
     with dask_client(client) as c:
-        gamma = _resolve_gamma(c, estimator, ds, parts)
+        gamma = _data_gamma(c, estimator, ds, parts)
+        cw = None if fitted else _data_class_weight(c, estimator, ds, parts, classes)
         template = estimator if not fitted else _unfitted_copy(estimator)
-        if gamma is not None:
+        if gamma is not None or cw is not None:
             template = _unfitted_copy(template)
-            template.set_params(gamma=gamma)
+            template.set_params(**({"gamma": gamma} if gamma is not None else {}),
+                                **({"class_weight": cw} if cw is not None else {}))
         seeds = {i: None if "random_state" not in estimator.get_params(deep=False)
                  else derive_seed(rs, PARTITION_STREAM, i) for i in parts}
         level = [c.submit(fit_partition, template, ds, i, seeds[i], classes, pure=False,
@@ -276,7 +312,166 @@ def fit_streaming(estimator: StreamingClassifier, data, client=None,
 
 
 def _unfitted_copy(estimator: StreamingClassifier) -> StreamingClassifier:
-    from sklearn.base import clone
-
     return clone(estimator)
 
+
+
+# -- the one Dask wrapper of a streaming learner ------------------------------------------
+class DaskStreamingClassifier(ClassifierMixin, BaseEstimator):
+    """A streaming learner on Dask input (the only place the learners meet Dask).
+
+    Modelled on dask-ml's ``Incremental`` and LightGBM's ``_DaskLGBMModel``: the wrapped
+    learner stays a plain in-memory estimator (``estimator_`` after fitting); this class
+    decides how Dask input reaches it.
+
+    Args:
+        estimator: an unfitted (or fitted, to continue it) StreamingClassifier.
+        client: for Parquet data sets: None (default client, else an embedded
+            LocalCluster), a scheduler address or a distributed.Client. Dask collections
+            run on Dask's current scheduler.
+        fan_in: merges per tree node of :func:`fit_streaming`.
+
+    Fitted attributes: ``estimator_`` (the fitted learner), ``classes_``,
+    ``n_features_in_``; any other fitted attribute of the learner is read through
+    (``wrapper.n_core_`` is ``wrapper.estimator_.n_core_``).
+    """
+
+    def __init__(self, estimator=None, client=None, fan_in: int = 2):
+        self.estimator = estimator
+        self.client = client
+        self.fan_in = fan_in
+
+    def _template(self) -> StreamingClassifier:
+        if not isinstance(self.estimator, StreamingClassifier):
+            raise ParameterError("DaskStreamingClassifier needs a randsvm_dist.streaming "
+                                 "learner (StreamSVM, BlurredBallSVM, BudgetedSGD, "
+                                 f"OnlineRampSVM); got {type(self.estimator).__name__}")
+        return self.estimator
+
+    def fit(self, X, y=None, sample_weight=None) -> DaskStreamingClassifier:
+        """One pass over the data.
+
+        Args:
+            X: a Dataset or Parquet path/URL (then y must be None: each partition is
+                learnt on a worker and the learners tree-merged, :func:`fit_streaming`),
+                a Dask array/DataFrame (one pass over its row blocks in order, one block in
+                memory at a time), or in-memory arrays (the learner's own ``fit``).
+            y: labels (not for a data set).
+            sample_weight: per-row weights (arrays or a dask array aligned with X; not
+                for a data set).
+
+        Returns:
+            self
+
+        Raises:
+            ParameterError: not a streaming learner; y or sample_weight with a data set.
+            SchemaError, DataFormatError, ClusterError: as fit_streaming / the learner.
+        """
+        est = self._template()
+        ds = open_dataset(X) if not is_dask_collection(X) else None
+        if ds is not None:
+            if y is not None or sample_weight is not None:
+                raise ParameterError("a Parquet data set carries its own labels; y and "
+                                     "sample_weight must be None")
+            self.estimator_ = fit_streaming(est, ds, client=self.client, fan_in=self.fan_in)
+        elif is_dask_collection(X) or is_dask_collection(y):
+            self.estimator_ = self._fit_blocks(clone(est), X, y, sample_weight)
+        else:
+            self.estimator_ = clone(est).fit(X, y, sample_weight=sample_weight)
+        self.classes_ = self.estimator_.classes_
+        self.n_features_in_ = self.estimator_.n_features_in_
+        return self
+
+    @staticmethod
+    def _fit_blocks(est: StreamingClassifier, X, y, sample_weight) -> StreamingClassifier:
+        """One pass over aligned Dask row blocks in order."""
+        import dask
+        import dask.array as da
+
+        Xa, ya = aligned_blocks(as_dask_array(X, "X"), as_dask_array(y, "y"))
+        classes = check_classes(da.unique(ya).compute(), where="y")
+        wb = None
+        if sample_weight is not None:
+            wa = as_dask_array(sample_weight, "sample_weight").rechunk((Xa.chunks[0],))
+            wb = wa.to_delayed().ravel()
+        for k, (xb, yb) in enumerate(zip(Xa.to_delayed().ravel(), ya.to_delayed().ravel())):
+            if wb is None:
+                xb, yb = dask.compute(xb, yb)
+                wk = None
+            else:
+                xb, yb, wk = dask.compute(xb, yb, wb[k])
+            est.partial_fit(xb, yb, classes=classes, sample_weight=wk)
+        return est
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None) -> DaskStreamingClassifier:
+        """Continue the learner with one more batch: in-memory arrays, or Dask ones whose
+        row blocks are fed in order.
+
+        Returns:
+            self
+
+        Raises:
+            as the learner's partial_fit (classes= is required on the first call).
+        """
+        if not hasattr(self, "estimator_"):
+            self.estimator_ = clone(self._template())
+        est = self.estimator_
+        if is_dask_collection(X) or is_dask_collection(y):
+            import dask
+
+            Xa, ya = aligned_blocks(as_dask_array(X, "X"), as_dask_array(y, "y"))
+            wb = None
+            if sample_weight is not None:
+                wa = as_dask_array(sample_weight, "sample_weight").rechunk((Xa.chunks[0],))
+                wb = wa.to_delayed().ravel()
+            for k, (xb, yb) in enumerate(zip(Xa.to_delayed().ravel(),
+                                             ya.to_delayed().ravel())):
+                parts = dask.compute(xb, yb) if wb is None else dask.compute(xb, yb, wb[k])
+                est.partial_fit(parts[0], parts[1], classes=classes,
+                                sample_weight=parts[2] if wb is not None else None)
+        else:
+            est.partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+        self.classes_ = est.classes_
+        self.n_features_in_ = est.n_features_in_
+        return self
+
+    def _fitted(self) -> StreamingClassifier:
+        if not hasattr(self, "estimator_"):
+            raise NotFittedError("this DaskStreamingClassifier is not fitted yet")
+        return self.estimator_
+
+    def __getattr__(self, name: str):
+        if name.endswith("_") and not name.startswith("_") and "estimator_" in self.__dict__:
+            return getattr(self.__dict__["estimator_"], name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def decision_function(self, X):
+        """Scores: a lazy dask array for Dask input, else the learner's own."""
+        est = self._fitted()
+        if is_dask_collection(X):
+            return apply_to_dask(est, "decision_function", X)
+        return est.decision_function(X)
+
+    def predict(self, X):
+        """Labels: a lazy dask array for Dask input, else the learner's own."""
+        est = self._fitted()
+        if is_dask_collection(X):
+            return apply_to_dask(est, "predict", X)
+        return est.predict(X)
+
+    def score(self, X, y=None, sample_weight=None) -> float:
+        """Accuracy: on the cluster for Dask input or a Parquet data set (then y=None),
+        else in-process.
+
+        Raises:
+            NotFittedError; SchemaError (features/labels unlike the model's).
+        """
+        est = self._fitted()
+        if is_dask_collection(X) and sample_weight is None:
+            return dask_accuracy(est, X, y)
+        ds = None if is_dask_collection(X) else open_dataset(X)
+        if ds is not None:
+            from randsvm_dist.distributed_predict import evaluate_dataset
+
+            return float(evaluate_dataset(est, ds, client=self.client)["accuracy"])
+        return est.score(X, check_labels(y, X.shape[0]), sample_weight=sample_weight)

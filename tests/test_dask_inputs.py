@@ -13,6 +13,7 @@ from randsvm_dist import RandSVMClassifier
 from randsvm_dist.data import Dataset, make_arrays, write_arrays
 from randsvm_dist.exceptions import ParameterError, SchemaError
 from randsvm_dist.streaming import BudgetedSGD, StreamSVM
+from randsvm_dist.streaming_dask import DaskStreamingClassifier
 
 
 def _on_worker_only(block):
@@ -81,14 +82,15 @@ def test_dask_input_errors_name_the_rows(dask_client, arrays):
 def test_streaming_dask_array(current_dask_client, arrays):
     X, y = arrays
     dX, dy = _dask(X[:400], y[:400], chunks=97)
-    est = StreamSVM(kernel="linear", lookahead=10, random_state=0).fit(dX, dy)
+    est = DaskStreamingClassifier(StreamSVM(kernel="linear", lookahead=10, random_state=0))
+    est.fit(dX, dy)
     ref = StreamSVM(kernel="linear", lookahead=10, random_state=0).fit(X[:400], y[:400])
     np.testing.assert_allclose(est.decision_function(X[400:]), ref.decision_function(X[400:]),
                                rtol=1e-9, atol=1e-12)  # one pass, batches do not matter
     tX, ty = _dask(X[400:], y[400:], chunks=64)
     assert isinstance(est.predict(tX), da.Array)
     assert est.score(tX, ty) == pytest.approx(ref.score(X[400:], y[400:]))
-    b = BudgetedSGD(budget=30, random_state=0).fit(dX, dy)
+    b = DaskStreamingClassifier(BudgetedSGD(budget=30, random_state=0)).fit(dX, dy)
     assert b.score(tX, ty) > 0.9
 
 

@@ -148,6 +148,7 @@ class _BinaryBSGD:
         self.avg_b = 0.0
         self.avg_w = 0.0
         self.avg_t = 0  # step of the last fold
+        self.avg_counters = np.zeros(_k.N_COUNTERS, dtype=np.int64)  # folds' merges
 
     # -- learning --------------------------------------------------------------------------
     def _resolve(self, X) -> None:
@@ -211,7 +212,7 @@ class _BinaryBSGD:
         target.avg_b = target.avg_b * (target.avg_w / tot) + self.last_intercept * (wt / tot)
         target.avg_w = tot
         target.avg_t = self.t
-        target.avg_sv, target.avg_coef = self._shrink(P, c, target.counters)
+        target.avg_sv, target.avg_coef = self._shrink(P, c, target.avg_counters)
 
     def _shrink(self, P: np.ndarray, c: np.ndarray, counters: np.ndarray):
         """Multi-merge a weighted point set down to the budget. Returns (points, coefs)."""
@@ -247,7 +248,7 @@ class _BinaryBSGD:
             return cache[1]
         tmp = _BinaryBSGD.__new__(_BinaryBSGD)
         tmp.__dict__.update({k: v for k, v in self.__dict__.items() if k != "_avg_cache"})
-        tmp.counters = self.counters.copy()
+        tmp.avg_counters = self.avg_counters.copy()
         self._fold_into(tmp)
         out = (tmp.avg_sv, tmp.avg_coef, tmp.avg_b)
         self._avg_cache = (key, out)
@@ -313,10 +314,11 @@ class _BinaryBSGD:
         s1, s2 = n1 / (n1 + n2), n2 / (n1 + n2)
         out = self._copy_state()
         out.counters = self.counters + other.counters
+        out.avg_counters = self.avg_counters + other.avg_counters
         if self.average:
             (P1, c1, b1), (P2, c2, b2) = self._model(), other._model()
             P, c = _dedup_union([P1, P2], [s1 * c1, s2 * c2])
-            out.avg_sv, out.avg_coef = self._shrink(P, c, out.counters)
+            out.avg_sv, out.avg_coef = self._shrink(P, c, out.avg_counters)
             out.avg_b = s1 * b1 + s2 * b2
             out.avg_w = (self.t + other.t) * (self.t + other.t + 1) / 2.0  # sum of t
         out.lam = lam
@@ -347,7 +349,7 @@ class _BinaryBSGD:
     def _copy_state(self) -> _BinaryBSGD:
         out = object.__new__(_BinaryBSGD)
         out.__dict__.update({k: v for k, v in self.__dict__.items() if k != "_avg_cache"})
-        for name in ("sv", "sqn", "beta", "counters", "avg_sv", "avg_coef"):
+        for name in ("sv", "sqn", "beta", "counters", "avg_sv", "avg_coef", "avg_counters"):
             setattr(out, name, getattr(self, name).copy())
         out.rng = copy.deepcopy(self.rng)  # the input's stream must not advance
         return out

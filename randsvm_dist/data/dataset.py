@@ -182,7 +182,7 @@ class Dataset:
                         f"{url}: feature column {c!r} has type {t}; expected numbers"
                     )
             n_features = len(feature_columns)
-        if ours:
+        if ours and all("classes" in m for m in metas):  # none for real-valued labels
             classes, counts = _merge_class_stats(metas, schema0.field(label_column).type)
 
         ds = cls(url, fs, paths, label_column=label_column,

@@ -86,6 +86,12 @@ def label_array(y: np.ndarray) -> pa.Array:
     return pa.array(y)
 
 
+def _real_valued(y: np.ndarray) -> bool:
+    """Whether labels are real-valued targets (floats, not all integral)."""
+    y = np.asarray(y)
+    return y.dtype.kind == "f" and bool(np.any(y != np.round(y)))
+
+
 def _class_stats(y: np.ndarray) -> tuple[list, list[int]]:
     values, counts = np.unique(np.asarray(y), return_counts=True)
     return values.tolist(), counts.astype(int).tolist()
@@ -124,15 +130,16 @@ def partition_table(X, y, *, n_features: int | None = None,
         table = pa.table(cols)
         layout = "dense"
         nnz = None
-    classes, counts = _class_stats(y)
     meta = {
         "version": FORMAT_VERSION,
         "layout": layout,
         "n_features": d,
         "label_column": label_column,
-        "classes": classes,
-        "class_counts": counts,
     }
+    if _real_valued(y):  # regression targets: no per-value class statistics
+        meta["label_kind"] = "real"
+    else:
+        meta["classes"], meta["class_counts"] = _class_stats(y)
     if nnz is not None:
         meta["nnz"] = nnz
     if extra_meta:

@@ -139,7 +139,7 @@ def load_partitions(client, data, y=None, n_partitions: int | None = None,
                           "(y is required when fitting on arrays)")
     if is_dask_collection(data) or is_dask_collection(y):
         return _dask_partitions(client, data, y, task)
-    X = check_features(data)
+    X = check_features(data, min_rows=1)
     y = np.zeros(X.shape[0]) if y is None else check_labels(y, X.shape[0])
     if task == "regression":
         y = real_targets(y, "y")
@@ -297,15 +297,17 @@ def apply_to_dask(estimator, method: str, X):
     """``estimator.<method>`` on each row block of a Dask collection, lazily.
 
     Returns:
-        a dask array: labels or (n,) scores per row, or (n, K) scores for K classes.
+        a dask array: labels, targets or (n,) scores per row; (n, k) scores or
+        probabilities of k classes.
     """
     X, _ = aligned_blocks(as_dask_array(X, "X"), None)
     fn = getattr(estimator, method)
+    classes = getattr(estimator, "classes_", None)
     if method == "predict":
-        dtype = np.asarray(estimator.classes_).dtype
+        dtype = np.asarray(classes).dtype if classes is not None else np.float64
         return X.map_blocks(fn, drop_axis=1, dtype=dtype)
-    k = len(estimator.classes_)
-    if k == 2:
+    k = len(classes) if classes is not None else 1
+    if method != "predict_proba" and k <= 2:
         return X.map_blocks(fn, drop_axis=1, dtype=np.float64)
     return X.map_blocks(fn, chunks=(X.chunks[0], (k,)), dtype=np.float64)
 

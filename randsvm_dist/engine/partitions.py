@@ -105,7 +105,7 @@ class Partition:
 def load_dataset_partition(dataset, i: int, offset: int, coding: LabelCoding) -> Partition:
     """Read partition i of a Dataset into a Partition (runs on a worker)."""
     X, y = dataset.read_partition(i)
-    return Partition(X, coding.encode(y, f"partition {i}"), offset)
+    return Partition(X, coding.encode(y, f"partition {i} ({dataset.paths[i]})"), offset)
 
 
 def make_array_partition(X, y: np.ndarray, offset: int, coding: LabelCoding,

@@ -483,8 +483,9 @@ class _Run:
         with ThreadPoolExecutor(max_workers=max(1, n_workers(self.client))) as pool:
             pending = {pool.submit(self._randsvm_point, p): p for p in large}
             if futures:  # distributed's as_completed([]) looks for a default client
+                # its loop given: as_completed would otherwise look for a default client
                 for fut, result in as_completed(futures, with_results=True,
-                                                client=self.client):
+                                                loop=self.client.loop):
                     finished(futures[fut], (*result, "libsvm"))
             for fut in futures_completed(pending):  # each recorded as soon as it ends
                 finished(pending[fut], (*fut.result(), "randsvm"))

@@ -26,7 +26,13 @@ from randsvm_dist.exact.bounds import support_bound
 from randsvm_dist.exact.driver import run_randsvm
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.exceptions import NotFittedError, ParameterError
-from randsvm_dist.kernels import KERNELS, Kernel, decision_values, resolve_gamma
+from randsvm_dist.kernels import (
+    KERNELS,
+    Kernel,
+    decision_values,
+    decision_values_float64,
+    resolve_gamma,
+)
 from randsvm_dist.seeds import resolve_seed
 from randsvm_dist.solvers.libsvm_adapter import SolverParams
 from randsvm_dist.validation import check_features
@@ -313,8 +319,9 @@ class RandSVMBase(BaseEstimator):
         if not hasattr(self, "_problem_coef"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet")
 
-    def _problem_values(self, X) -> np.ndarray:
-        """(n, n_problems) decision values of every problem on the rows of X.
+    def _problem_values(self, X, float64: bool = False) -> np.ndarray:
+        """(n, n_problems) decision values of every problem on the rows of X (``float64``:
+        computed in float64 throughout, as LIBSVM does).
 
         Raises:
             NotFittedError, SchemaError (wrong feature count, NaN).
@@ -323,8 +330,9 @@ class RandSVMBase(BaseEstimator):
         X = check_features(X, self.n_features_in_, model=type(self).__name__)
         if getattr(self, "scaler_", None) is not None:
             X = self.scaler_.transform(X)
-        return decision_values(X, self.support_vectors_, self._problem_coef.T,
-                               self._problem_intercept, self.kernel_)
+        values = decision_values_float64 if float64 else decision_values
+        return values(X, self.support_vectors_, self._problem_coef.T,
+                      self._problem_intercept, self.kernel_)
 
     def _on_dask(self, method: str, X):
         """``method`` applied lazily to each row block of a Dask collection, or None."""

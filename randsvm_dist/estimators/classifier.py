@@ -7,6 +7,7 @@ from numbers import Real
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
 
 from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.inputs import dask_accuracy, is_dask_collection
@@ -41,13 +42,19 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
             k(k-1)/2) pairwise values); one-vs-rest models always give 'ovr'.
         break_ties: predict by the argmax of the 'ovr'-shaped decision function instead of
             the votes (as SVC; more than two classes and decision_function_shape='ovr').
+        probability: fit Platt's sigmoid per pair on held-out decision values (see
+            ``estimators.calibration``: about 0.8 of a fit more), for ``predict_proba``;
+            written into the model file as LIBSVM's probA/probB.
         The other parameters are ``RandSVMBase``'s (kernel, gamma, gap_tol, ...).
 
-    Fitted attributes: those of ``RandSVMBase`` and ``classes_``, ``n_support_`` (per
-    class), ``problems_`` ((positive, negative) class indices per problem; negative -1:
-    one-vs-rest), ``dual_coef_`` (n_problems, n_SV) and ``intercept_`` (n_problems,):
-    per problem f(x) = dual_coef_[j] k(support_vectors_, x) + intercept_[j] > 0 votes for
-    its positive class.
+    Fitted attributes: those of ``RandSVMBase`` and ``classes_``, ``problems_``
+    ((positive, negative) class indices per problem; negative -1: one-vs-rest); for
+    one-vs-one and binary models SVC's ``dual_coef_`` (k-1, n_SV), ``intercept_``
+    (n_pairs,), ``n_support_`` (per class), ``coef_`` (linear kernel), support vectors
+    grouped by class as LIBSVM lists them, ``probA_``/``probB_`` (probability=True); for
+    one-vs-rest models ``dual_coef_`` (k, n_SV) and ``intercept_`` (k,), model j scoring
+    class j against the rest. ``relative_gaps_`` holds each problem's (pair's) certified
+    gap, ``relative_gap_`` the worst.
     """
 
     _parameter_constraints: dict = {
@@ -57,11 +64,12 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         "multi_class": [StrOptions({"ovo", "ovr"})],
         "decision_function_shape": [StrOptions({"ovo", "ovr"})],
         "break_ties": ["boolean"],
+        "probability": ["boolean"],
     }
 
     def __init__(self, *, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
                  class_weight=None, multi_class="ovo", decision_function_shape="ovr",
-                 break_ties=False, k=None, sample_size="auto", bound_epsilon=0.2,
+                 break_ties=False, probability=False, k=None, sample_size="auto", bound_epsilon=0.2,
                  bound_delta=0.9, separable=False, max_iter=50, tol=1e-3, violator_tol=0.0,
                  gap_tol=1e-3, cache_size=200.0, random_state=None, client=None,
                  n_partitions=None, scale=None, seed=None, route="auto", cache="auto"):
@@ -77,6 +85,7 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         self.multi_class = multi_class
         self.decision_function_shape = decision_function_shape
         self.break_ties = break_ties
+        self.probability = probability
 
     def fit(self, data, y=None, sample_weight=None, *, dataset_kwargs: dict | None = None,
             checkpoint: str | None = None, resume: bool = False):
@@ -103,6 +112,16 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
             ClusterError: the cluster cannot be reached.
         """
         return self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
+
+    def _fit_partitions(self, client, parts, classes, dataset=None,
+                        checkpoint: str | None = None, resume: bool = False) -> None:
+        super()._fit_partitions(client, parts, classes, dataset, checkpoint, resume)
+        if self.probability:
+            from randsvm_dist.estimators.calibration import fit_sigmoids
+
+            prob_a, prob_b = fit_sigmoids(client, parts, classes, self)
+            self._libsvm.prob_a, self._libsvm.prob_b = prob_a, prob_b
+            self.probA_, self.probB_ = prob_a, prob_b
 
     def _class_weights(self, classes: np.ndarray, counts: np.ndarray) -> np.ndarray:
         cw = self.class_weight
@@ -244,6 +263,39 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         if self.break_ties and self.decision_function_shape == "ovr":
             return self.classes_[np.argmax(ovr_decision_function(f, len(self.classes_)), 1)]
         return self.classes_[ovo_predict_index(f, len(self.classes_))]
+
+    def _has_probabilities(self) -> bool:
+        if getattr(self, "probA_", None) is not None:
+            return True
+        if not self.probability:
+            raise AttributeError("predict_proba is available when fitted with "
+                                 "probability=True")
+        return True
+
+    @available_if(_has_probabilities)
+    def predict_proba(self, X) -> np.ndarray:
+        """(n, k) class probabilities, as LIBSVM's ``svm_predict_probability`` (pairwise
+        coupling of the pairs' sigmoids) and stock LIBSVM's ``-b 1`` on the saved file.
+
+        Raises:
+            NotFittedError, SchemaError; AttributeError without probability=True.
+        """
+        from randsvm_dist.probability import predict_proba
+
+        lazy = self._on_dask("predict_proba", X)
+        if lazy is not None:
+            return lazy
+        f = self._problem_values(X, float64=True)
+        if getattr(self, "probA_", None) is None:
+            raise AttributeError("predict_proba is available when fitted with "
+                                 "probability=True")
+        dec = -f if len(self.classes_) == 2 else f
+        return predict_proba(dec, self.probA_, self.probB_, len(self.classes_))
+
+    @available_if(_has_probabilities)
+    def predict_log_proba(self, X) -> np.ndarray:
+        """log of ``predict_proba``."""
+        return np.log(self.predict_proba(X))
 
     def score(self, X, y, sample_weight=None) -> float:
         """Accuracy on (X, y); Dask input is scored on the cluster, never gathered."""

@@ -150,6 +150,21 @@ def test_ovo_file_with_probabilities_stock_b1_agrees(blobs, tmp_path):
     np.testing.assert_array_equal(stock_predict(path, X)[0], ovo_predict(dec64(model, X), k))
 
 
+def test_layout_from_sparse_pairs_equals_dense(blobs):
+    X, cls = blobs
+    kernel = Kernel("rbf", 0.5)
+    rows, Xs, coef, icpt = ovo_fit(X, cls, 5, SolverParams(kernel=kernel))
+    dense, s1 = ovo_to_libsvm(kernel, range(5), rows, Xs, coef, icpt)
+    sparse, s2 = ovo_to_libsvm(kernel, range(5), rows, [sp.csr_matrix(x) for x in Xs],
+                               coef, icpt)
+    np.testing.assert_array_equal(s1, s2)
+    np.testing.assert_array_equal(sparse.support_vectors.toarray(), dense.support_vectors)
+    np.testing.assert_array_equal(dense.support_vectors, X[s1])
+    np.testing.assert_array_equal(sparse.sv_coef, dense.sv_coef)
+    with pytest.raises(ValueError, match="pairs"):
+        ovo_to_libsvm(kernel, range(5), rows[:3], Xs[:3], coef[:3], icpt[:3])
+
+
 # -- scikit-learn's attributes ---------------------------------------------------------------
 @pytest.mark.parametrize("binary", [False, True])
 def test_svc_attributes_match_sklearn(iris, binary):

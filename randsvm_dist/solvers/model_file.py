@@ -126,13 +126,17 @@ class LibsvmModel:
 
 
 def _fmt_row(row) -> str:
+    """``index:value`` pairs of one row (1-based), each value written exactly: 9
+    significant digits round-trip a float32, 17 a float64."""
     if sp.issparse(row):
         idx, val = row.indices, row.data
     else:
         row = np.asarray(row).ravel()
         idx = np.flatnonzero(row)
         val = row[idx]
-    return " ".join(f"{i + 1}:{float(v):.9g}" for i, v in zip(idx, val))
+    if val.dtype.itemsize <= 4:
+        return " ".join(f"{i + 1}:{float(v):.9g}" for i, v in zip(idx, val))
+    return " ".join(f"{i + 1}:{float(v):.17g}" for i, v in zip(idx, val))
 
 
 def _g(v) -> str:

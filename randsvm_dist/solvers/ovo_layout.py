@@ -41,6 +41,27 @@ def ovo_pairs(n_classes: int) -> list[tuple[int, int]]:
     return [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
 
 
+def _gather_rows(blocks, offsets: np.ndarray, flat: np.ndarray):
+    """Rows ``flat`` (indices into the blocks stacked, block b starting at offsets[b]) as
+    one matrix, without stacking the blocks (they may hold each row many times)."""
+    flat = np.asarray(flat, dtype=np.int64)
+    if not len(blocks):
+        return np.empty((0, 0), np.float32)
+    block = np.searchsorted(offsets, flat, side="right") - 1
+    parts, pos = [], []
+    for b in np.unique(block):
+        sel = np.flatnonzero(block == b)
+        parts.append(blocks[b][flat[sel] - offsets[b]])
+        pos.append(sel)
+    if not parts:
+        first = blocks[0]
+        return first[:0]
+    out = _vstack(parts)
+    inv = np.empty(len(flat), np.int64)
+    inv[np.concatenate(pos)] = np.arange(len(flat))
+    return out[inv]
+
+
 def _vstack(blocks):
     if any(sp.issparse(b) for b in blocks):
         return sp.vstack([sp.csr_matrix(b) for b in blocks], format="csr")
@@ -120,8 +141,7 @@ def ovo_to_libsvm(kernel: Kernel, labels, pair_rows, pair_X, pair_coef, pair_int
         raise ValueError("a row id is a support vector of two different classes")
     slot = np.empty(len(order), np.int64)
     slot[order] = np.cumsum(first) - 1  # the SV (file position) of every entry
-    allX = _vstack(list(pair_X)) if len(pair_X) else np.empty((0, 0), np.float32)
-    sv = allX[where[order][first]]
+    sv = _gather_rows(pair_X, offsets, where[order][first])
     sv_coef = np.zeros((len(support), max(k - 1, 0)))
     sv_coef[slot, col] = val
     n_sv = tuple(int(v) for v in np.bincount(sv_class, minlength=k))
@@ -197,9 +217,12 @@ def ovr_to_libsvm(kernel: Kernel, labels, model_rows, model_X, model_coef,
             == k):
         raise ValueError(f"{k} classes need {k} models")
     rows = [np.asarray(r, np.int64) for r in model_rows]
+    for j in range(k):
+        if not len(rows[j]) == np.shape(model_X[j])[0] == np.size(model_coef[j]):
+            raise ValueError(f"model {j}: rows, X and coef differ in length")
     allr = np.concatenate(rows) if rows else np.empty(0, np.int64)
     support, first = np.unique(allr, return_index=True)
-    sv = _vstack(list(model_X))[first]
+    sv = _gather_rows(list(model_X), np.cumsum([0] + [len(r) for r in rows]), first)
     sv_coef = np.zeros((len(support), k))
     for j in range(k):
         sv_coef[np.searchsorted(support, rows[j]), j] = np.asarray(model_coef[j], float)

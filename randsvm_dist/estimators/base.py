@@ -143,27 +143,14 @@ class RandSVMBase(BaseEstimator):
                  max_iter=50, tol=1e-3, violator_tol=0.0, gap_tol=1e-3, cache_size=200.0,
                  random_state=None, client=None, n_partitions=None, scale=None, seed=None,
                  route="auto", cache="auto"):
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.k = k
-        self.sample_size = sample_size
-        self.bound_epsilon = bound_epsilon
-        self.bound_delta = bound_delta
-        self.separable = separable
-        self.max_iter = max_iter
-        self.tol = tol
-        self.violator_tol = violator_tol
-        self.gap_tol = gap_tol
-        self.cache_size = cache_size
-        self.random_state = random_state
-        self.client = client
-        self.n_partitions = n_partitions
-        self.scale = scale
-        self.seed = seed
-        self.route = route
-        self.cache = cache
+        self._keep(locals())
+
+    def _keep(self, args: dict) -> None:
+        """Store an ``__init__``'s arguments as attributes, unchanged (scikit-learn's
+        convention: validation happens in ``fit``)."""
+        for name, value in args.items():
+            if name not in ("self", "__class__"):
+                setattr(self, name, value)
 
     # -- pickling: the client never travels with the model -----------------------------
     def __getstate__(self):

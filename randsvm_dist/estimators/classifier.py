@@ -73,19 +73,7 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
                  bound_delta=0.9, separable=False, max_iter=50, tol=1e-3, violator_tol=0.0,
                  gap_tol=1e-3, cache_size=200.0, random_state=None, client=None,
                  n_partitions=None, scale=None, seed=None, route="auto", cache="auto"):
-        super().__init__(kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, k=k,
-                         sample_size=sample_size, bound_epsilon=bound_epsilon,
-                         bound_delta=bound_delta, separable=separable, max_iter=max_iter,
-                         tol=tol, violator_tol=violator_tol, gap_tol=gap_tol,
-                         cache_size=cache_size, random_state=random_state, client=client,
-                         n_partitions=n_partitions, scale=scale, seed=seed, route=route,
-                         cache=cache)
-        self.C = C
-        self.class_weight = class_weight
-        self.multi_class = multi_class
-        self.decision_function_shape = decision_function_shape
-        self.break_ties = break_ties
-        self.probability = probability
+        self._keep(locals())
 
     def fit(self, data, y=None, sample_weight=None, *, dataset_kwargs: dict | None = None,
             checkpoint: str | None = None, resume: bool = False):

@@ -135,6 +135,10 @@ def test_predict_refuses_outputs_before_any_work(arrays, tmp_path, capsys):
     assert "not written by randsvm-dist" in capsys.readouterr().err
     assert cli_main(["predict", str(tmp_path / "m.npz"), data.url, str(tmp_path / "m.npz"),
                      *UNREACHABLE]) == 2
+    assert "lies inside the input" in capsys.readouterr().err  # the output is the model
+    (tmp_path / "f").write_text("a file")
+    assert cli_main(["predict", str(tmp_path / "m.npz"), data.url, str(tmp_path / "f"),
+                     *UNREACHABLE]) == 2
     assert "is a file" in capsys.readouterr().err
     with pytest.raises(DataFormatError, match="no _manifest.json"):
         read_predictions(foreign)

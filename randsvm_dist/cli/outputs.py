@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from randsvm_dist.data.storage import (
     OutputLock,
@@ -84,15 +85,13 @@ def save_model_file(model, path: str | os.PathLike, *, overwrite: bool) -> None:
     Raises:
         DataFormatError: a file exists without ``overwrite``, or cannot be written.
     """
-    from randsvm_dist.estimators.base import RandSVMBase
-    from randsvm_dist.estimators.persistence import RANGE_SUFFIX, randsvm_model_text
-    from randsvm_dist.model_files import streaming_model_bytes
+    from randsvm_dist.model_files import RANGE_SUFFIX, save_model
 
-    if isinstance(model, RandSVMBase):
-        data = randsvm_model_text(model).encode()
-    else:
-        data = streaming_model_bytes(model)
-    publish(path, data, overwrite=overwrite, what="--model")
+    def write(tmp: str) -> None:  # the library's own writer, at the temporary path
+        save_model(model, tmp)
+        Path(tmp + RANGE_SUFFIX).unlink(missing_ok=True)  # published below, in its turn
+
+    publish(path, write, overwrite=overwrite, what="--model")
     scaler = getattr(model, "scaler_", None)
     if scaler is not None:
         publish(os.fspath(path) + RANGE_SUFFIX, scaler.save_range, overwrite=overwrite,

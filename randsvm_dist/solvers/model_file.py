@@ -134,9 +134,8 @@ def _fmt_row(row) -> str:
         row = np.asarray(row).ravel()
         idx = np.flatnonzero(row)
         val = row[idx]
-    if val.dtype.itemsize <= 4:
-        return " ".join(f"{i + 1}:{float(v):.9g}" for i, v in zip(idx, val))
-    return " ".join(f"{i + 1}:{float(v):.17g}" for i, v in zip(idx, val))
+    fmt = "%d:%.9g" if val.dtype.itemsize <= 4 else "%d:%.17g"
+    return " ".join([fmt % p for p in zip((np.asarray(idx) + 1).tolist(), val.tolist())])
 
 
 def _g(v) -> str:
@@ -293,10 +292,43 @@ def parse_model(lines: list[str], where: str, n_features: int | None = None,
     rho = _floats(header, "rho", where, n_rho)
     prob_a = _floats(header, "probA", where) if "probA" in header else None
     prob_b = _floats(header, "probB", where) if "probB" in header else None
+    body = lines[sv_at + 1:]
+    coefs, indptr, indices, values = _parse_sv_lines(body, cols, where,
+                                                     first_line + sv_at + 1)
+    if mark:
+        _check_mark(mark, body, len(coefs), where)
+    if total != len(coefs) or (n_sv is not None and sum(n_sv) != total):
+        raise DataFormatError(f"{where}: header says total_sv {total}"
+                              + (f" (nr_sv {list(n_sv)})" if n_sv is not None else "")
+                              + f" but {len(coefs)} SV lines follow; the file is truncated "
+                              "or corrupt")
+    top = int(indices.max()) + 1 if len(indices) else 0
+    d = top if n_features is None else n_features
+    if top > d:
+        raise DataFormatError(f"{where}: feature index {top} exceeds the model's {d} "
+                              "features")
+    sv = sp.csr_matrix((values.astype(np.float32), indices.astype(np.int32), indptr),
+                       shape=(len(coefs), d))
+    model = LibsvmModel(svm_type, kernel, sv, coefs.reshape(-1, cols), rho, labels, n_sv,
+                        prob_a, prob_b)
+    model.check(where)
+    return model
+
+
+def _parse_sv_lines(body: list[str], cols: int, where: str, first_lineno: int):
+    """The SV lines as arrays (a vectorised parse was measured no faster: the float
+    conversion dominates).
+
+    Returns:
+        (coef (n, cols) float64, indptr (n+1,) int64, indices int64 (0-based), values
+        float64).
+
+    Raises:
+        DataFormatError: a malformed line (number and text in the message).
+    """
     coefs: list[list[float]] = []
     indptr, indices, values = [0], [], []
-    body = lines[sv_at + 1:]
-    for lineno, line in enumerate(body, first_line + sv_at + 1):
+    for lineno, line in enumerate(body, first_lineno):
         parts = line.split()
         if not parts:
             continue
@@ -318,23 +350,8 @@ def parse_model(lines: list[str], where: str, n_features: int | None = None,
                 f"{where}, line {lineno}: expected {cols} coefficient(s) then ascending "
                 f"'index:value' pairs; got {line[:80]!r}") from None
         indptr.append(len(indices))
-    if mark:
-        _check_mark(mark, body, len(coefs), where)
-    if total != len(coefs) or (n_sv is not None and sum(n_sv) != total):
-        raise DataFormatError(f"{where}: header says total_sv {total}"
-                              + (f" (nr_sv {list(n_sv)})" if n_sv is not None else "")
-                              + f" but {len(coefs)} SV lines follow; the file is truncated "
-                              "or corrupt")
-    d = max(indices, default=-1) + 1 if n_features is None else n_features
-    if indices and max(indices) >= d:
-        raise DataFormatError(f"{where}: feature index {max(indices) + 1} exceeds the "
-                              f"model's {d} features")
-    sv = sp.csr_matrix((np.asarray(values, np.float32), np.asarray(indices, np.int32),
-                        np.asarray(indptr, np.int64)), shape=(len(coefs), d))
-    model = LibsvmModel(svm_type, kernel, sv, np.asarray(coefs, np.float64).reshape(-1, cols),
-                        rho, labels, n_sv, prob_a, prob_b)
-    model.check(where)
-    return model
+    return (np.asarray(coefs, np.float64).reshape(-1, cols), np.asarray(indptr, np.int64),
+            np.asarray(indices, np.int64), np.asarray(values, np.float64))
 
 
 def _check_mark(mark: list[str], body: list[str], n_lines: int, where: str) -> None:

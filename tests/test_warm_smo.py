@@ -115,3 +115,29 @@ def test_one_class_falls_back_to_libsvms_answer():
     params = SolverParams(C=1.0, kernel=Kernel("rbf", 1.0))
     sol, it = solve_warm_counted(X, np.ones(50), params, np.ones(50))
     assert it == 0 and len(sol.support) == 0 and sol.intercept == 1.0
+
+
+def test_per_row_bounds_are_the_weighted_libsvm_optimum():
+    """row_C (C x class weight x sample weight per row) gives scikit-learn's weighted
+    LIBSVM optimum, cold and warm, and the per-row KKT conditions hold."""
+    from randsvm_dist.solvers.weighted import solve_weighted
+
+    X, y = moons()
+    rng = np.random.default_rng(4)
+    row_C = rng.uniform(0.2, 5.0, len(y))
+    params = SolverParams(C=123.0, kernel=Kernel("rbf", 2.0), tol=1e-6)  # C not applied
+    ref = solve_weighted(X, y, params, row_C)
+    cold, _ = solve_warm_counted(X, y, params, row_C=row_C)
+    assert cold.dual_objective == pytest.approx(ref.dual_objective, rel=1e-6)
+    half = alphas(ref, len(y)) * 0.5
+    warm, _ = solve_warm_counted(X, y, params, half, row_C=row_C)
+    assert warm.dual_objective == pytest.approx(ref.dual_objective, rel=1e-6)
+    a = alphas(warm, len(y))
+    assert np.all(a <= row_C + 1e-12)
+    m = y * (gram(X, X, params.kernel) @ (a * y) + warm.intercept)
+    low, up = a <= 1e-12, a >= row_C - 1e-12
+    free = ~low & ~up
+    assert max(np.max(1 - m[low], initial=0), np.max(m[up] - 1, initial=0),
+               np.max(np.abs(m[free] - 1), initial=0)) < 1e-4
+    with pytest.raises(ValueError, match="row_C"):
+        solve_warm_counted(X, y, params, row_C=np.zeros(len(y)))

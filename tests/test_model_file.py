@@ -411,8 +411,11 @@ def test_binary_model_api_round_trip_and_stock(tmp_path):
     kernel = Kernel("rbf", 0.3)
     sol = solve_libsvm(X, np.where(y == 1, 1.0, -1.0), SolverParams(kernel=kernel))
     b = BinaryModel(kernel, X[sol.support], sol.dual_coef, sol.intercept, (4, 9))
-    back = parse_libsvm_model(format_libsvm_model(b).splitlines(), "b.model")
+    text = format_libsvm_model(b)
+    assert "\nSV\n" in text  # exactly what stock LIBSVM writes: no marker, no trailer
+    back = parse_libsvm_model(text.splitlines(), "b.model")
     assert back.labels == (4, 9)
+    assert parse_model_file(text, "b.model")[1] is None
     f = gram(X, X[sol.support], kernel) @ sol.dual_coef + sol.intercept
     fb = gram(X, back.support_vectors, kernel) @ back.dual_coef + back.intercept
     np.testing.assert_allclose(fb, f, atol=1e-9)

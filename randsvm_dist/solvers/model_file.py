@@ -142,8 +142,14 @@ def _g(v) -> str:
     return f"{float(v):.17g}"
 
 
-def format_model(model: LibsvmModel) -> str:
-    """The text of ``model`` in LIBSVM's model-file format, with our ``SV`` line marker.
+def format_model(model: LibsvmModel, mark: bool = False) -> str:
+    """The text of ``model`` in LIBSVM's model-file format.
+
+    Args:
+        model: the model.
+        mark: put our marker on the ``SV`` line (``SV randsvm-dist total_sv=N
+            sha256=...``), which promises a trailer: only ``format_model_file`` sets it.
+            Without it the text is exactly what stock LIBSVM would write.
 
     Returns:
         the text (every line ends with a newline).
@@ -176,13 +182,16 @@ def format_model(model: LibsvmModel) -> str:
     sv = model.support_vectors
     body = "".join(" ".join(_g(c) for c in coef[i]) + " " + _fmt_row(sv[i]) + "\n"
                    for i in range(coef.shape[0]))
-    digest = hashlib.sha256(body.encode()).hexdigest()
-    head.append(f"SV {SV_MARK} total_sv={coef.shape[0]} sha256={digest}")
+    if mark:
+        digest = hashlib.sha256(body.encode()).hexdigest()
+        head.append(f"SV {SV_MARK} total_sv={coef.shape[0]} sha256={digest}")
+    else:
+        head.append("SV")
     return "\n".join(head) + "\n" + body
 
 
 def format_model_file(model: LibsvmModel, meta: dict | None = None) -> str:
-    """A complete model file: ``format_model`` plus our trailer.
+    """A complete model file: ``format_model`` with our ``SV`` marker, plus our trailer.
 
     Args:
         model: the model.
@@ -195,7 +204,7 @@ def format_model_file(model: LibsvmModel, meta: dict | None = None) -> str:
     Raises:
         DataFormatError: see ``format_model``; TypeError: meta not JSON-serialisable.
     """
-    text = format_model(model) + META_TAG + json.dumps(meta or {}) + "\n"
+    text = format_model(model, mark=True) + META_TAG + json.dumps(meta or {}) + "\n"
     return f"{text}{END_TAG}{hashlib.sha256(text.encode()).hexdigest()}\n"
 
 

@@ -17,8 +17,11 @@ scikit-learn weighted 0.05 s, warm_smo weighted 0.16 s (~3x slower: no shrinking
 weighted solve costs what the unweighted LIBSVM solve costs, warm_smo only pays off
 from a warm start (``solve_weighted_warm`` keeps that for C-SVC re-solves), and
 scikit-learn covers epsilon-SVR and one-class with the very LIBSVM code and its
-zero/negative-weight semantics by construction. Its cost: a float64 copy of the working
-set (LIBSVM itself copies to float64 too). Tests: ``tests/test_solvers_weighted.py``.
+zero/negative-weight semantics by construction. Its costs: a float64 copy of the working
+set (libsvm-official copies to float64 too), and no OpenMP: scikit-learn's LIBSVM computes
+kernel columns on one core, where libsvm-official with ``n_threads=2`` uses two (DESIGN.md:
+4.8 s vs 6.5 s on ijcnn1 alone on this machine). So unweighted problems should keep using
+``libsvm_adapter.solve_libsvm``. Tests: ``tests/test_solvers_weighted.py``.
 
 Zero and negative weights behave as in scikit-learn: a row with C_i <= 0 is removed from
 the problem (LIBSVM's ``remove_zero_weight``): it is never a support vector and does not

@@ -173,3 +173,22 @@ def test_linear_coef_is_svcs_and_read_only(dask_client, iris):
         est.coef_[0, 0] = 1.0
     with pytest.raises(AttributeError):
         _ = _exact(dask_client, C=1.0).fit(X, y).coef_
+
+
+def test_a_parquet_weight_column_weighs_rows(dask_client, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    X, y = make_arrays("twonorm", 500, seed=8)
+    w = np.random.default_rng(2).uniform(0.2, 3.0, len(y))
+    cols = {f"f{j}": X[:, j] for j in range(X.shape[1])}
+    (tmp_path / "d").mkdir()
+    for part, rows in enumerate((slice(0, 250), slice(250, 500))):
+        table = pa.table({**{k: v[rows] for k, v in cols.items()}, "label": y[rows],
+                          "w": w[rows]})
+        pq.write_table(table, tmp_path / "d" / f"part-{part}.parquet")
+    a = _exact(dask_client, C=2.0, gamma=0.1).fit(str(tmp_path / "d"),
+                                                 dataset_kwargs={"weight_column": "w"})
+    b = _exact(dask_client, C=2.0, gamma=0.1).fit(X, y, sample_weight=w)
+    assert a.n_features_in_ == X.shape[1]  # the weight column is not a feature
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), atol=2e-3)

@@ -48,7 +48,8 @@ class Dataset:
                  feature_columns: list[str] | None, is_sparse: bool, n_features: int,
                  partition_rows: list[int], meta: dict | None,
                  classes: np.ndarray | None, class_counts: np.ndarray | None,
-                 nnz: int | None, checksums: dict[str, str] | None = None):
+                 nnz: int | None, checksums: dict[str, str] | None = None,
+                 weight_column: str | None = None):
         self.url = url
         self.filesystem = filesystem
         self.paths = list(paths)
@@ -62,12 +63,13 @@ class Dataset:
         self._class_counts = class_counts
         self._nnz = nnz
         self.checksums = dict(checksums or {})  # path -> crc32 from _manifest.json
+        self.weight_column = weight_column
 
     # ------------------------------------------------------------------ opening
     @classmethod
     def open(cls, path_or_url: str | os.PathLike, label_column: str = LABEL,
              feature_columns: list[str] | None = None,
-             n_features: int | None = None) -> Dataset:
+             n_features: int | None = None, weight_column: str | None = None) -> Dataset:
         """Open a directory (or a single file) of Parquet partitions.
 
         Reads only the Parquet footers: row counts, schema, and the package's metadata.
@@ -81,6 +83,8 @@ class Dataset:
                 every other column, in schema order).
             n_features: sparse layout only: the feature count, when the files do not record
                 it (a user's own sparse table); else the highest index + 1 is read.
+            weight_column: a numeric column of per-row sample weights (not a feature), or
+                None.
 
         Returns:
             Dataset.
@@ -134,6 +138,11 @@ class Dataset:
             raise SchemaError(
                 f"{url}: no label column {label_column!r}; columns are {names}"
             )
+        if weight_column is not None and (weight_column not in names or not (
+                pa.types.is_integer(schema0.field(weight_column).type)
+                or pa.types.is_floating(schema0.field(weight_column).type))):
+            raise SchemaError(f"{url}: no numeric weight column {weight_column!r}; columns "
+                              f"are {names}")
         ours = all(m is not None and not m.get("_untrusted") for m in metas)
         is_sparse = INDICES in names and VALUES in names and \
             pa.types.is_list(schema0.field(INDICES).type)
@@ -162,7 +171,7 @@ class Dataset:
                 nnz = sum(int(m["nnz"]) for m in metas)
         else:
             if feature_columns is None:
-                feature_columns = [n for n in names if n != label_column]
+                feature_columns = [n for n in names if n not in (label_column, weight_column)]
             else:
                 feature_columns = list(feature_columns)
                 missing = [c for c in feature_columns if c not in names]
@@ -189,7 +198,8 @@ class Dataset:
                  feature_columns=None if is_sparse else feature_columns,
                  is_sparse=is_sparse, n_features=-1 if n_features is None else n_features,
                  partition_rows=rows, meta=ds_meta, classes=classes,
-                 class_counts=counts, nnz=nnz, checksums=checksums)
+                 class_counts=counts, nnz=nnz, checksums=checksums,
+                 weight_column=weight_column)
         if is_sparse and n_features is None:
             ds.n_features = ds._scan_max_index() + 1
         return ds
@@ -258,6 +268,18 @@ class Dataset:
             IndexError: no partition i.
             SchemaError: missing values, or an index outside [0, n_features).
         """
+        return self._read(i)[:2]
+
+    def read_weighted_partition(self, i: int):
+        """``(X, y, w)`` of partition ``i``: w the ``weight_column``'s values (float64), or
+        None without a weight column.
+
+        Raises:
+            IndexError, SchemaError: as ``read_partition``; a missing/non-finite weight.
+        """
+        return self._read(i)
+
+    def _read(self, i: int):
         if not -self.n_partitions <= i < self.n_partitions:
             raise IndexError(f"partition {i} out of range (0..{self.n_partitions - 1})")
         path = self.paths[i]
@@ -265,6 +287,8 @@ class Dataset:
             cols = [INDICES, VALUES, self.label_column]
         else:
             cols = list(self.feature_columns) + [self.label_column]
+        if self.weight_column is not None:
+            cols.append(self.weight_column)
         expected = self.checksums.get(path)
         try:
             if expected is None:
@@ -286,7 +310,10 @@ class Dataset:
             X = self._sparse_from(table, path)
         else:
             X = _dense_from(table, self.feature_columns, path)
-        return X, y
+        w = None
+        if self.weight_column is not None:
+            w = _weights_numpy(table.column(self.weight_column), path, self.weight_column)
+        return X, y, w
 
     def verify(self) -> int:
         """Check every partition file against the crc32 its ``_manifest.json`` records.
@@ -534,3 +561,15 @@ def _short_list(a, k: int = 10) -> str:
 
 def _py(v):
     return v.item() if isinstance(v, np.generic) else v
+
+
+def _weights_numpy(col: pa.ChunkedArray, path: str, name: str) -> np.ndarray:
+    """A weight column as float64; a missing or non-finite weight is refused by row."""
+    if col.null_count:
+        row = _first_null(col.combine_chunks())
+        raise SchemaError(f"{path}: row {row}: weight column {name!r} is missing a value")
+    w = col.to_numpy().astype(np.float64)
+    if not np.isfinite(w).all():
+        row = int(np.flatnonzero(~np.isfinite(w))[0])
+        raise SchemaError(f"{path}: row {row}: weight column {name!r} holds {w[row]!r}")
+    return w

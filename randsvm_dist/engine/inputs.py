@@ -130,7 +130,8 @@ def load_partitions(client, data, y=None, n_partitions: int | None = None,
                               f"the labels of {ds}")
         sizes = np.asarray(ds.partition_rows, dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        parts = PartitionSet(None, offsets, sizes, ds.n_features, ds.is_sparse, ds, coding)
+        parts = PartitionSet(None, offsets, sizes, ds.n_features, ds.is_sparse, ds, coding,
+                             weighted=ds.weight_column is not None)
         if cache is True or (cache == "auto" and fits_in_memory(client, ds)):
             parts.futures = parts.all(client)
         return parts, coding.classes

@@ -103,9 +103,10 @@ class Partition:
 
 
 def load_dataset_partition(dataset, i: int, offset: int, coding: LabelCoding) -> Partition:
-    """Read partition i of a Dataset into a Partition (runs on a worker)."""
-    X, y = dataset.read_partition(i)
-    return Partition(X, coding.encode(y, f"partition {i} ({dataset.paths[i]})"), offset)
+    """Read partition i of a Dataset (and its weight column, if any) into a Partition
+    (runs on a worker)."""
+    X, y, w = dataset.read_weighted_partition(i)
+    return Partition(X, coding.encode(y, f"partition {i} ({dataset.paths[i]})"), offset, w)
 
 
 def make_array_partition(X, y: np.ndarray, offset: int, coding: LabelCoding,

@@ -62,12 +62,42 @@ def test_sparse_input_same_model():
     np.testing.assert_allclose(dense.dual_coef, sparse.dual_coef, atol=1e-6)
 
 
-def test_uniform_weights_equal_scaling_c():
+def test_uniform_weights_equal_scaling_c(monkeypatch):
+    """Through scikit-learn's weighted LIBSVM (the routing to libsvm-official switched
+    off), uniform weights w give LIBSVM's solution with C x w."""
+    import randsvm_dist.solvers.weighted as weighted
+
     X, y = moons()
-    sol = solve_weighted(X, y, params(), np.full(len(y), 2.5 * 4.0))
     ref = solve_libsvm(X, y, params(C=2.5 * 4.0))
+    routed = solve_weighted(X, y, params(), np.full(len(y), 2.5 * 4.0))
+    np.testing.assert_array_equal(routed.support, ref.support)
+    monkeypatch.setattr(weighted, "as_unweighted", lambda *a: None)
+    sol = solve_weighted(X, y, params(), np.full(len(y), 2.5 * 4.0))
     np.testing.assert_allclose(f_of(X, sol), f_of(X, ref), atol=ATOL)
     assert sol.dual_objective == pytest.approx(ref.dual_objective, rel=1e-6)
+
+
+def test_class_weight_only_boxes_go_to_libsvm_official(monkeypatch):
+    """Boxes constant per class are LIBSVM's -w1/-w-1: solved by libsvm-official (OpenMP),
+    the same model as scikit-learn's SVC(class_weight=...)."""
+    import randsvm_dist.solvers.weighted as weighted
+
+    X, y = moons()
+    row_C = np.where(y > 0, 3.0, 0.5)
+    row_C[::5] = 0.0  # dropped rows do not stop the routing
+    plain = weighted.as_unweighted(y[row_C > 0], row_C[row_C > 0], params())
+    assert (plain.C, plain.weight_pos, plain.weight_neg) == (1.0, 3.0, 0.5)
+    sol = solve_weighted(X, y, params(), row_C)
+    keep = row_C > 0
+    ref = SVC(C=1.0, gamma=1.0, tol=TOL, class_weight={1.0: 3.0, -1.0: 0.5}).fit(
+        X[keep].astype(np.float64), y[keep])
+    np.testing.assert_allclose(f_of(X, sol), ref.decision_function(X), atol=ATOL)
+    assert not np.isin(sol.support, np.arange(0, len(y), 5)).any()
+    monkeypatch.setattr(weighted, "as_unweighted", lambda *a: None)
+    via_sklearn = solve_weighted(X, y, params(), row_C)
+    np.testing.assert_array_equal(via_sklearn.support, sol.support)
+    assert via_sklearn.dual_objective == pytest.approx(sol.dual_objective, rel=1e-6)
+    assert weighted.as_unweighted(y, np.linspace(1, 2, len(y)), params()) is None
 
 
 def test_integer_weights_equal_repeated_rows():
@@ -164,7 +194,14 @@ def test_svr_equals_sklearn_sample_weight():
     np.testing.assert_allclose(f_of(X, sol), ref.predict(X), atol=ATOL)
     assert np.all(np.abs(sol.dual_coef) <= 2.0 * w[sol.support] + 1e-9)
     assert not np.isin(sol.support, np.arange(0, len(t), 11)).any()
-    # uniform weights == scaling C (the unweighted LIBSVM solve)
+    # uniform weights == scaling C (the unweighted LIBSVM solve), through scikit-learn
+    import randsvm_dist.solvers.weighted as weighted
+
+    assert weighted.as_unweighted(t, np.full(len(t), 3.0), p).C == 3.0
+    uni = weighted._estimator(p).fit(X.astype(np.float64), t,
+                                     sample_weight=np.full(len(t), 3.0))
+    np.testing.assert_allclose(uni.predict(X), f_of(X, solve_libsvm(X, t, SolverParams(
+        C=3.0, kernel=KERNEL, tol=TOL, svm_type=3, epsilon=0.1))), atol=ATOL)
     uni = solve_weighted(X, t, p, np.full(len(t), 3.0))
     np.testing.assert_allclose(f_of(X, uni), f_of(X, solve_libsvm(X, t, SolverParams(
         C=3.0, kernel=KERNEL, tol=TOL, svm_type=3, epsilon=0.1))), atol=ATOL)

@@ -42,6 +42,7 @@ from randsvm_dist.solvers.libsvm_adapter import (
     SolverParams,
     degenerate_solution,
     finish_solution,
+    solve_libsvm,
 )
 
 
@@ -103,7 +104,9 @@ def solve_weighted(X, t: np.ndarray | None, params: SolverParams, row_C,
         BinarySolution with support indices into the rows of X (ascending; dropped rows
         never appear), dual coefficients, intercept (-rho) and dual objective, exactly as
         ``solve_libsvm`` returns them. C-SVC whose kept rows hold one class only: no
-        support vectors, intercept +1/-1 (as ``solve_libsvm``).
+        support vectors, intercept +1/-1 (as ``solve_libsvm``). Boxes that are only
+        class weights (C-SVC) or one constant (SVR) go to ``solve_libsvm`` instead
+        (``as_unweighted``): the same problem, with LIBSVM's OpenMP.
 
     Raises:
         ParameterError: bad row_C (see ``check_row_C``).
@@ -119,6 +122,10 @@ def solve_weighted(X, t: np.ndarray | None, params: SolverParams, row_C,
     degenerate = degenerate_solution(t[keep], params)
     if degenerate is not None:
         return degenerate
+    plain = as_unweighted(t[keep], c[keep], params)
+    if plain is not None:  # the same problem, solved by libsvm-official (with OpenMP)
+        sol = solve_libsvm(X[keep], t[keep], plain, n_threads)
+        return _on_rows(sol, keep)
     Xk = X[keep]
     Xk = sp.csr_matrix(Xk, dtype=np.float64) if sp.issparse(Xk) else \
         np.ascontiguousarray(Xk, dtype=np.float64)
@@ -170,5 +177,38 @@ def solve_weighted_warm(X, y: np.ndarray, params: SolverParams, row_C,
     if degenerate is not None:
         return degenerate
     a0 = None if alpha0 is None else np.asarray(alpha0, dtype=np.float64)[keep]
-    sol = solve_warm(X[keep], y[keep], params, a0, n_threads, row_C=c[keep])
-    return finish_solution(X, y, keep[sol.support], sol.dual_coef, sol.intercept, params)
+    return _on_rows(solve_warm(X[keep], y[keep], params, a0, n_threads, row_C=c[keep]), keep)
+
+
+def _on_rows(sol: BinarySolution, keep: np.ndarray) -> BinarySolution:
+    """A solution on the rows ``keep`` (ascending) re-indexed to all rows."""
+    return BinarySolution(keep[sol.support], sol.dual_coef, sol.intercept,
+                          sol.dual_objective)
+
+
+def as_unweighted(t: np.ndarray, row_C: np.ndarray, params: SolverParams):
+    """The plain LIBSVM parameters of a per-row-box problem that needs no per-row boxes,
+    else None.
+
+    C-SVC whose boxes are constant within each class is LIBSVM's ``-c 1 -w1 C+ -w-1 C-``;
+    epsilon-SVR with one box for all rows is ``-c C``. (One-class is left to
+    scikit-learn: its weights also set sum alpha.)
+
+    Args:
+        t: targets of the kept rows; row_C: their boxes (> 0); params: the problem.
+
+    Returns:
+        SolverParams for ``solve_libsvm``, or None.
+    """
+    from dataclasses import replace
+
+    if not len(row_C):
+        return None
+    if params.svm_type == C_SVC:
+        pos = t > 0
+        cp, cn = row_C[pos], row_C[~pos]
+        if len(cp) and len(cn) and np.all(cp == cp[0]) and np.all(cn == cn[0]):
+            return replace(params, C=1.0, weight_pos=float(cp[0]), weight_neg=float(cn[0]))
+    elif params.svm_type == EPSILON_SVR and np.all(row_C == row_C[0]):
+        return replace(params, C=float(row_C[0]))
+    return None

@@ -16,7 +16,10 @@ def test_rows_do_not_depend_on_chunking(name):
     X, y = make_arrays(name, n, seed=5)
     spec = GENERATORS[name]
     assert X.shape == (n, spec.n_features) and X.dtype == np.float32 and X.flags.c_contiguous
-    assert set(np.unique(y).tolist()) == set(spec.classes)
+    if spec.task == "regression":
+        assert y.dtype == np.float64 and len(np.unique(y)) == n
+    else:
+        assert set(np.unique(y).tolist()) == set(spec.classes)
     cuts = [(0, 1), (17, 1000), (BLOCK_ROWS - 3, 10), (BLOCK_ROWS + 999, n - BLOCK_ROWS - 999)]
     for start, k in cuts:
         Xs, ys = make_arrays(name, k, seed=5, start=start)
@@ -112,3 +115,60 @@ def test_bad_arguments(tmp_path):
     with pytest.raises(DataFormatError, match="already exists"):
         make("twonorm", tmp_path / "x", rows=10, partitions=2, seed=0)
     assert Dataset.open(tmp_path / "x").n_rows == 10
+
+
+def test_friedman1_is_sklearns_definition_with_the_given_noise():
+    X, y = make_arrays("friedman1", 20_000, seed=3, noise=0.0)
+    X64 = X.astype(np.float64)
+    f = (10 * np.sin(np.pi * X64[:, 0] * X64[:, 1]) + 20 * (X64[:, 2] - 0.5) ** 2
+         + 10 * X64[:, 3] + 5 * X64[:, 4])
+    np.testing.assert_allclose(y, f, rtol=1e-12)   # from the stored float32 features
+    assert X.min() >= 0 and X.max() < 1 and X.shape[1] == 10
+    Xn, yn = make_arrays("friedman1", 20_000, seed=3, noise=2.0)
+    np.testing.assert_array_equal(Xn, X)          # the noise changes only the targets
+    assert np.std(yn - f) == pytest.approx(2.0, rel=0.03)
+    assert np.std(make_arrays("friedman1", 20_000, seed=3)[1] - f) == pytest.approx(1.0,
+                                                                                   rel=0.03)
+    with pytest.raises(ParameterError, match="noise"):
+        make_arrays("friedman1", 10, noise=-1)
+    with pytest.raises(ParameterError, match="takes no parameter"):
+        make_arrays("ringnorm", 10, noise=1.0)
+
+
+def test_blobs_with_outliers_labels_the_outliers():
+    X, y = make_arrays("blobs_with_outliers", 50_000, seed=1, outlier_fraction=0.1)
+    assert set(np.unique(y).tolist()) == {-1, 1}
+    assert (y == -1).mean() == pytest.approx(0.1, abs=0.01)
+    from randsvm_dist.data.generators import _BLOB_CENTRES
+
+    d = np.min(np.linalg.norm(X[:, None, :] - _BLOB_CENTRES[None], axis=2), axis=1)
+    assert np.quantile(d[y == 1], 0.99) < 2.5          # normals stay near a centre
+    assert np.median(d[y == -1]) > 3.0                  # outliers are far, on the whole
+    assert (make_arrays("blobs_with_outliers", 1000, seed=1, outlier_fraction=0.0)[1]
+            == 1).all()
+
+
+def test_make_friedman1_writes_a_float_label_column(tmp_path):
+    import pyarrow.parquet as pq
+
+    ds = make("friedman1", tmp_path / "fr", rows=40_000, partitions=3, seed=2, noise=0.5)
+    assert ds.meta["noise"] == 0.5 and ds.meta.get("classes") is None
+    assert str(pq.read_schema(ds.paths[0]).field("label").type) == "double"
+    X, y = ds.to_arrays()
+    Xa, ya = make_arrays("friedman1", 40_000, seed=2, noise=0.5)
+    np.testing.assert_array_equal(X, Xa)
+    np.testing.assert_array_equal(y, ya)
+
+
+def test_data_make_cli_friedman1_and_blobs(tmp_path):
+    from randsvm_dist.cli import main
+
+    assert main(["data", "make", "friedman1", str(tmp_path / "f"), "--rows", "3000",
+                 "--partitions", "2", "--noise", "0.3", "--seed", "4"]) == 0
+    ds = Dataset.open(tmp_path / "f")
+    np.testing.assert_array_equal(ds.to_arrays()[1],
+                                  make_arrays("friedman1", 3000, seed=4, noise=0.3)[1])
+    assert main(["data", "make", "blobs_with_outliers", str(tmp_path / "b"), "--rows",
+                 "3000", "--outlier-fraction", "0.2"]) == 0
+    assert set(Dataset.open(tmp_path / "b").classes.tolist()) == {-1, 1}
+    assert main(["data", "info", str(tmp_path / "f")]) == 0

@@ -55,6 +55,10 @@ def register(subparsers) -> None:
     p.add_argument("--random-state", "--seed", dest="seed", type=int, default=0,
                    help="seed of the generator, as every command's --random-state "
                         "(default 0)")
+    p.add_argument("--noise", type=float, default=None, metavar="SIGMA",
+                   help="friedman1: standard deviation of the Gaussian noise (default 1.0)")
+    p.add_argument("--outlier-fraction", type=float, default=None, metavar="F",
+                   help="blobs_with_outliers: share of uniform outliers (default 0.05)")
     add_overwrite_progress(p)
     p.set_defaults(func=_make)
 
@@ -106,7 +110,10 @@ def _make(args) -> int:
     t0 = time.perf_counter()
     ds = make(args.name, args.dst, rows=args.rows, partitions=args.partitions,
               rows_per_partition=args.rows_per_partition, seed=args.seed,
-              overwrite=args.overwrite, progress=args.progress)
+              overwrite=args.overwrite, progress=args.progress,
+              **{k: v for k, v in (("noise", args.noise),
+                                   ("outlier_fraction", args.outlier_fraction))
+                 if v is not None})
     dt = time.perf_counter() - t0
     print(f"wrote {ds.url}: {ds.n_rows:,} rows x {ds.n_features} features of {args.name} "
           f"(seed {args.seed}), {ds.n_partitions} partitions in {dt:.2f} s "
@@ -116,7 +123,8 @@ def _make(args) -> int:
 
 def describe(ds) -> dict:
     """A JSON-able summary of a Dataset (what ``data info`` prints)."""
-    classes = ds.classes
+    real = ds.meta.get("label_kind") == "real"   # regression targets: no classes
+    classes = [] if real else ds.classes
     return {
         "path": ds.url,
         "rows": ds.n_rows,
@@ -125,14 +133,15 @@ def describe(ds) -> dict:
         "layout": "sparse" if ds.is_sparse else "dense",
         "label_column": ds.label_column,
         "classes": [_py(v) for v in classes],
-        "class_counts": [int(c) for c in ds.class_counts],
+        "class_counts": [] if real else [int(c) for c in ds.class_counts],
+        "label_kind": "real" if real else "classes",
         "label_mapping": ({str(k): v for k, v in
                            ds.label_mapping(binary=len(classes) == 2).items()}
                           if len(classes) >= 2 else None),
         "bytes": ds.nbytes_on_disk,
         "partition_rows": ds.partition_rows,
-        "source": {k: ds.meta[k] for k in ("generator", "seed", "source", "source_format")
-                   if k in ds.meta},
+        "source": {k: ds.meta[k] for k in ("generator", "seed", "source", "source_format",
+                                           "noise", "outlier_fraction") if k in ds.meta},
     }
 
 
@@ -158,7 +167,9 @@ def _info_text(info: dict) -> str:
         f"features     {info['features']:,} ({info['layout']})",
         f"partitions   {info['partitions']} (rows per partition {min(rows):,}..{max(rows):,})",
         f"bytes        {info['bytes']:,} ({info['bytes'] / 2**20:.1f} MiB on disk)",
-        f"label        {info['label_column']!r}: {len(info['classes'])} classes",
+        f"label        {info['label_column']!r}: " + (
+            "real-valued targets (regression)" if info.get("label_kind") == "real"
+            else f"{len(info['classes'])} classes"),
     ]
     total = max(info["rows"], 1)
     mapping = info["label_mapping"] or {}
@@ -169,7 +180,7 @@ def _info_text(info: dict) -> str:
         lines.append(f"  {v!r:>10}  {c:>12,}  ({100 * c / total:.1f}%){to}")
     if len(info["classes"]) > 20:
         lines.append(f"  ... {len(info['classes']) - 20} more")
-    if len(info["classes"]) < 2:
+    if len(info["classes"]) < 2 and info.get("label_kind") != "real":
         lines.append("  warning: one class only; an SVM needs at least two")
     for k, v in info["source"].items():
         lines.append(f"{k:<12} {v}")

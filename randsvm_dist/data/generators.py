@@ -23,10 +23,21 @@ waveform_binary        21  the same rows; class 0 -> -1, classes 1 and 2 -> +1 (
 clusters2/3/5        2/3/5 two unit-variance Gaussian clusters at ±m·u (u = 1·/sqrt(d)),
                            m = Phi^-1(0.85), so the Bayes (linear) accuracy is 85%: the
                            "about 85% separable" normal clusters of StreamSVM's Synthetic A-C
+friedman1              10  regression (Friedman 1991, as sklearn's make_friedman1): x ~ U[0,1]^10,
+                           y = 10 sin(pi x1 x2) + 20 (x3 - 1/2)^2 + 10 x4 + 5 x5 + noise·N(0,1)
+                           (x6..x10 are irrelevant); float64 targets; ``noise`` (sigma)
+                           defaults to 1.0
+blobs_with_outliers     4  one-class data with known outliers: label 1 (normal): one of three
+                           Gaussian blobs N(c_k, 0.5² I) at fixed centres; label -1 (outlier):
+                           uniform on [-6, 6]^4, a fraction ``outlier_fraction`` (default 0.05)
+                           of the rows, each row independently
 =====================  ==  ===================================================================
 
-Every generator labels each row from its own draw (no fixed class proportions per block),
-so the class balance is about 1/2 (1/3 for waveform).
+Every classification generator labels each row from its own draw (no fixed class
+proportions per block), so the class balance is about 1/2 (1/3 for waveform). Generators
+with parameters (``noise``, ``outlier_fraction``) take them as keywords of ``make_arrays``
+and ``make`` (``data make --noise / --outlier-fraction``); the features of a row never
+depend on them, only its target or label does (friedman1) or which rows are outliers.
 """
 
 from __future__ import annotations
@@ -45,13 +56,45 @@ BLOCK_ROWS = 16384
 
 @dataclass(frozen=True)
 class GeneratorSpec:
-    """A registered generator: ``draw(rng, n) -> (X float32 (n, d), y int64)``."""
+    """A registered generator: ``draw(rng, n, **params) -> (X float32 (n, d), y)``.
+
+    Attributes:
+        classes: the labels (empty for regression: float64 targets).
+        task: 'classification', 'regression' or 'one_class' (labels 1 normal, -1 outlier).
+        params: the generator's keyword parameters and their defaults.
+    """
 
     name: str
     n_features: int
     classes: tuple
-    draw: Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]]
+    draw: Callable[..., tuple[np.ndarray, np.ndarray]]
     description: str
+    task: str = "classification"
+    params: tuple = ()   # ((name, default), ...)
+
+    def resolve(self, params: dict | None) -> dict:
+        """The generator's parameters: defaults updated by ``params``.
+
+        Raises:
+            ParameterError: a parameter this generator does not take, or a bad value.
+        """
+        out = dict(self.params)
+        for k, v in (params or {}).items():
+            if v is None:
+                continue
+            if k not in out:
+                raise ParameterError(f"generator {self.name!r} takes no parameter {k!r}"
+                                     + (f"; it takes {', '.join(out)}" if out else ""))
+            try:
+                v = float(v)
+            except (TypeError, ValueError):
+                raise ParameterError(f"{k} must be a number; got {v!r}") from None
+            if not np.isfinite(v) or v < 0 or (k == "outlier_fraction" and v > 1):
+                raise ParameterError(f"{k} must be a finite number >= 0"
+                                     + (" and <= 1" if k == "outlier_fraction" else "")
+                                     + f"; got {v!r}")
+            out[k] = v
+        return out
 
 
 def _signs(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -134,6 +177,28 @@ def _clusters(d: int):
     return draw
 
 
+def _friedman1(rng, n, noise: float = 1.0):
+    X = rng.random((n, 10)).astype(np.float32).astype(np.float64)  # y from stored features
+    y = (10.0 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20.0 * (X[:, 2] - 0.5) ** 2
+         + 10.0 * X[:, 3] + 5.0 * X[:, 4])
+    y += noise * rng.standard_normal(n)   # drawn whatever the noise: X never depends on it
+    return X.astype(np.float32), y
+
+
+_BLOB_CENTRES = np.array([[-2.0, -2.0, 0.0, 0.0], [2.0, -1.0, 1.0, -1.0],
+                          [0.0, 2.5, -1.0, 1.0]], dtype=np.float32)
+
+
+def _blobs_with_outliers(rng, n, outlier_fraction: float = 0.05):
+    u = rng.random(n)                               # who is an outlier
+    k = rng.integers(0, len(_BLOB_CENTRES), size=n)
+    X = _BLOB_CENTRES[k] + np.float32(0.5) * rng.standard_normal((n, 4), dtype=np.float32)
+    far = rng.uniform(-6.0, 6.0, (n, 4)).astype(np.float32)
+    out = u < outlier_fraction
+    X[out] = far[out]
+    return np.ascontiguousarray(X), np.where(out, -1, 1).astype(np.int64)
+
+
 GENERATORS: dict[str, GeneratorSpec] = {
     s.name: s for s in [
         GeneratorSpec("twonorm", 20, (-1, 1), _twonorm,
@@ -156,6 +221,12 @@ GENERATORS: dict[str, GeneratorSpec] = {
                       "two 3-D Gaussian clusters, 85% separable"),
         GeneratorSpec("clusters5", 5, (-1, 1), _clusters(5),
                       "two 5-D Gaussian clusters, 85% separable"),
+        GeneratorSpec("friedman1", 10, (), _friedman1,
+                      "Friedman #1 regression, 10-D (5 relevant), Gaussian noise sigma",
+                      task="regression", params=(("noise", 1.0),)),
+        GeneratorSpec("blobs_with_outliers", 4, (-1, 1), _blobs_with_outliers,
+                      "three 4-D Gaussian blobs (label 1) and uniform outliers (label -1)",
+                      task="one_class", params=(("outlier_fraction", 0.05),)),
     ]
 }
 
@@ -183,7 +254,7 @@ def _check_seed(seed) -> int:
     return s
 
 
-def make_arrays(name: str, n_rows: int, seed: int = 0, start: int = 0):
+def make_arrays(name: str, n_rows: int, seed: int = 0, start: int = 0, **params):
     """Rows ``[start, start + n_rows)`` of generator ``name``'s stream for ``seed``.
 
     Args:
@@ -191,27 +262,31 @@ def make_arrays(name: str, n_rows: int, seed: int = 0, start: int = 0):
         n_rows: how many rows (>= 0).
         seed: non-negative integer.
         start: index of the first row in the stream.
+        params: the generator's parameters (friedman1: ``noise``; blobs_with_outliers:
+            ``outlier_fraction``); None keeps a default.
 
     Returns:
-        ``(X, y)``: X float32 C-contiguous (n_rows, d), y int64 labels. Identical rows for
-        the same (name, seed, row index) whatever the chunking.
+        ``(X, y)``: X float32 C-contiguous (n_rows, d), y int64 labels (float64 targets for
+        regression). Identical rows for the same (name, seed, row index, params) whatever
+        the chunking.
 
     Raises:
-        ParameterError: unknown name, negative n_rows/start, bad seed.
+        ParameterError: unknown name or parameter, negative n_rows/start, bad seed.
     """
     spec = get_generator(name)
     seed = _check_seed(seed)
+    kw = spec.resolve(params)
     n_rows, start = int(n_rows), int(start)
     if n_rows < 0 or start < 0:
         raise ParameterError(f"n_rows and start must be >= 0; got {n_rows}, {start}")
     X = np.empty((n_rows, spec.n_features), dtype=np.float32)
-    y = np.empty(n_rows, dtype=np.int64)
+    y = np.empty(n_rows, dtype=np.float64 if spec.task == "regression" else np.int64)
     if n_rows == 0:
         return X, y
     stop = start + n_rows
     for b in range(start // BLOCK_ROWS, (stop - 1) // BLOCK_ROWS + 1):
         rng = np.random.default_rng(np.random.SeedSequence([seed, b]))
-        Xb, yb = spec.draw(rng, BLOCK_ROWS)
+        Xb, yb = spec.draw(rng, BLOCK_ROWS, **kw)
         b0 = b * BLOCK_ROWS
         lo, hi = max(start, b0), min(stop, b0 + BLOCK_ROWS)
         X[lo - start:hi - start] = Xb[lo - b0:hi - b0]
@@ -221,7 +296,7 @@ def make_arrays(name: str, n_rows: int, seed: int = 0, start: int = 0):
 
 def make(name: str, dst: str | os.PathLike, rows: int, partitions: int | None = None,
          seed: int = 0, *, rows_per_partition: int | None = None, overwrite: bool = False,
-         progress: bool = False):
+         progress: bool = False, **params):
     """Generate ``rows`` rows of set ``name`` into a Parquet directory, one partition at a time.
 
     Memory stays at about one partition's rows.
@@ -234,9 +309,10 @@ def make(name: str, dst: str | os.PathLike, rows: int, partitions: int | None = 
         seed: non-negative integer; the rows do not depend on the split.
         overwrite: replace an existing ``dst``.
         progress: show a tqdm progress bar.
+        params: the generator's parameters (see ``make_arrays``), recorded in the metadata.
 
     Returns:
-        The written Dataset.
+        The written Dataset (a float64 label column for regression generators).
 
     Raises:
         ParameterError: bad name, sizes or seed.
@@ -249,13 +325,14 @@ def make(name: str, dst: str | os.PathLike, rows: int, partitions: int | None = 
     from randsvm_dist.data.writer import PartitionWriter, partition_sizes  # lazy: --help
 
     sizes = partition_sizes(int(rows), partitions, rows_per_partition)
-    meta = {"generator": spec.name, "seed": seed}
+    kw = spec.resolve(params)
+    meta = {"generator": spec.name, "seed": seed, **kw}
     bar = _bar(int(rows), f"make {spec.name}", progress)
     try:
         with PartitionWriter(dst, overwrite=overwrite) as w:
             start = 0
             for size in sizes:
-                X, y = make_arrays(spec.name, size, seed, start)
+                X, y = make_arrays(spec.name, size, seed, start, **kw)
                 w.write(X, y, n_features=spec.n_features, extra_meta=meta)
                 start += size
                 bar.update(size)

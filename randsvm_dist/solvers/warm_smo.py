@@ -240,6 +240,13 @@ def feasible_start(alpha0: np.ndarray, y: np.ndarray, Cb: np.ndarray) -> np.ndar
     return a
 
 
+def needs_libsvm(X, y: np.ndarray) -> bool:
+    """True when this solver hands (X, y) to LIBSVM: one class only, or a CSR working set
+    whose float64 dense copy would exceed MAX_DENSE_BYTES."""
+    nbytes = X.shape[0] * X.shape[1] * 8
+    return len(np.unique(y)) < 2 or (sp.issparse(X) and nbytes > MAX_DENSE_BYTES)
+
+
 def solve_warm_counted(X, y: np.ndarray, params: SolverParams,
                        alpha0: np.ndarray | None = None,
                        n_threads: int = 1,
@@ -255,7 +262,6 @@ def solve_warm_counted(X, y: np.ndarray, params: SolverParams,
 
     y = np.where(np.asarray(y) > 0, 1.0, -1.0)
     n = len(y)
-    nbytes = n * X.shape[1] * 8
     if row_C is not None:
         Cb = np.asarray(row_C, dtype=np.float64)
         if Cb.shape != (n,) or not (Cb > 0).all():
@@ -263,11 +269,10 @@ def solve_warm_counted(X, y: np.ndarray, params: SolverParams,
                              "first: solvers.weighted.solve_weighted_warm does)")
     else:
         Cb = np.where(y > 0, params.C * params.weight_pos, params.C * params.weight_neg)
-    if len(np.unique(y)) < 2 or (sp.issparse(X) and nbytes > MAX_DENSE_BYTES):
+    if needs_libsvm(X, y):
         if row_C is not None:
-            from randsvm_dist.solvers.weighted import solve_weighted
-
-            return solve_weighted(X, y, params, Cb, n_threads), 0
+            raise ValueError("per-row bounds on one class or a huge sparse working set: "
+                             "solve with solvers.weighted.solve_weighted")
         return solve_binary(X, y, params, n_threads), 0
     k = params.kernel
     alpha = (np.zeros(n) if alpha0 is None else feasible_start(alpha0, y, Cb))

@@ -165,7 +165,7 @@ def solve_weighted_warm(X, y: np.ndarray, params: SolverParams, row_C,
     Raises:
         ParameterError: bad row_C, or an svm_type other than 0.
     """
-    from randsvm_dist.solvers.warm_smo import solve_warm
+    from randsvm_dist.solvers.warm_smo import needs_libsvm, solve_warm
 
     if params.svm_type != C_SVC:
         raise ParameterError("solve_weighted_warm solves C-SVC only (svm_type 0)")
@@ -176,6 +176,8 @@ def solve_weighted_warm(X, y: np.ndarray, params: SolverParams, row_C,
     degenerate = degenerate_solution(y[keep], params)
     if degenerate is not None:
         return degenerate
+    if needs_libsvm(X[keep], y[keep]):
+        return solve_weighted(X, y, params, c, n_threads)
     a0 = None if alpha0 is None else np.asarray(alpha0, dtype=np.float64)[keep]
     return _on_rows(solve_warm(X[keep], y[keep], params, a0, n_threads, row_C=c[keep]), keep)
 

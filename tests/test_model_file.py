@@ -423,3 +423,27 @@ def test_binary_model_api_round_trip_and_stock(tmp_path):
     np.testing.assert_array_equal(stock_predict(tmp_path / "b.model", X)[0],
                                   np.where(f > 0, 9, 4))
     assert read_libsvm_model(tmp_path / "b.model").labels == (4, 9)
+
+
+BASE = ("svm_type c_svc\nkernel_type rbf\ngamma 1\nnr_class 2\ntotal_sv 2\nrho 0.5\n"
+        "label 1 -1\nnr_sv 1 1\nSV\n1 1:0.5\n-1 1:0.25\n")
+
+
+@pytest.mark.parametrize("old, new, match", [
+    ("1 1:0.5", "1 4294967297:0.5", "out of range"),
+    ("label 1 -1", "label 1", "'label' needs 2"),
+    ("nr_class 2", "nr_class 1", "needs 1 value"),
+    ("total_sv 2", "total_sv 3", "truncated or corrupt"),
+    ("rho 0.5", "rho x", "malformed 'rho'"),
+    ("gamma 1", "gamma -1", "gamma"),
+    ("1 1:0.5", "1 1:0.5 1:0.3", "line 10"),
+    ("-1 1:0.25", "-1:1 1:0.25", "line 11"),
+    ("svm_type c_svc", "svm_type nu_svx", "unsupported svm_type"),
+    ("kernel_type rbf", "kernel_type precomputed", "unsupported kernel_type"),
+    ("nr_sv 1 1", "nr_sv 2 1", "does not match|truncated"),
+])
+def test_crafted_headers_and_lines_are_one_line_errors(old, new, match):
+    assert parse_model_file(BASE, "ok.model")[0].nr_class == 2
+    with pytest.raises(DataFormatError, match=match) as e:
+        parse_model_file(BASE.replace(old, new), "bad.model")
+    assert str(e.value).startswith("bad.model") and "\n" not in str(e.value)

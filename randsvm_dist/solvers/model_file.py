@@ -312,6 +312,9 @@ def parse_model(lines: list[str], where: str, n_features: int | None = None,
                               + f" but {len(coefs)} SV lines follow; the file is truncated "
                               "or corrupt")
     top = int(indices.max()) + 1 if len(indices) else 0
+    if top >= 2**31:
+        raise DataFormatError(f"{where}: feature index {top} is out of range (at most "
+                              f"{2**31 - 1})")
     d = top if n_features is None else n_features
     if top > d:
         raise DataFormatError(f"{where}: feature index {top} exceeds the model's {d} "

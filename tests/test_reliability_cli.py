@@ -134,7 +134,7 @@ def readonly_dir(tmp_path):
 
 # --- 1. grid: "No clients found" ----------------------------------------------------------
 def test_1_grid_with_libsvm_folds_on_a_dask_cli_cluster(cluster, work, tmp_path):
-    args = ["grid", work / "a9a", "--C", "0..1", "--gamma", "-5..-4", "--folds", "2",
+    args = ["grid", work / "a9a", "--C", "2^0..2^1:1", "--gamma", "2^-5..2^-4:1", "--folds", "2",
             "--no-refine", "--out", tmp_path / "g", "--scheduler", cluster.address, "--json"]
     proc = run(*args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -219,8 +219,8 @@ def test_4_a_port_that_is_not_a_scheduler_is_named_at_once(cluster, work, tmp_pa
         one_line_error(proc, what)
     proc = run("evaluate", work / "m.npz", work / "a9a", "--scheduler",
                f"tcp://127.0.0.1:{cluster.dashboard}", cwd=tmp_path, timeout=120)
-    one_line_error(proc, f"tcp://127.0.0.1:{cluster.dashboard} answered but is not a Dask "
-                         "scheduler")
+    one_line_error(proc, f"tcp://127.0.0.1:{cluster.dashboard}: it answered but is not a "
+                         "Dask scheduler (HTTP")
 
 
 # --- 5. a flipped bit in a Parquet part -------------------------------------------------------

@@ -301,12 +301,12 @@ def probe(address: str, timeout: float = PROBE_TIMEOUT) -> None:
         raise ClusterError(f"cannot reach the Dask scheduler at {address}: host {host!r} "
                            f"not found ({e.strerror})") from None
     except ConnectionRefusedError:
-        raise ClusterError(f"nothing listens at {address} (connection refused): no Dask "
-                           "scheduler runs there; start one (randsvm-dist cluster start) or "
-                           "fix --scheduler / $RANDSVM_DIST_SCHEDULER") from None
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: nothing listens "
+                           "there (connection refused); start one (randsvm-dist cluster "
+                           "start) or fix --scheduler / $RANDSVM_DIST_SCHEDULER") from None
     except TimeoutError:
-        raise ClusterError(f"no answer from {address} within {timeout:g} s (a firewall, or "
-                           "the wrong host?)") from None
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: no answer within "
+                           f"{timeout:g} s (a firewall, or the wrong host?)") from None
     except OSError as e:
         raise ClusterError(f"cannot reach the Dask scheduler at {address}: "
                            f"{e.strerror or e}") from None
@@ -321,8 +321,8 @@ def probe(address: str, timeout: float = PROBE_TIMEOUT) -> None:
         except OSError:
             return  # reset: let the Client report it
         if first.startswith(b"SSH-"):
-            raise ClusterError(f"{address} answered but is not a Dask scheduler (an SSH "
-                               "server)")
+            raise ClusterError(f"cannot reach the Dask scheduler at {address}: it answered "
+                               "but is not a Dask scheduler (an SSH server)")
         if first:
             return
         try:  # silent: ask it as HTTP would
@@ -331,11 +331,13 @@ def probe(address: str, timeout: float = PROBE_TIMEOUT) -> None:
         except OSError:
             reply = b""
     if reply.startswith(b"HTTP/"):
-        raise ClusterError(f"{address} answered but is not a Dask scheduler (HTTP: a "
-                           "dashboard or web server?); the scheduler's port is the one "
-                           "`dask scheduler` prints as 'Scheduler at', usually 8786")
-    raise ClusterError(f"{address} accepts connections but did not answer as a Dask "
-                       f"scheduler within {timeout:g} s")
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: it answered but "
+                           "is not a Dask scheduler (HTTP: a dashboard or web server?); the "
+                           "scheduler's port is the one `dask scheduler` prints as "
+                           "'Scheduler at', usually 8786")
+    raise ClusterError(f"cannot reach the Dask scheduler at {address}: it accepts "
+                       f"connections but did not answer as a Dask scheduler within "
+                       f"{timeout:g} s")
 
 
 def _tls_configured(security) -> bool:
@@ -363,9 +365,10 @@ def connect(address: str, security=None):
     """
     scheme, _, _ = split_address(address)
     if scheme == "tls" and not _tls_configured(security):
-        raise ClusterError(f"{address} is a TLS address but no certificates were given: "
-                           "pass --tls-ca-file, --tls-cert and --tls-key (or set Dask's "
-                           "distributed.comm.tls.* configuration)")
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: a TLS address "
+                           "but no certificates were given; pass --tls-ca-file, --tls-cert "
+                           "and --tls-key (or set Dask's distributed.comm.tls.* "
+                           "configuration)")
     probe(address)
     from distributed import Client
 

@@ -16,8 +16,8 @@ import logging
 import os
 import time
 
+from randsvm_dist.data.storage import makedirs, read_bytes, write_bytes_atomic
 from randsvm_dist.exceptions import DataFormatError, ParameterError
-from randsvm_dist.data.storage import read_bytes, write_bytes_atomic
 from randsvm_dist.serialization import pack_objects, unpack_objects
 
 log = logging.getLogger("randsvm_dist")
@@ -54,6 +54,9 @@ class Checkpoint:
     Args:
         directory: where ``state.npz`` lives (created).
         fingerprint: ``run_fingerprint`` of this run.
+
+    Raises:
+        DataFormatError: the directory cannot be created or written (e.g. read-only).
     """
 
     def __init__(self, directory: str | os.PathLike, fingerprint: str):
@@ -62,13 +65,7 @@ class Checkpoint:
         self.path = f"{self.directory}/{STATE_FILE}"
         self.last_bytes = 0
         self.last_seconds = 0.0
-        if "://" in self.directory:
-            import fsspec.core
-
-            fs, p = fsspec.core.url_to_fs(self.directory)
-            fs.makedirs(p, exist_ok=True)
-        else:
-            os.makedirs(self.directory, exist_ok=True)
+        makedirs(self.directory)  # a read-only place: one DataFormatError naming it
 
     def save(self, state) -> None:
         """Write ``state`` (a DriverState) as the directory's state, atomically."""

@@ -18,6 +18,7 @@ from randsvm_dist.data.storage import (
     check_not_input,
     check_output_dir,
     check_output_file,
+    is_url,
     publish_file,
 )
 
@@ -54,10 +55,8 @@ class Outputs:
             return
         check_not_input(path, inputs, what, directory=True)
         check_output_dir(path, overwrite)
-        lock = OutputLock(path)
-        if os.path.isdir(os.path.dirname(os.path.abspath(os.fspath(path)))) or \
-                "://" in os.fspath(path):
-            self.locks.append(lock.acquire())
+        if is_url(path) or os.path.isdir(os.path.dirname(os.path.abspath(os.fspath(path)))):
+            self.locks.append(OutputLock(path).acquire())  # (URLs are not locked)
 
     def release(self) -> None:
         """Release every lock taken (idempotent)."""

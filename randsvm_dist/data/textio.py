@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from randsvm_dist.data.storage import is_url
+from randsvm_dist.data.storage import is_url, url_fs
 from randsvm_dist.exceptions import DataFormatError
 
 _BLANK_LINE = re.compile(rb"\n[ \t\r\f\v]*\n")  # (no ^ alternative: it defeats re's scan)
@@ -79,9 +79,7 @@ class TextSource:
         self.path = str(path)
         self.chunk_bytes = int(chunk_bytes or CHUNK_BYTES)
         if is_url(self.path):
-            import fsspec.core
-
-            self.fs, self.fs_path = fsspec.core.url_to_fs(self.path)
+            self.fs, self.fs_path = url_fs(self.path)
         else:
             import fsspec.implementations.local
 

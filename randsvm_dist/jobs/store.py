@@ -21,16 +21,10 @@ import os
 import time
 import uuid
 
+from randsvm_dist.data.storage import is_url, makedirs, read_bytes, url_fs, write_bytes_atomic
 from randsvm_dist.exceptions import ParameterError
-from randsvm_dist.model_files import read_bytes, write_bytes_atomic
 
 STATES = ("submitted", "running", "done", "failed", "cancelled")
-
-
-def _fs(root: str):
-    import fsspec.core
-
-    return fsspec.core.url_to_fs(root)
 
 
 def _join(root: str, *parts: str) -> str:
@@ -47,7 +41,7 @@ class JobStore:
 
     def __init__(self, root: str | os.PathLike):
         root = os.fspath(root)
-        self.root = root if "://" in root else os.path.abspath(os.path.expanduser(root))
+        self.root = root if is_url(root) else os.path.abspath(os.path.expanduser(root))
 
     def new_id(self, kind: str) -> str:
         """A fresh job id: ``<kind>-<UTC time>-<random>``."""
@@ -80,19 +74,14 @@ class JobStore:
     def exists(self, job_id: str, name: str) -> bool:
         """True when ``<job>/<name>`` exists."""
         p = self.path(job_id, name)
-        if "://" in p:
-            return _fs(p)[0].exists(_fs(p)[1])
+        if is_url(p):
+            fs, q = url_fs(p)
+            return fs.exists(q)
         return os.path.exists(p)
 
     def makedirs(self, job_id: str, *sub: str) -> str:
         """Create ``<job>/<sub>`` if missing; returns its path."""
-        p = self.path(job_id, *sub)
-        if "://" in p:
-            fs, q = _fs(p)
-            fs.makedirs(q, exist_ok=True)
-        else:
-            os.makedirs(p, exist_ok=True)
-        return p
+        return makedirs(self.path(job_id, *sub))
 
     def write_text(self, job_id: str, name: str, text: str) -> None:
         """Write ``<job>/<name>`` atomically."""
@@ -107,8 +96,8 @@ class JobStore:
 
     def job_ids(self) -> list[str]:
         """Every job under the directory, oldest first (ids sort by submission time)."""
-        if "://" in self.root:
-            fs, q = _fs(self.root)
+        if is_url(self.root):
+            fs, q = url_fs(self.root)
             names = [n.rstrip("/").rsplit("/", 1)[-1] for n in fs.ls(q, detail=False)] \
                 if fs.exists(q) else []
         else:

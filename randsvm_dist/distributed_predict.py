@@ -35,8 +35,9 @@ def _predict_partition(estimator, ds, i: int, path: str, filesystem) -> int:
     X, y = ds.read_partition(i)
     pred = estimator.predict(X)
     cols = {"prediction": pred}
-    scores = estimator.decision_function(X)
-    if scores.ndim == 1:
+    scores = (estimator.decision_function(X) if hasattr(estimator, "decision_function")
+              else None)   # a regressor's prediction is its decision value
+    if scores is not None and scores.ndim == 1:
         cols["decision"] = scores
     cols["label"] = np.asarray(y)
     pq.write_table(pa.table(cols), path, filesystem=filesystem, use_dictionary=False)
@@ -111,21 +112,127 @@ def _confusion_partition(estimator, ds, i: int) -> np.ndarray:
     return cm
 
 
-def evaluate_dataset(estimator, data, client=None) -> dict:
-    """Accuracy and confusion matrix of a fitted classifier on a Parquet data set.
+def _regression_partition(estimator, ds, i: int) -> tuple:
+    """(n, mean of y, sum of squares about it, sum of squared errors, sum of |errors|)."""
+    from randsvm_dist.engine.partitions import real_targets
+
+    X, y = ds.read_partition(i)
+    y = real_targets(y, f"partition {i} ({ds.paths[i]})")
+    err = y - estimator.predict(X)
+    n = len(y)
+    mean = float(y.mean()) if n else 0.0
+    return (n, mean, float(((y - mean) ** 2).sum()), float(err @ err),
+            float(np.abs(err).sum()))
+
+
+def regression_metrics(stats: list[tuple]) -> dict:
+    """RMSE, MAE and R^2 from per-partition ``_regression_partition`` sums (Chan et al.'s
+    pairwise merge of the target's mean and sum of squares)."""
+    n, mean, m2, sse, sae = 0, 0.0, 0.0, 0.0, 0.0
+    for nb, mb, m2b, sseb, saeb in stats:
+        if not nb:
+            continue
+        delta, tot = mb - mean, n + nb
+        mean += delta * nb / tot
+        m2 += m2b + delta * delta * n * nb / tot
+        n, sse, sae = tot, sse + sseb, sae + saeb
+    return {"rmse": float(np.sqrt(sse / max(n, 1))), "mae": sae / max(n, 1),
+            "r2": float(1.0 - sse / m2) if m2 > 0 else float("nan"), "rows": int(n)}
+
+
+def _one_class_partition(estimator, ds, i: int) -> tuple:
+    """(decision values float32, raw labels) of a partition (scores stay float32: 4 bytes a
+    row travel to the client for the exact ROC AUC)."""
+    X, y = ds.read_partition(i)
+    return estimator.decision_function(X).astype(np.float32), np.asarray(y)
+
+
+def normal_label_of(labels: np.ndarray, normal_label=None):
+    """The label of normal rows for a one-class evaluation, by this rule: ``normal_label``
+    when given; else 1 (LIBSVM's and scikit-learn's inlier label) when the labels hold it;
+    else None (no ROC AUC: which rows are normal is not known)."""
+    if normal_label is not None:
+        return normal_label
+    values = np.unique(labels)
+    return 1 if np.isin(1, values).item() else None
+
+
+def one_class_metrics(scores: np.ndarray, labels: np.ndarray, normal_label=None) -> dict:
+    """Predicted outlier fraction and, when both normal and other rows are present, the
+    ROC AUC of the decision values with the normal rows as positives.
+
+    Args:
+        normal_label: the label of normal rows (see ``normal_label_of``); a string label
+            from the command line matches a numeric label column by value.
+    """
+    out = {"outlier_fraction": float((scores < 0).mean()) if len(scores) else 0.0,
+           "rows": int(len(scores))}
+    normal = normal_label_of(labels, normal_label)
+    if normal is not None and labels.dtype.kind in "iuf" and isinstance(normal, str):
+        try:
+            normal = float(normal)
+        except ValueError:
+            pass
+    out["normal_label"] = normal.item() if isinstance(normal, np.generic) else normal
+    is_normal = labels == normal if normal is not None else np.zeros(len(labels), bool)
+    out["true_outlier_fraction"] = (float(1.0 - is_normal.mean()) if normal is not None
+                                    and len(labels) else None)
+    if normal is not None and 0 < is_normal.sum() < len(labels):
+        from sklearn.metrics import roc_auc_score
+
+        out["roc_auc"] = float(roc_auc_score(is_normal, scores))
+    else:
+        out["roc_auc"] = None
+        out["roc_auc_note"] = ("no ROC AUC: the labels hold " + (
+            "no rows other than the normal label" if normal is not None and is_normal.all()
+            else f"no rows of the normal label {normal!r}" if normal is not None
+            else "no label 1; name the normal label (normal_label= / --normal-label)"))
+    return out
+
+
+def evaluate_dataset(estimator, data, client=None, *, normal_label=None) -> dict:
+    """Quality figures of a fitted model on a Parquet data set, computed on the workers.
+
+    Classifiers: accuracy and confusion matrix. Regressors: RMSE, MAE and R^2 (partition
+    sums merged on the client). One-class models: the predicted outlier fraction and, when
+    the labels name normal and other rows, the ROC AUC of the decision values (normal rows
+    positive; ``normal_label`` says which label is normal, default 1, see
+    ``normal_label_of``).
 
     Returns:
-        {"accuracy", "confusion_matrix" (rows: true, cols: predicted, in classes_ order),
-         "classes", "rows", "seconds"}.
+        classifiers: {"accuracy", "confusion_matrix" (rows: true, cols: predicted, in
+        classes_ order), "classes", "rows", "seconds"}; regressors: {"task": "regression",
+        "rmse", "mae", "r2", "rows", "seconds"}; one-class: {"task": "one_class",
+        "outlier_fraction", "roc_auc" (or None with "roc_auc_note"), "normal_label",
+        "true_outlier_fraction", "rows", "seconds"}.
 
     Raises:
-        SchemaError: feature count differs, or a label the model does not know.
+        SchemaError: feature count differs, a label the model does not know, or a target
+            that is missing or not a number (regression).
     """
+    from sklearn.base import is_outlier_detector, is_regressor
+
     from randsvm_dist.engine.inputs import open_dataset
 
     ds = open_dataset(data)
     _check_features(estimator, ds)
     t0 = time.perf_counter()
+    if is_regressor(estimator) or is_outlier_detector(estimator):
+        reg = is_regressor(estimator)
+        with dask_client(client) as c:
+            est = put(c, estimator)
+            fn = _regression_partition if reg else _one_class_partition
+            got = gather(c, [c.submit(fn, est, ds, i, pure=False, retries=2)
+                             for i in range(ds.n_partitions)], f"evaluation on {ds.url}",
+                         _labels(ds))
+        if reg:
+            out = {"task": "regression", **regression_metrics(got)}
+        else:
+            scores = np.concatenate([g[0] for g in got]) if got else np.empty(0)
+            labels = np.concatenate([g[1] for g in got]) if got else np.empty(0)
+            out = {"task": "one_class", **one_class_metrics(scores, labels, normal_label)}
+        out["seconds"] = time.perf_counter() - t0
+        return out
     with dask_client(client) as c:
         est = put(c, estimator)
         cms = gather(c, [c.submit(_confusion_partition, est, ds, i, pure=False, retries=2)

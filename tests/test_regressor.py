@@ -235,3 +235,136 @@ def test_float_label_column_trains_without_class_stats(dask_client, tmp_path, fr
     assert ds.meta.get("classes") is None
     est = fit(dask_client, str(tmp_path / "fr"))
     np.testing.assert_allclose(est.predict(X), fit(dask_client, X, y).predict(X), atol=2e-3)
+
+
+# -- through the product ---------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def friedman_sets(tmp_path_factory):
+    """Friedman #1 train (1500 rows, 3 partitions) and test (500 rows) Parquet sets."""
+    from randsvm_dist.data import make
+
+    root = tmp_path_factory.mktemp("friedman")
+    train = make("friedman1", root / "train", rows=1500, partitions=3, seed=1, noise=0.5)
+    test = make("friedman1", root / "test", rows=500, partitions=2, seed=2, noise=0.5)
+    return train, test
+
+
+PRODUCT = dict(C=C, epsilon=EPS, gamma=GAMMA, route="sample", sample_size=300,
+               random_state=5, max_iter=12)
+
+
+def test_evaluate_and_predict_on_the_workers(dask_client, friedman_sets, tmp_path):
+    from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
+
+    from randsvm_dist.distributed_predict import read_predictions
+
+    train, test = friedman_sets
+    est = RandSVMRegressor(**PRODUCT, client=dask_client).fit(train)
+    X, y = test.to_arrays()
+    pred = est.predict(X)
+    got = est.evaluate(test)
+    assert got["task"] == "regression" and got["rows"] == 500
+    assert got["rmse"] == pytest.approx(np.sqrt(mean_squared_error(y, pred)), rel=1e-9)
+    assert got["mae"] == pytest.approx(mean_absolute_error(y, pred), rel=1e-9)
+    assert got["r2"] == pytest.approx(r2_score(y, pred), rel=1e-9)
+    assert got["r2"] > 0.85
+    out = est.predict_dataset(test, tmp_path / "pred")
+    table = read_predictions(tmp_path / "pred")
+    assert out["rows"] == 500 and "decision" not in table.column_names
+    np.testing.assert_allclose(table.column("prediction").to_numpy(), pred)
+    np.testing.assert_allclose(table.column("label").to_numpy(), y)
+
+
+def test_checkpoint_resume_equals_uninterrupted(dask_client, friedman_sets, tmp_path,
+                                                monkeypatch):
+    from randsvm_dist.checkpoint import Checkpoint
+
+    train, _ = friedman_sets
+    ref = RandSVMRegressor(**PRODUCT, gap_tol=1e-6, client=dask_client).fit(train)
+    assert ref.n_iter_ >= 3
+    save = Checkpoint.save
+
+    def save_then_crash(self, state):
+        save(self, state)
+        if state.iteration == 1:
+            raise KeyboardInterrupt("killed after iteration 1")
+
+    monkeypatch.setattr(Checkpoint, "save", save_then_crash)
+    with pytest.raises(KeyboardInterrupt):
+        RandSVMRegressor(**PRODUCT, gap_tol=1e-6, client=dask_client).fit(
+            train, checkpoint=str(tmp_path))
+    monkeypatch.undo()
+    resumed = RandSVMRegressor(**PRODUCT, gap_tol=1e-6, client=dask_client).fit(
+        train, checkpoint=str(tmp_path), resume=True)
+    np.testing.assert_array_equal(resumed.support_, ref.support_)
+    np.testing.assert_array_equal(resumed.dual_coef_, ref.dual_coef_)
+    assert resumed.n_iter_ == ref.n_iter_
+
+
+def test_feature_scaler_is_learnt_and_applied(dask_client, friedman):
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = friedman
+    X = X * np.arange(1, 11, dtype=np.float32) * 10 + 5   # badly scaled features
+    est = fit(dask_client, X, y, scale="standard")
+    Xs = StandardScaler().fit_transform(X.astype(np.float64))
+    ref = sklearn_svr(Xs, y)
+    assert est.scaler_ is not None
+    np.testing.assert_allclose(est.predict(X), ref.predict(Xs), atol=5e-3)
+
+
+def test_train_evaluate_predict_submit_commands(dask_client, friedman_sets, tmp_path,
+                                                capsys):
+    """`train --svm-type epsilon_svr --epsilon`, `evaluate`, `predict` and `submit train`."""
+    import json
+
+    from randsvm_dist.cli import main
+
+    train, test = friedman_sets
+    sched = ["--scheduler", dask_client.scheduler.address]
+    model = str(tmp_path / "svr.model")
+    assert main(["train", train.url, "--svm-type", "epsilon_svr", "--C", str(C),
+                 "--epsilon", str(EPS), "--gamma", str(GAMMA), "--model", model,
+                 "--test", test.url, "--json", *sched]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["certified"] and result["test"]["task"] == "regression"
+    ref = RandSVMRegressor(C=C, epsilon=EPS, gamma=GAMMA, random_state=0,
+                           client=dask_client).fit(train)
+    assert result["test"]["rmse"] == pytest.approx(ref.evaluate(test)["rmse"], rel=5e-3)
+    assert main(["evaluate", model, test.url, "--json", *sched]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["rmse"] == pytest.approx(result["test"]["rmse"], rel=1e-6)
+    assert main(["predict", model, test.url, str(tmp_path / "p"), *sched]) == 0
+    capsys.readouterr()
+    jobs = str(tmp_path / "jobs")
+    assert main(["submit", "train", train.url, "--svm-type", "epsilon_svr", "--C", str(C),
+                 "--epsilon", str(EPS), "--gamma", str(GAMMA), "--model",
+                 str(tmp_path / "job.model"), "--job-dir", jobs, "--json", *sched]) == 0
+    job_id = json.loads(capsys.readouterr().out)["job_id"]
+    from randsvm_dist import jobs as jobs_api
+
+    assert jobs_api.wait(jobs, job_id, timeout=300)["state"] == "done"
+    res = jobs_api.result(jobs, job_id)
+    assert res["certified"] and RandSVMRegressor.load(tmp_path / "job.model").predict(
+        test.to_arrays()[0]).shape == (500,)
+
+
+def test_train_command_options_of_each_svm_type():
+    from randsvm_dist.cli import build_parser
+    from randsvm_dist.cli.train import estimator_params
+    from randsvm_dist.exceptions import ParameterError
+
+    parse = build_parser().parse_args
+    p = estimator_params(parse(["train", "d", "--model", "m", "--svm-type", "epsilon_svr",
+                                "--epsilon", "0.7", "--C", "3", "--bound-epsilon", "0.3",
+                                "--bound-delta", "0.5"]))
+    assert (p["epsilon"], p["C"], p["bound_epsilon"], p["bound_delta"]) == (0.7, 3.0, 0.3, 0.5)
+    assert set(p) <= set(RandSVMRegressor().get_params())
+    defaults = RandSVMRegressor().get_params()
+    p = estimator_params(parse(["train", "d", "--model", "m", "--svm-type", "epsilon_svr"]))
+    assert all(v == defaults[k] for k, v in p.items() if k != "random_state")
+    with pytest.raises(ParameterError, match="--nu applies to --svm-type one_class"):
+        estimator_params(parse(["train", "d", "--model", "m", "--svm-type", "epsilon_svr",
+                                "--nu", "0.2"]))
+    with pytest.raises(ParameterError, match="--epsilon applies"):
+        estimator_params(parse(["train", "d", "--model", "m", "--epsilon", "0.2"]))

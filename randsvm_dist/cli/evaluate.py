@@ -1,4 +1,5 @@
-"""``randsvm-dist evaluate``: accuracy and confusion matrix of a saved model."""
+"""``randsvm-dist evaluate``: accuracy and confusion matrix of a saved classifier; RMSE,
+MAE and R^2 of a regressor; outlier fraction and ROC AUC of a one-class model."""
 
 from __future__ import annotations
 
@@ -20,10 +21,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     check_report_path(args, (args.data, args.model))
     est = load_model(args)
-    result = evaluate_dataset(est, args.data, client=args.session.client())
+    result = evaluate_dataset(est, args.data, client=args.session.client(),
+                              normal_label=getattr(args, "normal_label", None))
     result["n_support"] = (int(len(est.support_)) if hasattr(est, "support_")
                            else int(est.n_core_))
     result["seconds"] = time.perf_counter() - t0
+    if result.get("task") in ("regression", "one_class"):
+        emit(args, result, task_summary(result))
+        return 0
     lines = [f"accuracy {result['accuracy']:.4f} on {result['rows']} rows, "
              f"{result['n_support']} support vectors (or core points), "
              f"{result['seconds']:.1f} s",
@@ -34,11 +39,26 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def task_summary(result: dict) -> str:
+    """The text of a regression or one-class evaluation (``evaluate_dataset``'s result)."""
+    tail = (f" on {result['rows']} rows, {result.get('n_support', '?')} support vectors, "
+            f"{result.get('seconds', 0.0):.1f} s")
+    if result["task"] == "regression":
+        return (f"RMSE {result['rmse']:.4f}, MAE {result['mae']:.4f}, "
+                f"R^2 {result['r2']:.4f}{tail}")
+    auc = (f"ROC AUC {result['roc_auc']:.4f} (normal label {result['normal_label']!r})"
+           if result.get("roc_auc") is not None else result.get("roc_auc_note", "no ROC AUC"))
+    return f"predicted outlier fraction {result['outlier_fraction']:.4f}, {auc}{tail}"
+
+
 def register(subparsers) -> None:
     """Add the ``evaluate`` command."""
     p = subparsers.add_parser("evaluate", help="accuracy and confusion matrix of a model")
     add_model_input(p)
     p.add_argument("data", help="Parquet data set with labels")
+    p.add_argument("--normal-label", default=None, metavar="LABEL",
+                   help="one-class models: the label of normal rows for the ROC AUC "
+                        "(default 1, LIBSVM's inlier label; other labels are outliers)")
     add_scheduler(p)
     add_output(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing --report")

@@ -33,7 +33,8 @@ def job_spec(args: argparse.Namespace) -> dict:
             raise ParameterError("a submitted train job checkpoints into its job directory "
                                  "itself; drop --checkpoint/--resume")
         return {"data": args.data, "model": args.model, "params": estimator_params(args),
-                "test": args.test, "overwrite": args.overwrite}
+                "test": args.test, "overwrite": args.overwrite,
+                "svm_type": getattr(args, "svm_type", "c_svc")}
     if args.kind == "stream":
         from randsvm_dist.cli.stream import OPTIONAL, build_estimator
 

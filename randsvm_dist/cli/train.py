@@ -1,4 +1,5 @@
-"""``randsvm-dist train``: fit a RandSVMClassifier on a Parquet data set, save the model."""
+"""``randsvm-dist train``: fit a RandSVM classifier, regressor (``--svm-type epsilon_svr``)
+or one-class model (``--svm-type one_class``) on a Parquet data set, save the model."""
 
 from __future__ import annotations
 
@@ -17,19 +18,52 @@ from randsvm_dist.cli.options import (
 )
 from randsvm_dist.exceptions import ParameterError
 
+SVM_TYPES = {"c_svc": "RandSVMClassifier", "epsilon_svr": "RandSVMRegressor",
+             "one_class": "RandSVMOneClass"}
 
-def estimator_params(args: argparse.Namespace) -> dict:
-    """The RandSVMClassifier parameters the options name (``client`` aside).
+
+def estimator_class(svm_type: str = "c_svc") -> type:
+    """The estimator class of an ``--svm-type`` (LIBSVM's names: c_svc, epsilon_svr,
+    one_class).
 
     Raises:
-        ParameterError: a bad option value.
+        ParameterError: an unknown type.
     """
+    import randsvm_dist.estimators as estimators
+
+    if svm_type not in SVM_TYPES:
+        raise ParameterError(f"--svm-type must be one of {', '.join(SVM_TYPES)}; got "
+                             f"{svm_type!r}")
+    return getattr(estimators, SVM_TYPES[svm_type])
+
+
+def estimator_params(args: argparse.Namespace) -> dict:
+    """The parameters of the ``--svm-type``'s estimator the options name (``client``
+    aside): C-SVC takes ``--C``/``--class-weight``, epsilon-SVR ``--C``/``--epsilon``,
+    one-class ``--nu``.
+
+    Raises:
+        ParameterError: a bad option value, or an option of another SVM type.
+    """
+    svm_type = getattr(args, "svm_type", "c_svc")
     if args.class_weight not in (None, "balanced"):
         raise ParameterError(f"--class-weight must be 'balanced'; got {args.class_weight!r}")
+    eps, nu = getattr(args, "epsilon", None), getattr(args, "nu", None)
+    for flag, value, kind in (("--epsilon", eps, "epsilon_svr"), ("--nu", nu, "one_class"),
+                              ("--class-weight", args.class_weight, "c_svc")):
+        if value is not None and svm_type != kind:
+            raise ParameterError(f"{flag} applies to --svm-type {kind}; this is {svm_type}")
+    own = {"c_svc": {"C": args.C, "class_weight": args.class_weight},
+           "epsilon_svr": {"C": args.C, "epsilon": 0.1 if eps is None else eps},
+           "one_class": {"nu": 0.5 if nu is None else nu}}
+    if svm_type not in own:
+        raise ParameterError(f"--svm-type must be one of {', '.join(SVM_TYPES)}; got "
+                             f"{svm_type!r}")
     return dict(
-        kernel=args.kernel, C=args.C, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
-        class_weight=args.class_weight, k=args.k, sample_size=args.sample_size,
-        bound_epsilon=args.epsilon, bound_delta=args.delta, separable=args.separable,
+        kernel=args.kernel, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
+        **own[svm_type], k=args.k, sample_size=args.sample_size,
+        bound_epsilon=args.bound_epsilon, bound_delta=args.bound_delta,
+        separable=args.separable,
         max_iter=args.max_iter, tol=args.tol, violator_tol=args.violator_tol,
         gap_tol=args.gap_tol, cache_size=args.cache_size, random_state=args.random_state,
         scale=args.scale, seed=args.seed_from, route=args.route,
@@ -62,7 +96,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     Raises:
         ParameterError: a bad option value.
     """
-    from randsvm_dist import RandSVMClassifier
     from randsvm_dist.cli.outputs import save_model_file
     from randsvm_dist.data.storage import check_not_input
 
@@ -78,7 +111,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                         directory=True)
         makedirs(args.checkpoint)  # a read-only place fails now, not after the cluster
     client = args.session.client()
-    est = RandSVMClassifier(**params, client=client)
+    est = estimator_class(getattr(args, "svm_type", "c_svc"))(**params, client=client)
     est.fit(args.data, checkpoint=getattr(args, "checkpoint", None),
             resume=getattr(args, "resume", False))
     save_model_file(est, args.model, overwrite=args.overwrite)
@@ -98,8 +131,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.test:
         say(args, summary)
         result["test"] = est.evaluate(args.test, client=client)
-        summary = (f"test accuracy {result['test']['accuracy']:.4f} on "
-                   f"{result['test']['rows']} rows")
+        if "accuracy" in result["test"]:
+            summary = (f"test accuracy {result['test']['accuracy']:.4f} on "
+                       f"{result['test']['rows']} rows")
+        else:
+            from randsvm_dist.cli.evaluate import task_summary
+
+            summary = "test " + task_summary(result["test"])
     emit(args, result, summary)
     return 0
 
@@ -113,8 +151,19 @@ def register(subparsers) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing model file written by randsvm-dist (and "
                         "MODEL.range, --report)")
+    p.add_argument("--svm-type", default="c_svc", choices=list(SVM_TYPES),
+                   help="c_svc: classification (RandSVMClassifier, LIBSVM -s 0); "
+                        "epsilon_svr: regression on a real-valued label column "
+                        "(RandSVMRegressor, -s 3); one_class: novelty detection, labels "
+                        "ignored (RandSVMOneClass, -s 2)")
     p.add_argument("--kernel", default="rbf", choices=["linear", "poly", "rbf", "sigmoid"])
-    p.add_argument("--C", type=float, default=1.0)
+    p.add_argument("--C", type=float, default=1.0, help="c_svc, epsilon_svr: box constraint")
+    p.add_argument("--epsilon", type=float, default=None,
+                   help="epsilon_svr: half-width of the epsilon-insensitive tube (default "
+                        "0.1, as SVR)")
+    p.add_argument("--nu", type=float, default=None,
+                   help="one_class: bound on the outlier fraction, in (0, 1] (default 0.5, "
+                        "as OneClassSVM)")
     p.add_argument("--gamma", type=number_or_name, default="scale",
                    help="number, 'scale' or 'auto'")
     p.add_argument("--degree", type=int, default=3)
@@ -126,8 +175,10 @@ def register(subparsers) -> None:
                         "at k is not certified and warns")
     p.add_argument("--sample-size", type=int_or_auto, default="auto",
                    help="rows per LIBSVM solve (r)")
-    p.add_argument("--epsilon", type=float, default=0.2)
-    p.add_argument("--delta", type=float, default=0.9)
+    p.add_argument("--bound-epsilon", type=float, default=0.2,
+                   help="epsilon of the paper's k estimate (sample_size='auto', --k auto)")
+    p.add_argument("--bound-delta", type=float, default=0.9,
+                   help="delta of the paper's k estimate")
     p.add_argument("--separable", action="store_true", help="use the separable k bound")
     p.add_argument("--max-iter", type=int, default=50)
     p.add_argument("--tol", type=float, default=1e-3)

@@ -103,6 +103,18 @@ class RandSVMOneClass(OutlierMixin, RandSVMBase):
         """The raw scores sum_i alpha_i k(x_i, x) (decision_function + offset_)."""
         return self.decision_function(X) + self.offset_
 
+    def evaluate(self, data, client=None, *, normal_label=None) -> dict:
+        """Predicted outlier fraction and ROC AUC (normal rows: label ``normal_label``,
+        default 1) on a Parquet data set, computed on the workers (see
+        ``distributed_predict.evaluate_dataset``)."""
+        from randsvm_dist.distributed_predict import evaluate_dataset
+
+        self._check_fitted()
+        out = evaluate_dataset(self, data, client if client is not None else self.client,
+                               normal_label=normal_label)
+        out["n_support"] = int(len(self.support_))
+        return out
+
     def predict(self, X) -> np.ndarray:
         """+1 for inliers (f(x) >= 0), -1 for outliers, as OneClassSVM."""
         lazy = self._on_dask("predict", X)

@@ -37,7 +37,7 @@ KINDS = ("train", "stream", "predict")
 TASK_PREFIX = "randsvm-job-"
 #: the keyword arguments each kind takes (besides scheduler, job_dir, security)
 SPEC_KEYS = {
-    "train": ("data", "model", "params", "test", "overwrite"),
+    "train": ("data", "model", "params", "test", "overwrite", "svm_type"),
     "stream": ("data", "estimator", "params", "model", "test", "fan_in", "overwrite"),
     "predict": ("model", "data", "out", "overwrite", "allow_pickle"),
 }

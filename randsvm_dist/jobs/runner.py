@@ -85,8 +85,9 @@ def _watch_cancel(store: JobStore, job_id: str, client, handler: _JobLog,
 
 def run_train(client, *, data: str, model: str, params: dict | None = None,
               test: str | None = None, overwrite: bool = False,
-              checkpoint: str | None = None) -> dict:
-    """Fit a RandSVMClassifier, save it, optionally evaluate it (a ``train`` job).
+              checkpoint: str | None = None, svm_type: str = "c_svc") -> dict:
+    """Fit a RandSVM estimator (``svm_type``: c_svc, epsilon_svr or one_class), save it,
+    optionally evaluate it (a ``train`` job).
 
     Returns:
         the result (what ``randsvm-dist train --json`` reports).
@@ -94,11 +95,17 @@ def run_train(client, *, data: str, model: str, params: dict | None = None,
     Raises:
         RandSVMError: bad parameters, data or outputs.
     """
-    from randsvm_dist import RandSVMClassifier
+    from randsvm_dist import estimators
     from randsvm_dist.model_files import check_model_path, save_model
 
+    kinds = {"c_svc": estimators.RandSVMClassifier, "epsilon_svr": estimators.RandSVMRegressor,
+             "one_class": estimators.RandSVMOneClass}
+    if svm_type not in kinds:
+        from randsvm_dist.exceptions import ParameterError
+
+        raise ParameterError(f"svm_type must be one of {', '.join(kinds)}; got {svm_type!r}")
     check_model_path(model, overwrite)
-    est = RandSVMClassifier(**(params or {}), client=client)
+    est = kinds[svm_type](**(params or {}), client=client)
     est.fit(data, checkpoint=checkpoint, resume=checkpoint is not None)
     save_model(est, model)
     result = {"data": data, "model": model, "fit_seconds": est.fit_time_,

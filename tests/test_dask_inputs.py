@@ -47,7 +47,7 @@ def test_randsvm_dask_array_equals_numpy_and_stays_on_workers(dask_client, array
     tX, ty = _dask(X[400:], y[400:], chunks=70)
     pred = est.predict(tX)
     assert isinstance(pred, da.Array)
-    np.testing.assert_array_equal(pred.compute(), ref.predict(X[400:]))
+    np.testing.assert_array_equal(dask_client.compute(pred).result(), ref.predict(X[400:]))
     f = est.decision_function(tX)
     assert isinstance(f, da.Array) and f.shape == (200,)
     assert est.score(tX, ty) == pytest.approx(ref.score(X[400:], y[400:]))

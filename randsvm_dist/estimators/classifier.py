@@ -165,7 +165,11 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         self._adopt(model, support, classes, n_features)
 
     def _adopt(self, model, support, classes, n_features: int) -> None:
+        self._coupling_order = None  # LIBSVM couples probabilities in its label order
         if model.svm_type in CLASSIFICATION_TYPES:
+            labels = np.asarray(model.labels)
+            if np.any(labels[:-1] > labels[1:]):
+                self._coupling_order = np.searchsorted(np.sort(labels), labels)
             model, order = sort_labels(model)
             support = np.asarray(support)[order]
         self._adopt_common(model, support, n_features)
@@ -278,7 +282,8 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
             raise AttributeError("predict_proba is available when fitted with "
                                  "probability=True")
         dec = -f if len(self.classes_) == 2 else f
-        return predict_proba(dec, self.probA_, self.probB_, len(self.classes_))
+        return predict_proba(dec, self.probA_, self.probB_, len(self.classes_),
+                             getattr(self, "_coupling_order", None))
 
     @available_if(_has_probabilities)
     def predict_log_proba(self, X) -> np.ndarray:

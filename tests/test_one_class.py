@@ -208,3 +208,120 @@ def test_dask_input_and_lazy_scores(dask_client, blobs):
                                atol=2e-4)
     np.testing.assert_array_equal(est.predict(da.from_array(X, chunks=250)).compute(
         scheduler="sync"), ref.predict(X))
+
+
+# -- through the product ---------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def blob_sets(tmp_path_factory):
+    """blobs_with_outliers train (1500 rows, 3 partitions) and test (600 rows) sets."""
+    from randsvm_dist.data import make
+
+    root = tmp_path_factory.mktemp("blobs")
+    train = make("blobs_with_outliers", root / "train", rows=1500, partitions=3, seed=1)
+    test = make("blobs_with_outliers", root / "test", rows=600, partitions=2, seed=2)
+    return train, test
+
+
+PRODUCT = dict(nu=NU, gamma=GAMMA, route="sample", sample_size=300, random_state=5,
+               max_iter=12)
+
+
+def test_evaluate_and_predict_on_the_workers(dask_client, blob_sets, tmp_path):
+    from sklearn.metrics import roc_auc_score
+
+    from randsvm_dist.distributed_predict import read_predictions
+
+    train, test = blob_sets
+    est = RandSVMOneClass(**PRODUCT, client=dask_client).fit(train)
+    X, y = test.to_arrays()
+    f = est.decision_function(X)
+    got = est.evaluate(test)
+    assert got["task"] == "one_class" and got["normal_label"] == 1 and got["rows"] == 600
+    assert got["outlier_fraction"] == pytest.approx((f < 0).mean())
+    assert got["true_outlier_fraction"] == pytest.approx((y == -1).mean())
+    assert got["roc_auc"] == pytest.approx(roc_auc_score(y == 1, f), abs=1e-6)
+    assert got["roc_auc"] > 0.95
+    # the other label named normal: the AUC flips
+    flipped = est.evaluate(test, normal_label=-1)
+    assert flipped["roc_auc"] == pytest.approx(1 - got["roc_auc"], abs=1e-6)
+    out = est.predict_dataset(test, tmp_path / "pred")
+    table = read_predictions(tmp_path / "pred")
+    assert out["rows"] == 600
+    np.testing.assert_array_equal(table.column("prediction").to_numpy(), est.predict(X))
+    np.testing.assert_allclose(table.column("decision").to_numpy(), f)
+
+
+def test_one_class_metrics_rule_for_the_normal_label():
+    from randsvm_dist.distributed_predict import one_class_metrics
+
+    s = np.array([0.5, -0.2, 0.1, -1.0])
+    assert one_class_metrics(s, np.array([1, -1, 1, -1]))["roc_auc"] == 1.0
+    none = one_class_metrics(s, np.array([3, 4, 3, 4]))   # no label 1: not guessed
+    assert none["roc_auc"] is None and "--normal-label" in none["roc_auc_note"]
+    assert one_class_metrics(s, np.array([3, 4, 3, 4]), normal_label="3")["roc_auc"] == 1.0
+    only = one_class_metrics(s, np.ones(4))
+    assert only["roc_auc"] is None and only["outlier_fraction"] == 0.5
+
+
+def test_checkpoint_resume_equals_uninterrupted(dask_client, blob_sets, tmp_path,
+                                                monkeypatch):
+    from randsvm_dist.checkpoint import Checkpoint
+
+    train, _ = blob_sets
+    params = {**PRODUCT, "gap_tol": 0.0, "tol": 1e-5}
+    ref = RandSVMOneClass(**params, client=dask_client).fit(train)
+    assert ref.n_iter_ >= 3
+    save = Checkpoint.save
+
+    def save_then_crash(self, state):
+        save(self, state)
+        if state.iteration == 1:
+            raise KeyboardInterrupt("killed after iteration 1")
+
+    monkeypatch.setattr(Checkpoint, "save", save_then_crash)
+    with pytest.raises(KeyboardInterrupt):
+        RandSVMOneClass(**params, client=dask_client).fit(train, checkpoint=str(tmp_path))
+    monkeypatch.undo()
+    resumed = RandSVMOneClass(**params, client=dask_client).fit(
+        train, checkpoint=str(tmp_path), resume=True)
+    np.testing.assert_array_equal(resumed.support_, ref.support_)
+    np.testing.assert_array_equal(resumed.dual_coef_, ref.dual_coef_)
+
+
+def test_feature_scaler_is_learnt_and_applied(dask_client, blobs):
+    from sklearn.preprocessing import MinMaxScaler
+
+    X, _ = blobs
+    X = X * np.array([100.0, 0.01], np.float32) + 3
+    est = fit(dask_client, X, scale="minmax", gamma=5.0)
+    Xs = MinMaxScaler(feature_range=(-1, 1)).fit_transform(X.astype(np.float64))
+    ref = sklearn_ocsvm(Xs, gamma=5.0)
+    np.testing.assert_allclose(est.decision_function(X), ref.decision_function(Xs), atol=1e-3)
+
+
+def test_train_evaluate_submit_commands(dask_client, blob_sets, tmp_path, capsys):
+    """`train --svm-type one_class --nu`, `evaluate --normal-label`, `submit train`."""
+    import json
+
+    from randsvm_dist import jobs as jobs_api
+    from randsvm_dist.cli import main
+
+    train, test = blob_sets
+    sched = ["--scheduler", dask_client.scheduler.address]
+    model = str(tmp_path / "oc.model")
+    assert main(["train", train.url, "--svm-type", "one_class", "--nu", str(NU), "--gamma",
+                 str(GAMMA), "--model", model, "--test", test.url, "--json", *sched]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["certified"] and result["test"]["roc_auc"] > 0.95
+    assert main(["evaluate", model, test.url, "--normal-label", "-1", "--json", *sched]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["roc_auc"] == pytest.approx(1 - result["test"]["roc_auc"], abs=1e-6)
+    assert main(["evaluate", model, test.url, *sched]) == 0
+    assert "ROC AUC" in capsys.readouterr().out
+    jobs = str(tmp_path / "jobs")
+    assert main(["submit", "train", train.url, "--svm-type", "one_class", "--nu", str(NU),
+                 "--model", str(tmp_path / "job.model"), "--job-dir", jobs, "--json",
+                 *sched]) == 0
+    job_id = json.loads(capsys.readouterr().out)["job_id"]
+    assert jobs_api.wait(jobs, job_id, timeout=300)["state"] == "done"
+    assert isinstance(RandSVMOneClass.load(tmp_path / "job.model"), RandSVMOneClass)

@@ -20,6 +20,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     check_report_path(args, (args.data, args.model))
+    args.session.prefetch()  # the cluster starts while the model loads
     est = load_model(args)
     result = evaluate_dataset(est, args.data, client=args.session.client(),
                               normal_label=getattr(args, "normal_label", None))
@@ -31,12 +32,27 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return 0
     lines = [f"accuracy {result['accuracy']:.4f} on {result['rows']} rows, "
              f"{result['n_support']} support vectors (or core points), "
-             f"{result['seconds']:.1f} s",
-             f"confusion matrix (rows: true, columns: predicted; classes "
-             f"{result['classes']}):"]
-    lines += ["  " + " ".join(f"{v:9d}" for v in row) for row in result["confusion_matrix"]]
+             f"{result['seconds']:.1f} s"]
+    if "log_loss" in result:
+        lines.append(f"log loss {result['log_loss']:.4f}, Brier score "
+                     f"{result['brier_score']:.4f} (predicted probabilities)")
+    lines += confusion_lines(result["confusion_matrix"], result["classes"])
     emit(args, result, "\n".join(lines))
     return 0
+
+
+def confusion_lines(cm: list[list[int]], classes: list) -> list[str]:
+    """The full confusion matrix as text: a header of predicted classes, one line per true
+    class (every class, however many)."""
+    names = [str(c) for c in classes]
+    w = max(9, *(len(n) + 1 for n in names), *(len(str(v)) + 1 for r in cm for v in r))
+    corner = "true/pred"
+    lead = max(len(corner), *(len(n) for n in names))
+    out = ["confusion matrix (rows: true, columns: predicted):",
+           f"  {corner:>{lead}s}" + "".join(f"{n:>{w}s}" for n in names)]
+    out += [f"  {n:>{lead}s}" + "".join(f"{v:{w}d}" for v in row)
+            for n, row in zip(names, cm)]
+    return out
 
 
 def task_summary(result: dict) -> str:

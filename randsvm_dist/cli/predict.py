@@ -19,6 +19,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     args.outputs.directory(args.out, overwrite=args.overwrite, what="output",
                            inputs=(args.data, args.model))  # before the cluster starts
+    args.session.prefetch()  # the cluster starts while the model loads
     est = load_model(args)
     out = predict_dataset(est, args.data, args.out, client=args.session.client(),
                           overwrite=args.overwrite)

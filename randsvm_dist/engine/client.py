@@ -56,7 +56,11 @@ class LocalProcesses:
         return [self.scheduler.pid, self.workers.pid]
 
     def close(self, timeout: float = 15.0) -> None:
-        """Stop the workers, then the scheduler (SIGTERM, SIGKILL after ``timeout``)."""
+        """Stop the workers and the scheduler together (SIGTERM to both at once, so their
+        shutdowns overlap; SIGKILL after ``timeout``)."""
+        for proc in (self.workers, self.scheduler):
+            if proc.poll() is None:
+                proc.terminate()
         for proc in (self.workers, self.scheduler):
             _terminate(proc, timeout)
         for path in self.temporary:
@@ -134,7 +138,8 @@ def launch(n_workers: int | None = None, threads_per_worker: int = 1, *,
                   "--nworkers", str(n), "--nthreads", str(threads_per_worker),
                   "--host", LOOPBACK, "--no-dashboard", "--dashboard-address", f"{LOOPBACK}:0",
                   "--death-timeout", "60",
-                  "--memory-limit", str(memory_limit)]
+                  "--memory-limit", str(memory_limit),
+                  "--preload", "randsvm_dist.engine.warm"]  # imports while the caller works
     with open(log_path, "ab") as out:
         popen = dict(stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                      start_new_session=detach, env=_child_environ())

@@ -1,0 +1,27 @@
+"""Warm-up of the embedded default's worker processes (``dask worker --preload``).
+
+A fresh worker spends seconds importing the estimators, scikit-learn and numba (and loading
+numba's cached machine code) when the first task arrives. The embedded default's workers
+preload this module, which does those imports in a background thread as soon as the
+worker starts, while the command line is still loading its model and connecting: a first
+``evaluate`` then waits for none of it. Nothing here changes what a task computes.
+"""
+
+from __future__ import annotations
+
+import threading
+
+
+def _warm() -> None:
+    try:
+        import randsvm_dist.distributed_predict  # noqa: F401
+        import randsvm_dist.estimators  # noqa: F401
+        import randsvm_dist.rbf_fused  # noqa: F401
+        import randsvm_dist.streaming  # noqa: F401
+    except Exception:  # noqa: BLE001 - a warm-up only: the task itself reports errors
+        pass
+
+
+def dask_setup(worker) -> None:
+    """Called by ``distributed`` when the worker starts: start the imports, do not wait."""
+    threading.Thread(target=_warm, name="randsvm-warm-imports", daemon=True).start()

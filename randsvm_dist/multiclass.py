@@ -26,9 +26,13 @@ import numpy as np
 from randsvm_dist.exceptions import ParameterError
 
 
-def ovo_pairs(n_classes: int) -> list[tuple[int, int]]:
-    """The class pairs (i, j), i < j, in LIBSVM's order."""
-    return [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
+def ovr_predict(scores) -> np.ndarray:
+    """The class index of one-vs-rest scores: (n,) scores of two classes -> 1 where the
+    score is positive, else 0; (n, k) scores -> the argmax (ties to the lowest index)."""
+    scores = np.asarray(scores)
+    if scores.ndim == 1:
+        return (scores > 0).astype(np.int64)
+    return np.argmax(scores, axis=1)
 
 
 def n_classes_of(n_pairs: int) -> int:
@@ -86,9 +90,6 @@ def ovo_predict(dec, n_classes: int) -> np.ndarray:
         (n,) int64 class indices.
     """
     return np.argmax(ovo_votes(dec, n_classes), axis=1)  # argmax: first maximum
-
-
-ovo_predict_index = ovo_predict  # the name the estimator imports
 
 
 def ovr_decision_function(dec, n_classes: int) -> np.ndarray:

@@ -13,13 +13,12 @@ from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.multiclass import (
     decision_function,
     n_classes_of,
-    ovo_pairs,
     ovo_predict,
-    ovo_predict_index,
     ovo_votes,
     ovr_decision_function,
     predict,
 )
+from randsvm_dist.solvers.ovo_layout import ovo_pairs
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +44,7 @@ def test_votes_and_ovr_values_match_svc(iris):
     X = load_iris().data
     dec = svc.decision_function(Z)
     np.testing.assert_array_equal(ovo_predict(dec, 3), svc.predict(Z))
-    np.testing.assert_array_equal(ovo_predict_index(dec, 3), svc.predict(Z))
+    np.testing.assert_array_equal(ovo_predict(dec, 3), svc.predict(Z))
     ovr = SVC(C=10, gamma=0.5, decision_function_shape="ovr").fit(X, y)
     np.testing.assert_allclose(ovr_decision_function(dec, 3), ovr.decision_function(Z),
                                rtol=0, atol=1e-12)

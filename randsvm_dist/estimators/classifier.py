@@ -15,6 +15,7 @@ from randsvm_dist.estimators.base import RandSVMBase
 from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.state import ProblemState
 from randsvm_dist.exceptions import ParameterError
+from randsvm_dist.multiclass import ovr_decision_function, ovr_predict, predict
 from randsvm_dist.solvers.libsvm_adapter import SolverParams
 from randsvm_dist.solvers.model_file import CLASSIFICATION_TYPES, OVR_SVM_TYPE
 from randsvm_dist.solvers.ovo_layout import (
@@ -234,8 +235,6 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         if f.shape[1] == 1:
             return f[:, 0]
         if self._ovo and self.decision_function_shape == "ovr":
-            from randsvm_dist.multiclass import ovr_decision_function
-
             return ovr_decision_function(f, len(self.classes_))
         return f
 
@@ -246,15 +245,10 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         if lazy is not None:
             return lazy
         f = self._problem_values(X)
-        if f.shape[1] == 1:
-            return self.classes_[(f[:, 0] > 0).astype(int)]
         if not self._ovo:
-            return self.classes_[np.argmax(f, axis=1)]
-        from randsvm_dist.multiclass import ovo_predict_index, ovr_decision_function
-
-        if self.break_ties and self.decision_function_shape == "ovr":
-            return self.classes_[np.argmax(ovr_decision_function(f, len(self.classes_)), 1)]
-        return self.classes_[ovo_predict_index(f, len(self.classes_))]
+            return self.classes_[ovr_predict(f[:, 0] if f.shape[1] == 1 else f)]
+        return self.classes_[predict(f, len(self.classes_), self.break_ties,
+                                     self.decision_function_shape)]
 
     def _has_probabilities(self) -> bool:
         if getattr(self, "probA_", None) is not None:

@@ -41,6 +41,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from randsvm_dist.exceptions import NotFittedError, ParameterError, SchemaError
 from randsvm_dist.kernels import moments_variance, resolve_gamma, row_sq_norms, value_moments
+from randsvm_dist.multiclass import ovr_predict
 from randsvm_dist.seeds import derive_seed, resolve_seed
 from randsvm_dist.validation import check_classes, check_features, check_labels, class_index
 
@@ -341,10 +342,7 @@ class StreamingClassifier(ClassifierMixin, BaseEstimator):
         Raises:
             NotFittedError, SchemaError (bad X), ParameterError (a Dask collection).
         """
-        s = self.decision_function(X)
-        if s.ndim == 1:
-            return self.classes_[(s > 0).astype(int)]
-        return self.classes_[np.argmax(s, axis=1)]
+        return self.classes_[ovr_predict(self.decision_function(X))]
 
     def score(self, X, y, sample_weight=None) -> float:
         """(Weighted) accuracy on in-memory (X, y).

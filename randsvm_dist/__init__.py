@@ -10,6 +10,10 @@ from randsvm_dist.exceptions import (
 
 __version__ = "0.1.0"
 
+from randsvm_dist.progress import auto as _progress  # noqa: E402
+
+_progress()  # interactive sessions show the per-iteration lines (randsvm_dist.progress)
+
 
 def __getattr__(name: str):
     # heavy imports (dask, scikit-learn) only when the estimator is asked for

@@ -382,3 +382,20 @@ def test_10_quick_tour_outputs_are_ignored_by_git():
     for name in ("cb-train/", "cb-test/", "cb.model", "predictions/", "report.json",
                  "scratch/"):
         assert name in ignored, name
+
+
+def test_10_python_shows_the_iteration_lines_in_interactive_sessions(tmp_path):
+    """fit() in Python printed nothing while the CLI showed each iteration."""
+    script = tmp_path / "s.py"
+    script.write_text("import logging, randsvm_dist\n"
+                      "logging.getLogger('randsvm_dist').info('iter  1 the line')\n")
+    env = {k: v for k, v in os.environ.items() if k != "RANDSVM_DIST_PROGRESS"}
+    quiet = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                           env=env)
+    shown = subprocess.run([sys.executable, "-i", str(script)], capture_output=True,
+                           text=True, env=env, stdin=subprocess.DEVNULL)
+    assert "the line" not in quiet.stderr  # a script stays quiet
+    assert "iter  1 the line" in shown.stderr  # the prompt shows progress
+    off = subprocess.run([sys.executable, "-i", str(script)], capture_output=True, text=True,
+                         env={**env, "RANDSVM_DIST_PROGRESS": "0"}, stdin=subprocess.DEVNULL)
+    assert "the line" not in off.stderr

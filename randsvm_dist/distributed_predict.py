@@ -101,7 +101,9 @@ def read_predictions(out_dir: str | os.PathLike) -> pa.Table:
                              for p in manifest_paths(fs, root, manifest, str(out_dir))])
 
 
-def _confusion_partition(estimator, ds, i: int) -> np.ndarray:
+def _confusion_partition(estimator, ds, i: int, proba: bool = False):
+    """The partition's confusion matrix; with ``proba``, (matrix, sum over its rows of the
+    log loss, sum over its rows and classes of the squared probability errors)."""
     X, y = ds.read_partition(i)
     classes = estimator.classes_
     pred = estimator.predict(X)
@@ -109,7 +111,24 @@ def _confusion_partition(estimator, ds, i: int) -> np.ndarray:
     p = np.searchsorted(classes, pred)
     cm = np.zeros((len(classes), len(classes)), dtype=np.int64)
     np.add.at(cm, (t, p), 1)
-    return cm
+    if not proba:
+        return cm
+    P = np.asarray(estimator.predict_proba(X), np.float64)
+    eps = np.finfo(np.float64).eps  # scikit-learn's log_loss clips so
+    log_loss = -np.log(np.clip(P[np.arange(len(t)), t], eps, 1 - eps)).sum()
+    P[np.arange(len(t)), t] -= 1.0
+    return cm, float(log_loss), float(np.sum(P * P))
+
+
+def probability_metrics(parts: list[tuple]) -> dict:
+    """Log loss and Brier score from ``_confusion_partition(..., proba=True)`` results, as
+    scikit-learn's ``log_loss`` and ``brier_score_loss`` (two classes: the mean squared
+    error of the second class's probability; more: of all classes' probabilities, summed)."""
+    cm = np.sum([g[0] for g in parts], axis=0)
+    n, k = max(int(cm.sum()), 1), cm.shape[0]
+    brier = sum(g[2] for g in parts) / n
+    return {"log_loss": sum(g[1] for g in parts) / n,
+            "brier_score": brier / 2 if k == 2 else brier}
 
 
 def _regression_partition(estimator, ds, i: int) -> tuple:
@@ -193,7 +212,9 @@ def one_class_metrics(scores: np.ndarray, labels: np.ndarray, normal_label=None)
 def evaluate_dataset(estimator, data, client=None, *, normal_label=None) -> dict:
     """Quality figures of a fitted model on a Parquet data set, computed on the workers.
 
-    Classifiers: accuracy and confusion matrix. Regressors: RMSE, MAE and R^2 (partition
+    Classifiers: accuracy and the full confusion matrix (every class); with probabilities
+    (``predict_proba``), also log loss and Brier score as scikit-learn's ``log_loss`` and
+    ``brier_score_loss`` (per-partition sums). Regressors: RMSE, MAE and R^2 (partition
     sums merged on the client). One-class models: the predicted outlier fraction and, when
     the labels name normal and other rows, the ROC AUC of the decision values (normal rows
     positive; ``normal_label`` says which label is normal, default 1, see
@@ -201,7 +222,8 @@ def evaluate_dataset(estimator, data, client=None, *, normal_label=None) -> dict
 
     Returns:
         classifiers: {"accuracy", "confusion_matrix" (rows: true, cols: predicted, in
-        classes_ order), "classes", "rows", "seconds"}; regressors: {"task": "regression",
+        classes_ order), "classes", "log_loss" and "brier_score" (models with
+        probabilities only), "rows", "seconds"}; regressors: {"task": "regression",
         "rmse", "mae", "r2", "rows", "seconds"}; one-class: {"task": "one_class",
         "outlier_fraction", "roc_auc" (or None with "roc_auc_note"), "normal_label",
         "true_outlier_fraction", "rows", "seconds"}.
@@ -233,12 +255,15 @@ def evaluate_dataset(estimator, data, client=None, *, normal_label=None) -> dict
             out = {"task": "one_class", **one_class_metrics(scores, labels, normal_label)}
         out["seconds"] = time.perf_counter() - t0
         return out
+    proba = hasattr(estimator, "predict_proba")  # False without probabilities
     with dask_client(client) as c:
         est = put(c, estimator)
-        cms = gather(c, [c.submit(_confusion_partition, est, ds, i, pure=False, retries=2)
+        cms = gather(c, [c.submit(_confusion_partition, est, ds, i, proba, pure=False,
+                                  retries=2)
                          for i in range(ds.n_partitions)], f"evaluation on {ds.url}",
                      _labels(ds))
-    cm = np.sum(cms, axis=0)
+    extra = probability_metrics(cms) if proba else {}
+    cm = np.sum([g[0] for g in cms] if proba else cms, axis=0)
     return {"accuracy": float(np.trace(cm) / max(cm.sum(), 1)),
             "confusion_matrix": cm.tolist(), "classes": estimator.classes_.tolist(),
-            "rows": int(cm.sum()), "seconds": time.perf_counter() - t0}
+            **extra, "rows": int(cm.sum()), "seconds": time.perf_counter() - t0}

@@ -146,7 +146,7 @@ def test_meb_of_balls_solver_against_slsqp():
         Cn = rng.normal(size=(7, 5))
         radii = np.zeros(7)
         radii[0] = rng.uniform(0.2, 2.0)
-        mu, R = M.meb_of_balls(Cn @ Cn.T, radii)
+        mu, R = M.meb_of_balls(Cn @ Cn.T, radii, np.zeros(len(radii)))
         x = mu @ Cn
         assert np.all(np.linalg.norm(Cn - x, axis=1) + radii <= R * (1 + 1e-12))
         cons = [{"type": "ineq",

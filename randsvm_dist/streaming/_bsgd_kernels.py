@@ -272,11 +272,15 @@ def _remove(sv, sqn, beta, n_sv, p):
 
 
 @njit(cache=True)
-def select_partners(sv, sqn, beta, n_sv, gamma, n_partners, counters):
+def select_partners(sv, sqn, beta, n_sv, gamma, n_partners, counters, near=0.0):
     """First merge point (smallest |beta|) and its best partners by pairwise degradation.
 
+    near > 0: partners after the first are kept only while their pairwise degradation is
+    at most ``near * (beta_i^2 + beta_j^2)`` (a near point; a far one would be removed,
+    not merged), so fewer than n_partners may come back.
+
     Returns:
-        (first index, partner indices (n_partners,) in increasing degradation order).
+        (first index, partner indices (<= n_partners,) in increasing degradation order).
     """
     i = 0
     for j in range(1, n_sv):
@@ -292,11 +296,19 @@ def select_partners(sv, sqn, beta, n_sv, gamma, n_partners, counters):
         wd[j] = golden_pair(beta[i], beta[j], L, GOLDEN_ITERS_SELECT)[2]
     counters[C_KERNEL_EVALS] += n_sv - 1
     order = np.argsort(wd, kind="mergesort")  # stable: ties go to the lower index
-    return i, order[:n_partners].copy()
+    k = n_partners
+    if near > 0.0:
+        k = 1
+        while k < n_partners:
+            j = order[k]
+            if wd[j] > near * (beta[i] * beta[i] + beta[j] * beta[j]):
+                break
+            k += 1
+    return i, order[:k].copy()
 
 
 @njit(cache=True)
-def maintain(sv, sqn, beta, n_sv, gamma, m, method, counters):
+def maintain(sv, sqn, beta, n_sv, gamma, m, method, counters, near=0.0):
     """One budget maintenance step: merge m points (the smallest-|beta| SV and its m-1 best
     partners) into one. Modifies sv/sqn/beta in place.
 
@@ -304,7 +316,8 @@ def maintain(sv, sqn, beta, n_sv, gamma, m, method, counters):
         the new number of SVs (n_sv - m + 1).
     """
     d = sv.shape[1]
-    i, partners = select_partners(sv, sqn, beta, n_sv, gamma, m - 1, counters)
+    i, partners = select_partners(sv, sqn, beta, n_sv, gamma, m - 1, counters, near)
+    m = partners.shape[0] + 1
     z = sv[i].copy()
     az = beta[i]
     if method == MERGE_GOLDEN or m == 2:
@@ -345,12 +358,13 @@ def maintain(sv, sqn, beta, n_sv, gamma, m, method, counters):
 
 
 @njit(cache=True)
-def shrink_to_budget(sv, sqn, beta, n_sv, budget, gamma, merge_size, method, counters):
+def shrink_to_budget(sv, sqn, beta, n_sv, budget, gamma, merge_size, method, counters,
+                     near=0.0):
     """Multi-merge until at most ``budget`` SVs remain (the last merge takes only as many
-    points as needed). Returns the new count."""
+    points as needed; ``near`` as in :func:`select_partners`). Returns the new count."""
     while n_sv > budget:
         m = min(merge_size, n_sv - budget + 1)
-        n_sv = maintain(sv, sqn, beta, n_sv, gamma, m, method, counters)
+        n_sv = maintain(sv, sqn, beta, n_sv, gamma, m, method, counters, near)
     return n_sv
 
 

@@ -24,6 +24,15 @@ a_j) - mu'G mu`` by pairwise Frank-Wolfe. The MEB radius is the unique root of
 there: ``v`` is convex with slope <= 2 max r_j), found by Illinois regula falsi. The
 returned radius is recomputed from the Gram matrix for the returned centre, so the ball
 encloses its inputs whatever the solver's tolerance.
+
+Weights. A row of weight w has slack cost ``C w`` (the weighted l2-SVM). It is treated as w
+copies of the point, each with its own ``C^-1/2 e_n``: by symmetry they enter any centre
+with equal shares, so the copies act as one point ``p~`` whose e part has squared norm
+``1/(C w)`` (in the Gram matrix and in the centre's ``e``), at a distance
+``sqrt(|x - p~|^2 + off)`` from a centre x, ``off = (1 - 1/w) / C`` (the copies' spread
+around p~). The dual keeps the constant linear term ``G_jj + off_j`` of unit-weight points,
+which is what makes it the weighted l2-SVM (non-integer w: the same formulas). A new point's
+distance test is the copies' (``1/C``), unchanged.
 """
 
 from __future__ import annotations
@@ -88,8 +97,9 @@ def _pairwise_fw(G, bvec, mu, Gmu, tol, max_iter):
 
 
 @njit(cache=True)
-def _radius_for(G, radii, mu):
-    """max_j |x - c_j| + r_j for x = sum mu_j c_j."""
+def _radius_for(G, radii, mu, off):
+    """max_j |x - c_j| + r_j (balls) or sqrt(|x - c_j|^2 + off_j) (weighted points) for
+    x = sum mu_j c_j."""
     m = G.shape[0]
     Gmu = G @ mu
     mgm = 0.0
@@ -97,7 +107,7 @@ def _radius_for(G, radii, mu):
         mgm += mu[j] * Gmu[j]
     R = 0.0
     for j in range(m):
-        d2 = mgm - 2.0 * Gmu[j] + G[j, j]
+        d2 = mgm - 2.0 * Gmu[j] + G[j, j] + off[j]
         d = math.sqrt(d2) if d2 > 0.0 else 0.0
         if d + radii[j] > R:
             R = d + radii[j]
@@ -105,12 +115,15 @@ def _radius_for(G, radii, mu):
 
 
 @njit(cache=True)
-def meb_of_balls(G, radii, tol=1e-13):
+def meb_of_balls(G, radii, off, tol=1e-13):
     """Minimum enclosing ball of balls B(c_j, radii[j]) given the Gram matrix of the c_j.
 
     Args:
         G: (m, m) float64 Gram matrix of the centres.
         radii: (m,) float64 radii (points have 0).
+        off: (m,) float64 offsets of weighted points (0 for balls and unit weights): the
+            point j stands for copies at squared distance ``|x - c_j|^2 + off_j`` (see
+            the module docstring, "weights").
         tol: relative tolerance of the Frank-Wolfe gap and of the radius.
 
     Returns:
@@ -121,12 +134,12 @@ def meb_of_balls(G, radii, tol=1e-13):
     mu = np.zeros(m)
     if m == 1:
         mu[0] = 1.0
-        return mu, radii[0]
+        return mu, radii[0] + math.sqrt(max(off[0], 0.0))
     scale = 0.0
     for j in range(m):
         scale = max(scale, abs(G[j, j]))
     scale = max(scale, 1e-300)
-    if m == 2:  # closed form: the enclosing ball of two balls
+    if m == 2 and off[0] == 0.0 and off[1] == 0.0:  # closed form: two balls
         d2 = G[0, 0] - 2.0 * G[0, 1] + G[1, 1]
         d = math.sqrt(d2) if d2 > 0.0 else 0.0
         if d + radii[1] <= radii[0]:
@@ -139,7 +152,20 @@ def meb_of_balls(G, radii, tol=1e-13):
         t = (R - radii[0]) / d
         mu[0] = 1.0 - t
         mu[1] = t
-        return mu, _radius_for(G, radii, mu)
+        return mu, _radius_for(G, radii, mu, off)
+    if m == 2 and off[0] == 0.0 and radii[1] == 0.0:  # closed form: a ball, a weighted point
+        # on the segment c = c0 + t (p - c0): t d + r0 = sqrt((1 - t)^2 d^2 + off)
+        d2 = G[0, 0] - 2.0 * G[0, 1] + G[1, 1]
+        d = math.sqrt(d2) if d2 > 0.0 else 0.0
+        r0 = radii[0]
+        if d2 + off[1] <= r0 * r0:
+            mu[0] = 1.0
+            return mu, r0
+        t = 1.0 if d == 0.0 else (d2 + off[1] - r0 * r0) / (2.0 * d * (d + r0))
+        t = min(max(t, 0.0), 1.0)
+        mu[0] = 1.0 - t
+        mu[1] = t
+        return mu, _radius_for(G, radii, mu, off)
     # start at the largest ball's centre
     j0 = 0
     for j in range(m):
@@ -155,28 +181,28 @@ def meb_of_balls(G, radii, tol=1e-13):
     max_iter = 200000
     if rmax <= 0.0:
         for j in range(m):
-            bvec[j] = G[j, j]
+            bvec[j] = G[j, j] + off[j]
         _pairwise_fw(G, bvec, mu, Gmu, fw_tol, max_iter)
-        return mu, _radius_for(G, radii, mu)
+        return mu, _radius_for(G, radii, mu, off)
     lo = rmax
-    hi = _radius_for(G, radii, mu)  # any centre gives an upper bound on the radius
+    hi = _radius_for(G, radii, mu, off)  # any centre gives an upper bound on the radius
     best_mu = mu.copy()
     best_R = hi
     for j in range(m):
-        bvec[j] = G[j, j] + 2.0 * hi * radii[j] - radii[j] * radii[j]
+        bvec[j] = G[j, j] + off[j] + 2.0 * hi * radii[j] - radii[j] * radii[j]
     v = _pairwise_fw(G, bvec, mu, Gmu, fw_tol, max_iter)
     fhi = math.sqrt(max(v, 0.0)) - hi
-    R = _radius_for(G, radii, mu)
+    R = _radius_for(G, radii, mu, off)
     if R < best_R:
         best_R = R
         best_mu[:] = mu
     if fhi >= -tol * hi:
         return best_mu, best_R
     for j in range(m):
-        bvec[j] = G[j, j] + 2.0 * lo * radii[j] - radii[j] * radii[j]
+        bvec[j] = G[j, j] + off[j] + 2.0 * lo * radii[j] - radii[j] * radii[j]
     v = _pairwise_fw(G, bvec, mu, Gmu, fw_tol, max_iter)
     flo = math.sqrt(max(v, 0.0)) - lo
-    R = _radius_for(G, radii, mu)
+    R = _radius_for(G, radii, mu, off)
     if R < best_R:
         best_R = R
         best_mu[:] = mu
@@ -188,9 +214,9 @@ def meb_of_balls(G, radii, tol=1e-13):
         if not (r > lo and r < hi):
             r = 0.5 * (lo + hi)
         for j in range(m):
-            bvec[j] = G[j, j] + 2.0 * r * radii[j] - radii[j] * radii[j]
+            bvec[j] = G[j, j] + off[j] + 2.0 * r * radii[j] - radii[j] * radii[j]
         v = _pairwise_fw(G, bvec, mu, Gmu, fw_tol, max_iter)
-        R = _radius_for(G, radii, mu)
+        R = _radius_for(G, radii, mu, off)
         if R < best_R:
             best_R = R
             best_mu[:] = mu
@@ -213,8 +239,9 @@ def meb_of_balls(G, radii, tol=1e-13):
 
 
 @njit(cache=True)
-def meb_of_points_warm(G, mu, tol=1e-13):
-    """Exact MEB of points (all radii 0) from a warm start mu on the simplex (in place).
+def meb_of_points_warm(G, mu, off, tol=1e-13):
+    """Exact MEB of (weighted) points (all radii 0; ``off`` as in meb_of_balls) from a warm
+    start mu on the simplex (in place).
 
     Returns:
         (mu, R) as meb_of_balls.
@@ -225,10 +252,10 @@ def meb_of_points_warm(G, mu, tol=1e-13):
         scale = max(scale, abs(G[j, j]))
     bvec = np.empty(m)
     for j in range(m):
-        bvec[j] = G[j, j]
+        bvec[j] = G[j, j] + off[j]
     Gmu = G @ mu
     _pairwise_fw(G, bvec, mu, Gmu, tol * max(scale, 1e-300), 200000)
-    return mu, _radius_for(G, np.zeros(m), mu)
+    return mu, _radius_for(G, np.zeros(m), mu, off)
 
 
 # --------------------------------------------------------------------------------------
@@ -312,7 +339,7 @@ def _commit_ball(A, bb, Q, ee, rr, st, slot, nb, a_new, b_new, mgm, e_new, R, M,
 
 
 @njit(cache=True)
-def _primal_init(W, bb, Q, ee, rr, st, x, y, beta, invC):
+def _primal_init(W, bb, Q, ee, rr, st, x, y, beta, invC, iw):
     D = W.shape[1]
     q = 0.0
     for k in range(D):
@@ -320,8 +347,8 @@ def _primal_init(W, bb, Q, ee, rr, st, x, y, beta, invC):
         q += x[k] * x[k]
     bb[0] = beta * y
     Q[0] = q + beta * beta
-    ee[0] = invC
-    rr[0] = 0.0
+    ee[0] = invC * iw
+    rr[0] = math.sqrt(max(invC * (1.0 - iw), 0.0))
     st[ST_NB] = 1
     st[ST_NCORE] = 1
     st[ST_STARTED] = 1
@@ -337,8 +364,11 @@ def _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bn, Biw, nbuf, beta, invC, ki
     m = nbuf + 1
     G = np.empty((m, m))
     radii = np.zeros(m)
+    off = np.zeros(m)
     G[0, 0] = Q[j] + ee[j]
     radii[0] = rr[j]
+    for i in range(nbuf):
+        off[i + 1] = invC * (1.0 - Biw[i])
     for i in range(nbuf):
         G[0, i + 1] = By[i] * Bf[i]
         G[i + 1, 0] = G[0, i + 1]
@@ -352,7 +382,7 @@ def _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bn, Biw, nbuf, beta, invC, ki
                 g += invC * Biw[i]
             G[i + 1, k + 1] = g
             G[k + 1, i + 1] = g
-    mu, R = meb_of_balls(G, radii)
+    mu, R = meb_of_balls(G, radii, off)
     return G, mu, R
 
 
@@ -455,11 +485,11 @@ def primal_pass_dense(X, y, iw, W, bb, Q, ee, rr, st, BX, By, Bf, Biw, kmax, L, 
         if st[ST_STARTED] == 0:
             for t in range(D):
                 xrow[t] = sc * X[r, t]
-            _primal_init(W, bb, Q, ee, rr, st, xrow, yr, beta, invC * iw[r])
+            _primal_init(W, bb, Q, ee, rr, st, xrow, yr, beta, invC, iw[r])
             continue
         for i in range(nb):
             fs[i] = sc * fs[i] + beta * bb[i]
-        if _outside_all(fs, Q, ee, rr, nb, yr, xx, beta, invC * iw[r], eps, fs[nb - 1]):
+        if _outside_all(fs, Q, ee, rr, nb, yr, xx, beta, invC, eps, fs[nb - 1]):
             k = int(st[ST_NBUF])
             for t in range(D):
                 BX[k, t] = sc * X[r, t]
@@ -493,7 +523,7 @@ def primal_pass_csr(indptr, indices, data, y, iw, W, bb, Q, ee, rr, st, BX, By, 
             xrow[:] = 0.0
             for p in range(a, z):
                 xrow[indices[p]] = sc * data[p]
-            _primal_init(W, bb, Q, ee, rr, st, xrow, yr, beta, invC * iw[r])
+            _primal_init(W, bb, Q, ee, rr, st, xrow, yr, beta, invC, iw[r])
             continue
         nb = int(st[ST_NB])
         for i in range(nb):
@@ -501,7 +531,7 @@ def primal_pass_csr(indptr, indices, data, y, iw, W, bb, Q, ee, rr, st, BX, By, 
             for p in range(a, z):
                 s += W[i, indices[p]] * data[p]
             fs[i] = sc * s + beta * bb[i]
-        if _outside_all(fs, Q, ee, rr, nb, yr, xx, beta, invC * iw[r], eps, fs[nb - 1]):
+        if _outside_all(fs, Q, ee, rr, nb, yr, xx, beta, invC, eps, fs[nb - 1]):
             k = int(st[ST_NBUF])
             BX[k, :] = 0.0
             for p in range(a, z):
@@ -602,7 +632,7 @@ def dual_pass(X, y, iw, start, A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, BX, By, Bf,
             bb[0] = beta * yr
             Q[0] = _kdiag(kid, xx, gamma, degree, coef0) + beta * beta
             ee[0] = invC * iw[r]
-            rr[0] = 0.0
+            rr[0] = math.sqrt(max(invC * (1.0 - iw[r]), 0.0))
             st[ST_NB] = 1
             st[ST_NCORE] = 1
             st[ST_NSTORE] = M + 1
@@ -637,7 +667,7 @@ def dual_pass(X, y, iw, start, A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, BX, By, Bf,
                     f += A[i, s_] * kv[s_]
                 fs[i] = f + beta * bb[i]
         kxx = _kdiag(kid, xx, gamma, degree, coef0)
-        if _outside_all(fs, Q, ee, rr, nb, yr, kxx, beta, invC * iw[r], eps, fs[nb - 1]):
+        if _outside_all(fs, Q, ee, rr, nb, yr, kxx, beta, invC, eps, fs[nb - 1]):
             k = int(st[ST_NBUF])
             for t in range(D):
                 BX[k, t] = X[r, t]
@@ -727,7 +757,10 @@ def coreset_flush(A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, BX, By, Bn, Biw, kmax, e
             mu[a] /= tot
     else:
         mu[0] = 1.0
-    mu, R = meb_of_points_warm(G, mu, 1e-10)  # the radius is exact for any mu
+    off = np.empty(m)
+    for a in range(m):
+        off[a] = invC - Pic[a]
+    mu, R = meb_of_points_warm(G, mu, off, 1e-10)  # the radius is exact for any mu
     slot = _slot_for_new_ball(nb, kmax)
     if slot == kmax:
         nb = _drop_front(A, bb, Q, ee, rr, nb, 1)

@@ -300,7 +300,7 @@ class BallCover:
         nb2 = b.Q[ib] + b.ee[ib]
         G = np.array([[na2, cross], [cross, nb2]])
         radii = np.array([a.rr[ia], b.rr[ib]])
-        mu, R = M.meb_of_balls(G, radii)
+        mu, R = M.meb_of_balls(G, radii, np.zeros(2))
         t = float(mu[1])
         out = copy.deepcopy(a)
         # balls: a's and b's older balls, then the enclosing ball, sorted by radius

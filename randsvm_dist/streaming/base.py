@@ -342,7 +342,8 @@ class StreamingClassifier(ClassifierMixin, BaseEstimator):
         Raises:
             NotFittedError, SchemaError (bad X), ParameterError (a Dask collection).
         """
-        return self.classes_[ovr_predict(self.decision_function(X))]
+        scores = self.decision_function(X)  # raises NotFittedError first
+        return self.classes_[ovr_predict(scores)]
 
     def score(self, X, y, sample_weight=None) -> float:
         """(Weighted) accuracy on in-memory (X, y).

@@ -41,6 +41,9 @@ from randsvm_dist.validation import check_choice, check_flag, check_gamma, check
 # max(FOLD_MIN_STEPS, FOLD_BUDGETS * budget) steps
 FOLD_MIN_STEPS = 1000
 FOLD_BUDGETS = 4
+# the averaged model is shrunk by pairwise merges (M = 2) whatever merge_size is: measured
+# on a9a (B=500), multi-merging it (even near partners only) loses 3-6 points, because the
+# averaged model has no SGD steps after it to repair a merge
 MERGE_METHODS = {"golden": _k.MERGE_GOLDEN, "gradient": _k.MERGE_GRADIENT}
 
 
@@ -222,8 +225,8 @@ class _BinaryBSGD:
         P = np.ascontiguousarray(P, dtype=np.float64)
         sqn = np.einsum("ij,ij->i", P, P)
         c = np.ascontiguousarray(c, dtype=np.float64).copy()
-        m = int(_k.shrink_to_budget(P, sqn, c, n, self.budget, self.gamma, 2,
-                                    self.method, counters))
+        m = int(_k.shrink_to_budget(P, sqn, c, n, self.budget, self.gamma, 2, self.method,
+                                    counters))
         return P[:m].copy(), c[:m].copy()
 
     # -- the model -------------------------------------------------------------------------

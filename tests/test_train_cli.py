@@ -80,11 +80,18 @@ def test_train_defaults_are_the_estimators_certified_defaults():
     from randsvm_dist.cli.train import estimator_params
     from randsvm_dist.estimators import RandSVMClassifier
 
-    args = build_parser().parse_args(["train", "data", "--model", "m.model"])
+    parse = build_parser().parse_args
     defaults = RandSVMClassifier().get_params()
-    params = estimator_params(args)
-    assert params, "no parameters"
-    for param, value in params.items():
-        if param != "random_state":  # the command line is reproducible: --random-state 0
-            assert value == defaults[param], param
-    assert args.cache == str(defaults["cache"]).lower()
+    params = estimator_params(parse(["train", "data", "--model", "m.model"]))
+    # the command line is reproducible (--random-state 0); all else is the estimator's own
+    assert set(params) == {"random_state"}
+    fit = RandSVMClassifier(**params).get_params()
+    assert {k: v for k, v in fit.items() if k != "random_state"} == \
+        {k: v for k, v in defaults.items() if k != "random_state"}
+    # the options are the estimator's parameters, with its defaults in their help
+    given = estimator_params(parse(["train", "data", "--model", "m", "--cache", "false",
+                                    "--k", "none", "--gap-tol", "0.01", "--probability",
+                                    "--multi-class", "ovr"]))
+    assert (given["cache"], given["gap_tol"], given["probability"],
+            given["multi_class"]) == (False, 0.01, True, "ovr")
+    assert given.get("k") is None

@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import argparse
 
+from randsvm_dist.cli.estimator_options import SVM_TYPES, add_estimator_options
+from randsvm_dist.cli.estimator_options import estimator_params as options_to_params
 from randsvm_dist.cli.options import (
     add_output,
     add_random_state,
     add_scheduler,
-    bound,
     check_report_path,
     emit,
-    int_or_auto,
-    number_or_name,
     say,
 )
 from randsvm_dist.exceptions import ParameterError
-
-SVM_TYPES = {"c_svc": "RandSVMClassifier", "epsilon_svr": "RandSVMRegressor",
-             "one_class": "RandSVMOneClass"}
 
 
 def estimator_class(svm_type: str = "c_svc") -> type:
@@ -34,41 +30,22 @@ def estimator_class(svm_type: str = "c_svc") -> type:
     if svm_type not in SVM_TYPES:
         raise ParameterError(f"--svm-type must be one of {', '.join(SVM_TYPES)}; got "
                              f"{svm_type!r}")
-    return getattr(estimators, SVM_TYPES[svm_type])
+    return getattr(estimators, SVM_TYPES[svm_type][1])
 
 
 def estimator_params(args: argparse.Namespace) -> dict:
-    """The parameters of the ``--svm-type``'s estimator the options name (``client``
-    aside): C-SVC takes ``--C``/``--class-weight``, epsilon-SVR ``--C``/``--epsilon``,
-    one-class ``--nu``.
+    """The parameters of the ``--svm-type``'s estimator that the options set (``client``
+    aside; every other parameter keeps the estimator's own default).
 
     Raises:
-        ParameterError: a bad option value, or an option of another SVM type.
+        ParameterError: an option of another SVM type.
     """
     svm_type = getattr(args, "svm_type", "c_svc")
-    if args.class_weight not in (None, "balanced"):
-        raise ParameterError(f"--class-weight must be 'balanced'; got {args.class_weight!r}")
-    eps, nu = getattr(args, "epsilon", None), getattr(args, "nu", None)
-    for flag, value, kind in (("--epsilon", eps, "epsilon_svr"), ("--nu", nu, "one_class"),
-                              ("--class-weight", args.class_weight, "c_svc")):
-        if value is not None and svm_type != kind:
-            raise ParameterError(f"{flag} applies to --svm-type {kind}; this is {svm_type}")
-    own = {"c_svc": {"C": args.C, "class_weight": args.class_weight},
-           "epsilon_svr": {"C": args.C, "epsilon": 0.1 if eps is None else eps},
-           "one_class": {"nu": 0.5 if nu is None else nu}}
-    if svm_type not in own:
-        raise ParameterError(f"--svm-type must be one of {', '.join(SVM_TYPES)}; got "
-                             f"{svm_type!r}")
-    return dict(
-        kernel=args.kernel, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
-        **own[svm_type], k=args.k, sample_size=args.sample_size,
-        bound_epsilon=args.bound_epsilon, bound_delta=args.bound_delta,
-        separable=args.separable,
-        max_iter=args.max_iter, tol=args.tol, violator_tol=args.violator_tol,
-        gap_tol=args.gap_tol, cache_size=args.cache_size, random_state=args.random_state,
-        scale=args.scale, seed=args.seed_from, route=args.route,
-        cache={"auto": "auto", "true": True, "false": False}[args.cache],
-    )
+    params = options_to_params(args, svm_type)
+    params["random_state"] = args.random_state
+    if getattr(args, "seed_from", None) is not None:
+        params["seed"] = args.seed_from
+    return params
 
 
 def claim_model_outputs(args: argparse.Namespace) -> None:
@@ -112,7 +89,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         makedirs(args.checkpoint)  # a read-only place fails now, not after the cluster
     client = args.session.client()
     est = estimator_class(getattr(args, "svm_type", "c_svc"))(**params, client=client)
-    est.fit(args.data, checkpoint=getattr(args, "checkpoint", None),
+    weights = getattr(args, "weight_column", None)
+    est.fit(args.data, dataset_kwargs={"weight_column": weights} if weights else None,
+            checkpoint=getattr(args, "checkpoint", None),
             resume=getattr(args, "resume", False))
     save_model_file(est, args.model, overwrite=args.overwrite)
     result = {
@@ -147,7 +126,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("train", help="train a kernel SVM with RandSVM on Dask",
                               formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("data", help="Parquet data set (directory or URL)")
-    p.add_argument("--model", required=True, help="where to write the LIBSVM model file")
+    p.add_argument("--model", required=True, default=argparse.SUPPRESS,
+                   help="where to write the LIBSVM model file")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing model file written by randsvm-dist (and "
                         "MODEL.range, --report)")
@@ -156,50 +136,13 @@ def register(subparsers) -> None:
                         "epsilon_svr: regression on a real-valued label column "
                         "(RandSVMRegressor, -s 3); one_class: novelty detection, labels "
                         "ignored (RandSVMOneClass, -s 2)")
-    p.add_argument("--kernel", default="rbf", choices=["linear", "poly", "rbf", "sigmoid"])
-    p.add_argument("--C", type=float, default=1.0, help="c_svc, epsilon_svr: box constraint")
-    p.add_argument("--epsilon", type=float, default=None,
-                   help="epsilon_svr: half-width of the epsilon-insensitive tube (default "
-                        "0.1, as SVR)")
-    p.add_argument("--nu", type=float, default=None,
-                   help="one_class: bound on the outlier fraction, in (0, 1] (default 0.5, "
-                        "as OneClassSVM)")
-    p.add_argument("--gamma", type=number_or_name, default="scale",
-                   help="number, 'scale' or 'auto'")
-    p.add_argument("--degree", type=int, default=3)
-    p.add_argument("--coef0", type=float, default=0.0)
-    p.add_argument("--class-weight", default=None, help="'balanced' or omit")
-    p.add_argument("--k", type=bound, default=None,
-                   help="the paper's support-set bound, an option: 'auto' (its estimate), a "
-                        "number, or 'none' (the default: run to the certified gap); a stop "
-                        "at k is not certified and warns")
-    p.add_argument("--sample-size", type=int_or_auto, default="auto",
-                   help="rows per LIBSVM solve (r)")
-    p.add_argument("--bound-epsilon", type=float, default=0.2,
-                   help="epsilon of the paper's k estimate (sample_size='auto', --k auto)")
-    p.add_argument("--bound-delta", type=float, default=0.9,
-                   help="delta of the paper's k estimate")
-    p.add_argument("--separable", action="store_true", help="use the separable k bound")
-    p.add_argument("--max-iter", type=int, default=50)
-    p.add_argument("--tol", type=float, default=1e-3)
-    p.add_argument("--violator-tol", type=float, default=0.0,
-                   help="stop at this fraction of violators")
-    p.add_argument("--gap-tol", type=float, default=1e-3,
-                   help="stop at this relative primal-dual gap, certified on all rows (0: run "
-                        "until no row violates the margin)")
+    add_estimator_options(p)
+    p.add_argument("--weight-column", default=None, metavar="COLUMN",
+                   help="a numeric column of per-row sample weights (a row's box is C x "
+                        "class weight x its weight; not a feature)")
     p.add_argument("--seed-from", default=None, choices=["bsgd", "ramp"],
                    help="start from this streaming learner, trained per partition on the "
                         "workers and tree-merged: its support vectors join the first sample")
-    p.add_argument("--route", default="auto", choices=["auto", "sample", "direct"],
-                   help="'direct': one LIBSVM solve of all rows on a worker; 'auto' chooses "
-                        "by the measured rule")
-    p.add_argument("--cache", default="auto", choices=["auto", "true", "false"],
-                   help="keep partitions in worker memory; 'false' re-reads them from "
-                        "Parquet every pass (data larger than the workers' memory)")
-    p.add_argument("--cache-size", type=float, default=200.0)
-    p.add_argument("--scale", choices=["minmax", "standard"], default=None,
-                   help="scale the features (learnt on the training rows, kept in the model, "
-                        "applied by predict/evaluate; also written as MODEL.range)")
     p.add_argument("--checkpoint", default=None, metavar="DIR",
                    help="write the driver's state here after every iteration")
     p.add_argument("--resume", action="store_true",

@@ -51,7 +51,8 @@ ST_NBUF = 1      # points in the lookahead buffer
 ST_NCORE = 2     # points that entered a centre with non-zero weight
 ST_NSTORE = 3    # dual only: points in the store
 ST_STARTED = 4   # 1 once the first point initialised the first ball
-ST_SIZE = 5
+ST_OFF0 = 5      # offset of the first ball while it is still the first (weighted) point
+ST_SIZE = 6
 
 
 # --------------------------------------------------------------------------------------
@@ -349,6 +350,7 @@ def _primal_init(W, bb, Q, ee, rr, st, x, y, beta, invC, iw):
     Q[0] = q + beta * beta
     ee[0] = invC * iw
     rr[0] = math.sqrt(max(invC * (1.0 - iw), 0.0))
+    st[ST_OFF0] = invC * (1.0 - iw)
     st[ST_NB] = 1
     st[ST_NCORE] = 1
     st[ST_STARTED] = 1
@@ -356,7 +358,7 @@ def _primal_init(W, bb, Q, ee, rr, st, x, y, beta, invC, iw):
 
 @njit(cache=True)
 def _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bn, Biw, nbuf, beta, invC, kid, gamma,
-                         degree, coef0):
+                         degree, coef0, off0):
     """MEB of ball j and the buffered points: the Gram matrix of the augmented centres
     (ball j first), then meb_of_balls. Returns (G, mu, R). Bn is unused for a linear
     kernel."""
@@ -367,6 +369,9 @@ def _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bn, Biw, nbuf, beta, invC, ki
     off = np.zeros(m)
     G[0, 0] = Q[j] + ee[j]
     radii[0] = rr[j]
+    if off0 != 0.0:  # the ball is still the first point, of weight != 1: its copies
+        radii[0] = 0.0
+        off[0] = off0
     for i in range(nbuf):
         off[i + 1] = invC * (1.0 - Biw[i])
     for i in range(nbuf):
@@ -396,7 +401,8 @@ def primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, Biw, kmax, eps, beta, invC):
     j = nb - 1
     D = W.shape[1]
     G, mu, R = _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bf, Biw, nbuf, beta, invC,
-                                    LINEAR, 0.0, 0, 0.0)
+                                    LINEAR, 0.0, 0, 0.0, st[ST_OFF0])
+    st[ST_OFF0] = 0.0
     slot = _slot_for_new_ball(nb, kmax)
     if slot == kmax:  # cover full: drop the oldest ball
         nb = _drop_front(W, bb, Q, ee, rr, nb, 1)
@@ -564,7 +570,8 @@ def dual_flush(A, bb, Q, ee, rr, st, S, Sn, Siw, BX, By, Bf, Bn, Biw, kmax, eps,
     j = nb - 1
     m = nbuf + 1
     G, mu, R = _meb_ball_and_buffer(Q, ee, rr, j, BX, By, Bf, Bn, Biw, nbuf, beta, invC, kid,
-                                    gamma, degree, coef0)
+                                    gamma, degree, coef0, st[ST_OFF0])
+    st[ST_OFF0] = 0.0
     slot = _slot_for_new_ball(nb, kmax)
     if slot == kmax:
         nb = _drop_front(A, bb, Q, ee, rr, nb, 1)
@@ -633,6 +640,7 @@ def dual_pass(X, y, iw, start, A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, BX, By, Bf,
             Q[0] = _kdiag(kid, xx, gamma, degree, coef0) + beta * beta
             ee[0] = invC * iw[r]
             rr[0] = math.sqrt(max(invC * (1.0 - iw[r]), 0.0))
+            st[ST_OFF0] = invC * (1.0 - iw[r])
             st[ST_NB] = 1
             st[ST_NCORE] = 1
             st[ST_NSTORE] = M + 1

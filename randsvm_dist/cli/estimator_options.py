@@ -19,9 +19,6 @@ from randsvm_dist.cli.options import bound, int_or_auto, number_or_name
 from randsvm_dist.exceptions import ParameterError
 
 ESTIMATORS = Path(__file__).resolve().parents[1] / "estimators"
-SVM_TYPES = {"c_svc": ("classifier.py", "RandSVMClassifier"),
-             "epsilon_svr": ("regressor.py", "RandSVMRegressor"),
-             "one_class": ("one_class.py", "RandSVMOneClass")}
 # parameters the command line sets otherwise: --random-state, --scheduler, --seed-from
 NOT_OPTIONS = {"random_state", "client", "n_partitions", "seed"}
 # the command-line form of parameters whose Python values are objects or booleans
@@ -48,6 +45,20 @@ class Option:
         return "--" + self.name.replace("_", "-")
 
 
+def _svm_types() -> dict[str, tuple[str, str]]:
+    """svm type -> (file, class) of every estimator that declares ``_svm_type``."""
+    out = {}
+    for path in sorted(ESTIMATORS.glob("*.py")):
+        for cls in ast.parse(path.read_text()).body:
+            if not isinstance(cls, ast.ClassDef):
+                continue
+            for node in cls.body:
+                if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == \
+                        "_svm_type":
+                    out[ast.literal_eval(node.value)] = (path.name, cls.name)
+    return dict(sorted(out.items(), key=lambda kv: kv[0] != "c_svc"))
+
+
 def _literal(node):
     """A literal's value; ``set(NAME)`` of a tuple that ``kernels.py`` defines (KERNELS)."""
     if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "set" and \
@@ -65,6 +76,9 @@ def _module_constant(path: Path, name: str):
                                                 for t in node.targets):
             return ast.literal_eval(node.value)
     raise LookupError(f"{name} is not a constant of {path}")
+
+
+SVM_TYPES = _svm_types()  # c_svc first: the default
 
 
 def _docstring_entries(doc: str) -> dict[str, str]:

@@ -4,4 +4,8 @@ from randsvm_dist.estimators.classifier import RandSVMClassifier
 from randsvm_dist.estimators.one_class import RandSVMOneClass
 from randsvm_dist.estimators.regressor import RandSVMRegressor
 
-__all__ = ["RandSVMClassifier", "RandSVMRegressor", "RandSVMOneClass"]
+# the one registry of estimators, by LIBSVM's svm_type name (the command line's --svm-type)
+ESTIMATORS = {cls._svm_type: cls for cls in (RandSVMClassifier, RandSVMRegressor,
+                                             RandSVMOneClass)}
+
+__all__ = ["ESTIMATORS", "RandSVMClassifier", "RandSVMRegressor", "RandSVMOneClass"]

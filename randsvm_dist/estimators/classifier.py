@@ -58,6 +58,7 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
     gap, ``relative_gap_`` the worst.
     """
 
+    _svm_type = "c_svc"  # LIBSVM's name; the key of estimators.ESTIMATORS
     _parameter_constraints: dict = {
         **RandSVMBase._parameter_constraints,
         "C": [Interval(Real, 0, None, closed="neither")],

@@ -36,6 +36,7 @@ class RandSVMOneClass(OutlierMixin, RandSVMBase):
     decision_function = score_samples - offset_).
     """
 
+    _svm_type = "one_class"  # LIBSVM's name; the key of estimators.ESTIMATORS
     _task = "one_class"
     _parameter_constraints: dict = {
         **RandSVMBase._parameter_constraints,

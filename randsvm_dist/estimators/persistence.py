@@ -20,7 +20,6 @@ from randsvm_dist.data.storage import read_bytes, write_bytes_atomic
 from randsvm_dist.exceptions import DataFormatError
 from randsvm_dist.kernels import dense_if_compact
 from randsvm_dist.solvers.model_file import (
-    CLASSIFICATION_TYPES,
     OVR_SVM_TYPE,
     format_model_file,
     parse_model_file,
@@ -34,18 +33,17 @@ _META_KEYS = {"format", "estimator", "classes", "n_features", "support", "params
 
 
 def _estimator_classes() -> dict[str, type]:
-    from randsvm_dist.estimators import RandSVMClassifier, RandSVMOneClass, RandSVMRegressor
+    from randsvm_dist.estimators import ESTIMATORS
 
-    return {c.__name__: c for c in (RandSVMClassifier, RandSVMRegressor, RandSVMOneClass)}
+    return {c.__name__: c for c in ESTIMATORS.values()}
 
 
 def _class_for(svm_type: str) -> type:
-    classes = _estimator_classes()
-    if svm_type in (*CLASSIFICATION_TYPES, OVR_SVM_TYPE):
-        return classes["RandSVMClassifier"]
-    if svm_type in ("epsilon_svr", "nu_svr"):
-        return classes["RandSVMRegressor"]
-    return classes["RandSVMOneClass"]
+    """The estimator of a model file's svm_type (nu variants are read for prediction)."""
+    from randsvm_dist.estimators import ESTIMATORS
+
+    family = {"nu_svc": "c_svc", OVR_SVM_TYPE: "c_svc", "nu_svr": "epsilon_svr"}
+    return ESTIMATORS[family.get(svm_type, svm_type)]
 
 
 def save_estimator(est, path: str | os.PathLike) -> None:

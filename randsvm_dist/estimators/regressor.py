@@ -32,6 +32,7 @@ class RandSVMRegressor(RegressorMixin, RandSVMBase):
     ``intercept_`` (1,): f(x) = dual_coef_ k(support_vectors_, x) + intercept_.
     """
 
+    _svm_type = "epsilon_svr"  # LIBSVM's name; the key of estimators.ESTIMATORS
     _task = "regression"
     _parameter_constraints: dict = {
         **RandSVMBase._parameter_constraints,

@@ -399,3 +399,31 @@ def test_10_python_shows_the_iteration_lines_in_interactive_sessions(tmp_path):
     off = subprocess.run([sys.executable, "-i", str(script)], capture_output=True, text=True,
                          env={**env, "RANDSVM_DIST_PROGRESS": "0"}, stdin=subprocess.DEVNULL)
     assert "the line" not in off.stderr
+
+
+@pytest.mark.heavy
+def test_10_practical_guide_runs_on_a_clone_twice_in_a_row(tmp_path):
+    """workflows/practical_guide.sh read ../../shared and died with a raw FileNotFoundError on
+    a clone; now it runs on the committed a9a sample, into one scratch dir, twice."""
+    env = {k: v for k, v in os.environ.items() if k != "RANDSVM_DIST_SCHEDULER"}
+    env.update(OUT=str(tmp_path / "out"), SRC="a9a")
+    for _ in range(2):
+        proc = subprocess.run(["bash", str(ROOT / "workflows" / "practical_guide.sh")],
+                              cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=1800)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "test accuracy: unscaled default" in proc.stdout
+    assert not [p for p in ROOT.iterdir() if p.name in ("guide-out", "out")]
+
+
+def test_10_readme_python_example_runs_twice(tmp_path):
+    """The README's data lines (make ... overwrite=True) run again without an error."""
+    readme = (ROOT / "README.md").read_text()
+    lines = [ln for ln in readme.splitlines() if ln.startswith(("make(", "     overwrite"))]
+    assert lines and all("overwrite=True" in " ".join(lines).split("make(")[i]
+                         for i in range(1, " ".join(lines).count("make(") + 1))
+    code = ("from randsvm_dist.data import make\n" + "\n".join(lines).replace(
+        "200_000", "2_000").replace("20_000", "500"))
+    for _ in range(2):
+        subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True,
+                       capture_output=True)

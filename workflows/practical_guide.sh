@@ -4,8 +4,9 @@
 # trained and evaluated on a held-out test set.
 #
 # Data: skin_nonskin (3 colour features in 0..255: unscaled, as the guide's examples) when
-# ../shared/datasets is beside the clone (or SRC=FILE names a LIBSVM file); otherwise the a9a
-# sample committed in tests/data (3,000 training and 1,000 test rows), with a smaller grid.
+# ../shared/datasets is beside the clone (or SRC=FILE names a LIBSVM file); otherwise (or with
+# SRC=a9a) the a9a sample committed in tests/data (3,000 training and 1,000 test rows), with
+# a smaller grid.
 # Output: a new scratch directory (printed), or ${OUT} when set; every step may be run
 # again into the same OUT (it replaces only what it wrote there).
 # About 1-3 minutes on 2 cores.
@@ -15,8 +16,9 @@ OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/randsvm-guide.XXXXXX")}
 mkdir -p "$OUT"
 echo "practical guide: writing into $OUT" >&2
 SHARED_SKIN="$HERE/../../shared/datasets/skin_nonskin/skin_nonskin.svm.gz"
-SRC=${SRC:-}
+SRC=${SRC:-}                       # SRC=a9a: the committed sample even beside ../shared
 if [ -z "$SRC" ] && [ -f "$SHARED_SKIN" ]; then SRC=$SHARED_SKIN; fi
+if [ "$SRC" = a9a ]; then SRC=; fi
 W=(--overwrite)
 
 if [ -n "$SRC" ]; then

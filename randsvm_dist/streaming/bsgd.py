@@ -39,7 +39,7 @@ from randsvm_dist.validation import check_choice, check_flag, check_gamma, check
 
 # averaging: the iterate is folded into the averaged model every
 # max(FOLD_MIN_STEPS, FOLD_BUDGETS * budget) steps
-FOLD_MIN_STEPS = 1000
+FOLD_MIN_STEPS = 100
 FOLD_BUDGETS = 4
 # the averaged model is shrunk by pairwise merges (M = 2) whatever merge_size is: measured
 # on a9a (B=500), multi-merging it (even near partners only) loses 3-6 points, because the

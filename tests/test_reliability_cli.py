@@ -427,3 +427,24 @@ def test_10_readme_python_example_runs_twice(tmp_path):
     for _ in range(2):
         subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True,
                        capture_output=True)
+
+
+def test_8_zero_row_part_with_copied_metadata(cluster, tmp_path):
+    """A 0-row part whose metadata was copied from a full one: `data info` said
+    '208400.0%' and train failed with a TypeError."""
+    from randsvm_dist.data import make_arrays
+    from randsvm_dist.data.storage import AtomicDir
+    from randsvm_dist.data.writer import partition_table, write_table
+
+    X, y = make_arrays("checkerboard", 2000, seed=1)
+    table = partition_table(X, y)
+    with AtomicDir(tmp_path / "zr") as out:
+        write_table(table, out.path("part-00000.parquet"))
+        write_table(table.slice(0, 0), out.path("part-00001.parquet"))
+        out.commit()
+    proc = run("data", "info", tmp_path / "zr", "--json", cwd=tmp_path)
+    info = json.loads(proc.stdout)
+    assert info["rows"] == 2000 and sum(info["class_counts"]) == 2000
+    proc = run("train", tmp_path / "zr", "--model", tmp_path / "m.model", "--C", "10",
+               "--gamma", "1", "--scheduler", cluster.address, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr

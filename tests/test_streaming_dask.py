@@ -268,3 +268,54 @@ def test_a_dead_worker_does_not_change_the_result(twonorm):
         thread.join(timeout=300)
     assert "est" in result
     assert_same_model(result["est"], reference, Xt)
+
+
+# -- the Dask wrapper (DaskStreamingClassifier) ---------------------------------------------
+def test_wrapper_on_a_data_set_is_fit_streaming(dask_client, twonorm):
+    from randsvm_dist.streaming_dask import DaskStreamingClassifier
+
+    ds, test = twonorm
+    est = BudgetedSGD(C=1.0, budget=30, gamma=0.05, random_state=3)
+    w = DaskStreamingClassifier(est, client=dask_client).fit(ds)
+    ref = fit_streaming(est, ds, client=dask_client)
+    Xt, yt = test.to_arrays()
+    assert_same_model(w.estimator_, ref, Xt)
+    assert w.n_core_ == ref.n_core_ and list(w.classes_) == list(ref.classes_)
+    assert w.score(test) == pytest.approx(ref.score(Xt, yt))  # on the workers
+    with pytest.raises(ParameterError, match="carries its own labels"):
+        DaskStreamingClassifier(est, client=dask_client).fit(ds, yt)
+
+
+def test_wrapper_on_dask_arrays_is_one_pass_over_the_blocks(dask_client, twonorm):
+    da = pytest.importorskip("dask.array")
+    from randsvm_dist.streaming_dask import DaskStreamingClassifier
+
+    ds, test = twonorm
+    X, y = ds.to_arrays()
+    Xt, yt = test.to_arrays()
+    w = np.where(y == y.max(), 2.0, 1.0)
+    est = StreamSVM(kernel="linear", lookahead=7, random_state=0)
+    with dask_client.as_current():
+        dX, dy = da.from_array(X, chunks=(333, -1)), da.from_array(y, chunks=333)
+        dw = da.from_array(w, chunks=500)
+        wrapped = DaskStreamingClassifier(est).fit(dX, dy, sample_weight=dw)
+        ref = clone(est).fit(X, y, sample_weight=w)
+        np.testing.assert_allclose(wrapped.decision_function(Xt), ref.decision_function(Xt),
+                                   rtol=1e-9, atol=1e-12)
+        lazy = wrapped.predict(da.from_array(Xt, chunks=(500, -1)))
+        assert isinstance(lazy, da.Array)
+        np.testing.assert_array_equal(lazy.compute(), ref.predict(Xt))
+        assert wrapped.score(da.from_array(Xt, chunks=(500, -1)),
+                             da.from_array(yt, chunks=500)) == pytest.approx(ref.score(Xt, yt))
+
+
+def test_balanced_class_weight_is_resolved_once_for_the_data_set(dask_client, tmp_path):
+    X, y = make_arrays("twonorm", 1200, 5)
+    y = np.where(np.arange(len(y)) % 5 == 0, 1, -1)  # 20% positives, unevenly spread
+    y[:300] = -1
+    ds = write_arrays(X, y, tmp_path / "imb", partitions=3)
+    est = BudgetedSGD(C=1.0, budget=30, gamma=0.05, class_weight="balanced", random_state=0)
+    model = fit_streaming(est, ds, client=dask_client)
+    counts = np.bincount((y > 0).astype(int))
+    np.testing.assert_allclose(model.class_weight_, len(y) / (2 * counts))
+    assert model.get_params()["class_weight"] == "balanced"

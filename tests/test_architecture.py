@@ -17,7 +17,7 @@ LAYERS = {  # module or package prefix -> layer (ARCHITECTURE.md)
     "exact": 4, "streaming_dask": 4, "preprocessing": 4, "checkpoint": 4,
     "distributed_predict": 4,
     "estimators": 5, "plots": 5,
-    "model_files": 6, "model_selection": 6, "security": 6,
+    "model_files": 6, "model_selection": 6, "security": 6, "worker_preload": 6,
     "jobs": 7,
     "cli": 8,
 }

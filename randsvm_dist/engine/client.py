@@ -139,7 +139,7 @@ def launch(n_workers: int | None = None, threads_per_worker: int = 1, *,
                   "--host", LOOPBACK, "--no-dashboard", "--dashboard-address", f"{LOOPBACK}:0",
                   "--death-timeout", "60",
                   "--memory-limit", str(memory_limit),
-                  "--preload", "randsvm_dist.engine.warm"]  # imports while the caller works
+                  "--preload", "randsvm_dist.worker_preload"]  # imports while the caller works
     with open(log_path, "ab") as out:
         popen = dict(stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                      start_new_session=detach, env=_child_environ())

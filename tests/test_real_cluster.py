@@ -31,7 +31,7 @@ def same_model(a: Path, b: Path) -> bool:
     def body(p: Path) -> tuple[str, list]:
         text = p.read_text()
         meta = json.loads(text.split("#randsvm-dist-meta ", 1)[1].split("\n", 1)[0])
-        return text.split("#randsvm-dist-meta ", 1)[0], meta["sv_rows"]
+        return text.split("#randsvm-dist-meta ", 1)[0], meta["support"]
     return body(a) == body(b)
 
 

@@ -34,7 +34,8 @@ def job_spec(args: argparse.Namespace) -> dict:
                                  "itself; drop --checkpoint/--resume")
         return {"data": args.data, "model": args.model, "params": estimator_params(args),
                 "test": args.test, "overwrite": args.overwrite,
-                "svm_type": getattr(args, "svm_type", "c_svc")}
+                "svm_type": getattr(args, "svm_type", "c_svc"),
+                "weight_column": getattr(args, "weight_column", None)}
     if args.kind == "stream":
         from randsvm_dist.cli.stream import OPTIONAL, build_estimator
 

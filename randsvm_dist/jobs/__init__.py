@@ -13,7 +13,7 @@ Python (a job is the library call it names, with plain keyword arguments)::
 Kinds and their arguments (see :mod:`randsvm_dist.jobs.runner`):
 
 - ``train``: ``data``, ``model``, ``params`` (RandSVMClassifier parameters), ``test``,
-  ``overwrite``;
+  ``overwrite``, ``svm_type``, ``weight_column`` (a Parquet column of sample weights);
 - ``stream``: ``data``, ``estimator`` (a class of :mod:`randsvm_dist.streaming`), ``params``,
   ``model``, ``test``, ``fan_in``, ``overwrite``;
 - ``predict``: ``model``, ``data``, ``out``, ``overwrite``, ``allow_pickle``.
@@ -37,7 +37,7 @@ KINDS = ("train", "stream", "predict")
 TASK_PREFIX = "randsvm-job-"
 #: the keyword arguments each kind takes (besides scheduler, job_dir, security)
 SPEC_KEYS = {
-    "train": ("data", "model", "params", "test", "overwrite", "svm_type"),
+    "train": ("data", "model", "params", "test", "overwrite", "svm_type", "weight_column"),
     "stream": ("data", "estimator", "params", "model", "test", "fan_in", "overwrite"),
     "predict": ("model", "data", "out", "overwrite", "allow_pickle"),
 }

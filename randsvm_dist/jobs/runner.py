@@ -85,9 +85,11 @@ def _watch_cancel(store: JobStore, job_id: str, client, handler: _JobLog,
 
 def run_train(client, *, data: str, model: str, params: dict | None = None,
               test: str | None = None, overwrite: bool = False,
-              checkpoint: str | None = None, svm_type: str = "c_svc") -> dict:
+              checkpoint: str | None = None, svm_type: str = "c_svc",
+              weight_column: str | None = None) -> dict:
     """Fit a RandSVM estimator (``svm_type``: c_svc, epsilon_svr or one_class), save it,
-    optionally evaluate it (a ``train`` job).
+    optionally evaluate it (a ``train`` job). ``weight_column``: a Parquet column of
+    per-row sample weights (``train --weight-column``).
 
     Returns:
         the result (what ``randsvm-dist train --json`` reports).
@@ -106,7 +108,8 @@ def run_train(client, *, data: str, model: str, params: dict | None = None,
         raise ParameterError(f"svm_type must be one of {', '.join(kinds)}; got {svm_type!r}")
     check_model_path(model, overwrite)
     est = kinds[svm_type](**(params or {}), client=client)
-    est.fit(data, checkpoint=checkpoint, resume=checkpoint is not None)
+    est.fit(data, dataset_kwargs={"weight_column": weight_column} if weight_column else None,
+            checkpoint=checkpoint, resume=checkpoint is not None)
     save_model(est, model)
     result = {"data": data, "model": model, "fit_seconds": est.fit_time_,
               "n_support": int(len(est.support_)), "n_iter": est.n_iter_,

@@ -188,7 +188,8 @@ def test_merge_size_2_reproduces_plain_bsgd(method):
     X = X.astype(np.float32)
     ypm = np.where(y == 1, 1.0, -1.0)
     C, gamma, B = 5.0, 1.5, 12
-    est = BudgetedSGD(C=C, gamma=gamma, budget=B, merge_size=2, merge_method=method).fit(X, y)
+    est = BudgetedSGD(C=C, gamma=gamma, budget=B, merge_size=2, merge_method=method,
+                      average=False).fit(X, y)  # the paper's model: the last iterate
     S, A = reference_bsgd(X, ypm, 1.0 / (len(X) * C), gamma, B)
     assert est.n_maintenance_ > 20  # the budget was really maintained
     assert est.n_support_.sum() == len(A)

@@ -41,6 +41,8 @@ from randsvm_dist.validation import check_choice, check_flag, check_gamma, check
 # max(FOLD_MIN_STEPS, FOLD_BUDGETS * budget) steps
 FOLD_MIN_STEPS = 100
 FOLD_BUDGETS = 4
+FOLD_RIDGE = 1e-6  # ridge of the projection in a fold (kernel matrices of broad kernels
+# are near singular; this keeps the projected coefficients moderate)
 # the averaged model is shrunk by pairwise merges (M = 2) whatever merge_size is: measured
 # on a9a (B=500), multi-merging it (even near partners only) loses 3-6 points, because the
 # averaged model has no SGD steps after it to repair a merge
@@ -99,6 +101,24 @@ def weight_degradation(points: np.ndarray, alphas: np.ndarray, z: np.ndarray,
     c = np.append(np.asarray(alphas, dtype=np.float64), -float(alpha_z))
     d2 = np.sum((Q[:, None, :] - Q[None, :, :]) ** 2, axis=2)
     return float(c @ np.exp(-gamma * d2) @ c)
+
+
+def _rbf64(A: np.ndarray, B: np.ndarray, gamma: float) -> np.ndarray:
+    """exp(-gamma |a - b|^2) in float64 (the fold solves a linear system with it)."""
+    d2 = (np.einsum("ij,ij->i", A, A)[:, None] + np.einsum("ij,ij->i", B, B)[None, :]
+          - 2.0 * A @ B.T)
+    return np.exp(-gamma * np.maximum(d2, 0.0))
+
+
+def _spd_solve(K: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """K^-1 b for a symmetric positive definite K (Cholesky; least squares if it fails)."""
+    import scipy.linalg as sla
+
+    try:
+        return sla.cho_solve(sla.cho_factor(K, lower=True, check_finite=False), b,
+                             check_finite=False)
+    except sla.LinAlgError:
+        return np.linalg.lstsq(K, b, rcond=None)[0]
 
 
 def _dedup_union(svs: list[np.ndarray], coefs: list[np.ndarray]):
@@ -202,20 +222,27 @@ class _BinaryBSGD:
 
     def _fold_into(self, target: _BinaryBSGD) -> None:
         """Fold this learner's current iterate into ``target``'s averaged model with weight
-        (steps since the last fold) x t (the t-weighted average), shrinking it back to the
-        budget by the same multi-merge on the averaged coefficients."""
+        (steps since the last fold) x t (the t-weighted average). The averaged model lives
+        on the iterate's support vectors: the old average is projected onto their span
+        (least squares in the RKHS, ridge ``FOLD_RIDGE``), the iterate added exactly."""
         span = self.t - self.avg_t
         if span <= 0 or self.t == 0:
             return
         wt = float(span) * self.t
         tot = target.avg_w + wt
-        P, c = _dedup_union([target.avg_sv, self.support_vectors],
-                            [target.avg_coef * (target.avg_w / tot),
-                             self.last_coef * (wt / tot)])
+        S = np.ascontiguousarray(self.support_vectors, dtype=np.float64)
+        coef = self.last_coef * (wt / tot)
+        if target.avg_w > 0 and len(target.avg_coef) and len(S):
+            Kss = _rbf64(S, S, self.gamma)
+            Ksp = _rbf64(S, target.avg_sv, self.gamma)
+            rhs = Ksp @ (target.avg_coef * (target.avg_w / tot))
+            Kss[np.diag_indices_from(Kss)] += FOLD_RIDGE
+            coef = coef + _spd_solve(Kss, rhs)
+            target.avg_counters[_k.C_KERNEL_EVALS] += Kss.size + Ksp.size
         target.avg_b = target.avg_b * (target.avg_w / tot) + self.last_intercept * (wt / tot)
         target.avg_w = tot
         target.avg_t = self.t
-        target.avg_sv, target.avg_coef = self._shrink(P, c, target.avg_counters)
+        target.avg_sv, target.avg_coef = S.copy(), coef
 
     def _shrink(self, P: np.ndarray, c: np.ndarray, counters: np.ndarray):
         """Multi-merge a weighted point set down to the budget. Returns (points, coefs)."""

@@ -131,7 +131,7 @@ def test_crafted_metadata_is_refused(randsvm_binary, tmp_path, change, match):
 def test_a_meta_json_sidecar_is_ignored(randsvm_binary, tmp_path):
     """Sidecars of the earlier format are no longer read: a file beside the model cannot
     set any parameter (e.g. the scheduler)."""
-    from randsvm_dist.solvers.model_file import BinaryModel, write_libsvm_model
+    from randsvm_dist.solvers.model_disk import BinaryModel, write_libsvm_model
 
     est, _ = randsvm_binary
     path = tmp_path / "old.model"

@@ -23,19 +23,21 @@ from randsvm_dist.kernels import Kernel
 from randsvm_dist.multiclass import ovo_predict
 from randsvm_dist.probability import predict_proba
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
-from randsvm_dist.solvers.model_file import (
-    OVR_SVM_TYPE,
+from randsvm_dist.solvers.model_disk import (
     BinaryModel,
-    LibsvmModel,
-    check_stock_text,
     format_libsvm_model,
-    format_model_file,
     parse_libsvm_model,
-    parse_model_file,
     read_libsvm_model,
     read_model_file,
     write_libsvm_model,
     write_model_file,
+)
+from randsvm_dist.solvers.model_file import (
+    OVR_SVM_TYPE,
+    LibsvmModel,
+    check_stock_text,
+    format_model_file,
+    parse_model_file,
 )
 from randsvm_dist.solvers.ovo_layout import (
     coefficient_columns,

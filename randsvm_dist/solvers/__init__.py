@@ -7,7 +7,7 @@ from randsvm_dist.solvers.libsvm_adapter import (
     solve_binary,
     solve_libsvm,
 )
-from randsvm_dist.solvers.model_file import read_libsvm_model, write_libsvm_model
+from randsvm_dist.solvers.model_disk import read_libsvm_model, write_libsvm_model
 
 __all__ = [
     "BinarySolution",

@@ -65,7 +65,7 @@ def model_text(est) -> str:
         NotFittedError: not fitted.
     """
     est._check_fitted()
-    params = {k: getattr(v, "method", v) for k, v in est.get_params().items()
+    params = {k: getattr(v, "method", v) for k, v in est.get_params(deep=False).items()
               if k not in ("client", "seed")}  # never saved: scheduler, seed model
     classes = getattr(est, "classes_", None)
     meta = {"format": RANDSVM_FORMAT, "estimator": type(est).__name__,

@@ -308,7 +308,8 @@ def engine_svc(spec: dict, intelex: bool = False) -> dict:
         pred = est.predict(Xt)
     out = {"seconds": seconds, "cpu_seconds": cpu, "accuracy": float(np.mean(pred == yt)),
            "n_support": int(est.n_support_.sum()), "peak_mb": mem.peak_mb,
-           "module": type(est).__module__}
+           "module": type(est).__module__,
+           "onedal": getattr(est, "_onedal_estimator", None) is not None}  # not a fallback
     if spec.get("probability"):
         out.update(_probability_figures(yt, est.predict_proba(Xt), est.classes_))
     return out
@@ -457,8 +458,10 @@ def _child(engine: str, spec: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _record(path: str | None, row: dict) -> None:
-    row = {**row, "load_average": os.getloadavg(), "date": time.strftime("%F %T")}
+def _record(path: str | None, row: dict, timed: bool = False) -> None:
+    """Append a result row (``timed``: the run was on a quiet machine, see --timed)."""
+    row = {**row, "timed": timed, "load_average": os.getloadavg(),
+           "date": time.strftime("%F %T")}
     if path:
         with open(path, "a") as f:
             f.write(json.dumps(row) + "\n")
@@ -486,7 +489,7 @@ def part_fmnist(args) -> None:
                   f"{r['pair_task_max']:.1f} s, median {r['pair_task_median']:.2f} s over "
                   f"{len(r['pair_task_seconds'])} pairs; projected s by workers {proj}",
                   flush=True)
-    _record(args.out, {"part": "fmnist", **spec, "engines": results})
+    _record(args.out, {"part": "fmnist", **spec, "engines": results}, args.timed)
 
 
 def part_w8a(args) -> None:
@@ -508,7 +511,7 @@ def part_w8a(args) -> None:
             print(f"  {name:22s} {x['seconds']:7.1f} s  acc {x['accuracy']:.4f}  bal.acc "
                   f"{x['balanced_accuracy']:.4f}  #SV {x['n_support']:5d}  max|df| "
                   f"{x['max_abs_decision_diff_vs_svc_balanced']:.2e}{gap}", flush=True)
-    _record(args.out, {"part": "w8a", **spec, "result": r})
+    _record(args.out, {"part": "w8a", **spec, "result": r}, args.timed)
 
 
 def part_proba(args) -> None:
@@ -530,7 +533,7 @@ def part_proba(args) -> None:
         for r in (ours, svc):
             r.pop("history", None)
         _record(args.out, {"part": "proba", **spec, "engines": {"randsvm": ours,
-                                                                "svc": svc}})
+                                                                "svc": svc}}, args.timed)
 
 
 # -- report ------------------------------------------------------------------------------
@@ -546,25 +549,32 @@ def _quiet(r: dict) -> bool:
 
 def markdown_table(path: str) -> str:
     """Markdown tables of a results file (last run per part and size). Timing cells of
-    runs whose 1-minute load average exceeded 1.5 read 'pending quiet run'."""
+    runs not made with --timed (a quiet machine) read 'pending quiet run'."""
     rows: dict = {}
     for line in Path(path).read_text().splitlines():
         r = json.loads(line)
         rows[(r["part"], r.get("set"), r.get("n") or r.get("rows"))] = r
     out = []
     for (part, name, _n), r in sorted(rows.items(), key=lambda kv: str(kv[0])):
-        quiet = r["load_average"][0] <= 1.5
+        quiet = bool(r.get("timed"))
         if part == "fmnist":
             out += [f"**Fashion-MNIST, {r['n']:,} train / {r['n_test']:,} test rows, C=10, "
                     f"gamma={r['gamma']:.5g}** (load {r['load_average'][0]:.1f})", "",
-                    "| engine | fit s | test acc | #SV | worst certified gap | peak MB |",
-                    "|---|---|---|---|---|---|"]
+                    "| engine | fit s | speed-up vs LIBSVM | test acc | acc - LIBSVM (pts) | "
+                    "#SV | worst certified gap | peak MB |",
+                    "|---|---|---|---|---|---|---|---|"]
+            lib = r["engines"].get("libsvm") or {}
             for e in ENGINES:
                 x = dict(r["engines"].get(e) or {}, _quiet=quiet)
+                if "seconds" in x and "seconds" in lib:
+                    x["speed_up"] = lib["seconds"] / x["seconds"]
+                    x["acc_diff"] = 100 * (x["accuracy"] - lib["accuracy"])
                 gap = (f"{x['relative_gap']:.1e}" if "relative_gap" in x else
                        "n/a (one solve)" if "seconds" in x else "-")
                 acc = "-" if "accuracy" not in x else f"{100 * x['accuracy']:.2f}"
-                out.append(f"| {e} | {_cell(x, 'seconds', '.1f', True)} | {acc} | "
+                out.append(f"| {e} | {_cell(x, 'seconds', '.1f', True)} | "
+                           f"{_cell(x, 'speed_up', '.2f', True)} | {acc} | "
+                           f"{_cell(x, 'acc_diff', '+.2f', False)} | "
                            f"{_cell(x, 'n_support', ',d', False)} | {gap} | "
                            f"{_cell(x, 'peak_mb', '.0f', True)} |")
             x = r["engines"].get("randsvm") or {}
@@ -638,6 +648,9 @@ def main(argv=None) -> int:
                    help="LIBSVM's -e for every w8a fit (RandSVM's tol, SVC's tol)")
     p.add_argument("--w8a-gap-tol", type=float, default=1e-3)
     p.add_argument("--out", default=None, help="append JSON lines of results here")
+    p.add_argument("--timed", action="store_true",
+                   help="the machine is quiet (nothing else running): the report shows "
+                        "this run's times; without it they read 'pending quiet run'")
     p.add_argument("--report", default=None, help="print Markdown tables of a results "
                                                   "file and exit")
     args = p.parse_args(argv)

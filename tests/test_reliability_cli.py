@@ -274,6 +274,18 @@ def test_7_cancel_stops_a_running_job_and_status_reports_failure(cluster, tmp_pa
 
 
 def test_16_jobs_imports_nothing_of_the_command_line():
+    """jobs/ ran cmd_train & co. with a rebuilt argparse Namespace and imported
+    cli.build_parser (a cycle): no import of randsvm_dist.cli anywhere in jobs/, even
+    inside a function."""
+    import ast
+
+    for f in sorted((ROOT / "randsvm_dist" / "jobs").glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not [n for n in names if n.startswith("randsvm_dist.cli")
+                        or n == "argparse"], f"{f.name}:{node.lineno}"
+        assert "argparse" not in f.read_text(), f.name
     code = ("import sys, randsvm_dist.jobs, randsvm_dist.jobs.runner, randsvm_dist.jobs.store;"
             "print([m for m in sys.modules if m.startswith('randsvm_dist.cli')])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

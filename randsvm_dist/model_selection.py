@@ -23,6 +23,13 @@ Dask cluster:
 * **No warm starts.** libsvm-official has no way to start a solve from given alphas, and
   the RandSVM driver takes no initial working set, so neighbouring grid points share none.
 * **Progress** (points done / total, best so far, ETA) goes to the ``randsvm_dist`` logger.
+* **Every SVM type, one search.** The estimator class (``RandSVMClassifier``,
+  ``RandSVMRegressor``, ``RandSVMOneClass``) and the scoring are the only things that
+  change: C-SVC is scored by accuracy (``-s 0``), epsilon-SVR by RMSE or R^2 (``-s 3``, a
+  fixed ``epsilon``; folds are not stratified), the one-class SVM by the ROC AUC of the
+  held-out rows with the normal label as positives (``-s 2``; its first axis is nu, not C;
+  it trains on every row of the training folds, labels ignored, and needs labelled normal
+  and outlier rows to be scored; folds are stratified by label).
 * **Nothing finished is lost.** Each (fold, C, gamma) result is appended to the fold CSV
   (``results=``) as soon as it arrives; a rerun with the same file skips what it holds,
   and a worker that dies only costs the tasks it was running (Dask reruns them).
@@ -51,9 +58,64 @@ log = logging.getLogger("randsvm_dist")
 GUIDE_LOG2C = (-5.0, 15.0, 2.0)
 GUIDE_LOG2GAMMA = (3.0, -15.0, -2.0)
 GUIDE_FINE_STEP = 0.25
+ONE_CLASS_LOG2NU = (-7.0, -1.0, 1.0)   # nu = 1/128 .. 1/2 (nu <= 1)
 LIBSVM_MAX_ROWS = 50_000
 PROGRESS_SECONDS = 2.0  # at most one progress line this often (and always the last one)
-FOLD_COLUMNS = ("fold", "log2C", "log2gamma", "correct", "n", "seconds", "solver")
+FOLD_COLUMNS = ("fold", "log2C", "log2gamma", "value", "n", "seconds", "solver")
+
+
+# -- scoring -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Scoring:
+    """How held-out rows score a grid point.
+
+    A fold's *value* is what the fold CSV keeps: the number of correct predictions
+    (accuracy), the sum of squared errors (rmse), or the fold's own score (r2, auc). The
+    search's score pools the folds as scikit-learn's ``GridSearchCV`` does for r2 and auc
+    (the mean of the folds' scores) and over all held-out rows for accuracy and rmse.
+    """
+
+    name: str
+    greater_is_better: bool = True
+
+    def fold_value(self, y: np.ndarray, out: np.ndarray, normal=None) -> float:
+        """The fold's value from its held-out targets/labels ``y`` and the model's outputs
+        (predictions; one-class: decision values) ``out``; ``normal``: the coded normal
+        label (auc)."""
+        y, out = np.asarray(y), np.asarray(out)
+        if self.name == "accuracy":
+            return float((out == y).sum())
+        if self.name == "rmse":
+            return float(((y - out) ** 2).sum())
+        if self.name == "r2":
+            ss = float(((y - y.mean()) ** 2).sum()) if len(y) else 0.0
+            return 1.0 - float(((y - out) ** 2).sum()) / ss if ss > 0 else float("nan")
+        from sklearn.metrics import roc_auc_score
+
+        pos = y == normal
+        return float(roc_auc_score(pos, out)) if 0 < pos.sum() < len(y) else float("nan")
+
+    def fold_score(self, value: float, n: int) -> float:
+        """One fold's score from its value."""
+        if self.name == "accuracy":
+            return value / max(n, 1)
+        if self.name == "rmse":
+            return float(np.sqrt(value / max(n, 1)))
+        return value
+
+    def pooled(self, values: list[float], ns: list[int]) -> float:
+        """The search's score of a point from its folds."""
+        if self.name == "accuracy":
+            return sum(values) / max(sum(ns), 1)
+        if self.name == "rmse":
+            return float(np.sqrt(sum(values) / max(sum(ns), 1)))
+        return float(np.mean(values))
+
+
+SCORINGS = {"accuracy": Scoring("accuracy"), "rmse": Scoring("rmse", False),
+            "r2": Scoring("r2"), "auc": Scoring("auc")}
+TASK_SCORINGS = {"classification": ("accuracy",), "regression": ("rmse", "r2"),
+                 "one_class": ("auc",)}
 
 
 # -- grids ---------------------------------------------------------------------------------
@@ -140,12 +202,18 @@ def assign_folds(cls: np.ndarray, n_folds: int, random_state: int | None,
     return folds
 
 
+def _strata(part, n_classes: int) -> np.ndarray:
+    """The stratum of each row: its class index, or 0 for all when there are no classes
+    (regression: folds are not stratified)."""
+    return part.y if n_classes > 1 else np.zeros(len(part.y), np.int64)
+
+
 def _class_counts(part, n_classes: int) -> np.ndarray:
-    return np.bincount(part.y, minlength=n_classes)
+    return np.bincount(_strata(part, n_classes), minlength=n_classes)
 
 
 def _partition_folds(part, n_folds: int, random_state, class_start) -> np.ndarray:
-    return assign_folds(part.y, n_folds, random_state, class_start)
+    return assign_folds(_strata(part, len(class_start)), n_folds, random_state, class_start)
 
 
 def _fold_counts(folds: np.ndarray, n_folds: int) -> np.ndarray:
@@ -176,21 +244,28 @@ def _fold_arrays(f: int, parts: list, folds: list) -> tuple:
     return X[train], y[train], X[test], y[test]
 
 
-def libsvm_options(C: float, gamma: float, tol: float, cache_size: float) -> str:
-    """LIBSVM's option string of one grid point (C-SVC, RBF kernel)."""
-    return f"-s 0 -t 2 -c {C!r} -g {gamma!r} -e {tol!r} -m {cache_size!r} -q"
+def libsvm_options(C: float, gamma: float, tol: float, cache_size: float,
+                   svm_type: str = "c_svc", epsilon: float = 0.1) -> str:
+    """LIBSVM's option string of one grid point (RBF kernel): C-SVC (``-s 0 -c C``),
+    epsilon-SVR (``-s 3 -c C -p epsilon``) or one-class (``-s 2 -n nu``, ``C`` being nu)."""
+    first = {"c_svc": f"-s 0 -c {C!r}", "epsilon_svr": f"-s 3 -c {C!r} -p {epsilon!r}",
+             "one_class": f"-s 2 -n {C!r}"}[svm_type]
+    return f"{first} -t 2 -g {gamma!r} -e {tol!r} -m {cache_size!r} -q"
 
 
 def _libsvm_point(fold_data: tuple, C: float, gamma: float, tol: float,
-                  cache_size: float) -> tuple[int, int, float]:
+                  cache_size: float, svm_type: str = "c_svc", epsilon: float = 0.1,
+                  scoring: Scoring = SCORINGS["accuracy"],
+                  normal=None) -> tuple[float, int, float]:
     from libsvm.svmutil import svm_parameter, svm_predict, svm_problem, svm_train
 
     t0 = time.perf_counter()
     Xtr, ytr, Xte, yte = fold_data
-    model = svm_train(svm_problem(ytr, Xtr), svm_parameter(libsvm_options(C, gamma, tol,
-                                                                          cache_size)))
-    pred, _, _ = svm_predict(yte, Xte, model, "-q")
-    return int((np.asarray(pred) == yte).sum()), len(yte), time.perf_counter() - t0
+    model = svm_train(svm_problem(ytr, Xtr), svm_parameter(
+        libsvm_options(C, gamma, tol, cache_size, svm_type, epsilon)))
+    pred, _, dec = svm_predict(yte, Xte, model, "-q")
+    out = np.asarray(dec, np.float64)[:, 0] if svm_type == "one_class" else np.asarray(pred)
+    return (scoring.fold_value(yte, out, normal), len(yte), time.perf_counter() - t0)
 
 
 # -- one point: RandSVM on the fold's partitions ----------------------------------------------
@@ -200,12 +275,19 @@ def _train_rows(part, folds: np.ndarray, f: int, offset: int):
                    weight=None if part.weight is None else part.weight[keep])
 
 
-def _held_out_correct(part, folds: np.ndarray, f: int, model) -> tuple:
+def _held_out(part, folds: np.ndarray, f: int, model) -> tuple:
+    """(held-out targets/labels, the model's outputs) of a partition: predictions in the
+    coded labels (classification), predictions (regression) or decision values
+    (one-class, labels coded)."""
     keep = folds == f
-    if not keep.any():
-        return 0, 0
-    pred = model.predict(part.X[keep])
-    return int((pred == model.classes_[part.y[keep]]).sum()), int(keep.sum())
+    if hasattr(model, "classes_"):
+        pred = np.searchsorted(model.classes_, model.predict(part.X[keep])) \
+            if keep.any() else np.empty(0)
+        return part.y[keep], pred
+    if hasattr(model, "offset_"):
+        return part.y[keep], (model.decision_function(part.X[keep]) if keep.any()
+                              else np.empty(0))
+    return part.y[keep], model.predict(part.X[keep]) if keep.any() else np.empty(0)
 
 
 # -- the search --------------------------------------------------------------------------------
@@ -217,11 +299,22 @@ class _Point:
 
 
 class GridSearch:
-    """Cross-validated grid search of an RBF C-SVM over (C, gamma), on Dask.
+    """Cross-validated grid search of an RBF SVM over (C, gamma), or (nu, gamma) for the
+    one-class SVM, on Dask.
 
     Args:
         log2C, log2gamma: grid.py's (begin, end, step) of base-2 exponents; default the
             guide's coarse grid C = 2^-5..2^15 step 2^2, gamma = 2^3..2^-15 step 2^-2.
+        estimator: the RandSVM estimator class searched (``RandSVMClassifier``, the
+            default; ``RandSVMRegressor``; ``RandSVMOneClass``), or its LIBSVM name
+            ('c_svc', 'epsilon_svr', 'one_class').
+        scoring: None (accuracy; rmse for regression; auc for one-class), or 'accuracy',
+            'rmse', 'r2', 'auc' (the ones of the estimator's task).
+        epsilon: epsilon-SVR's tube (fixed during the search).
+        log2nu: one-class: the (begin, end, step) exponents of nu (its first axis in place
+            of C; exponents above 0 are dropped, nu <= 1).
+        normal_label: one-class: the label of normal rows (default 1, as
+            ``distributed_predict.normal_label_of``); the others are outliers.
         n_folds: cross-validation folds (stratified, seeded, layout-independent).
         refine: after the coarse grid, search best +- one coarse step at ``fine_step``.
         fine_step: exponent step of the fine grid (the guide: 0.25).
@@ -229,6 +322,8 @@ class GridSearch:
             search (the guide's order) and kept by the refit model.
         libsvm_max_rows: folds whose training part has at most this many rows are solved by
             LIBSVM directly, larger ones by the RandSVM driver (``solver`` overrides).
+            Weighted data (a Dataset with a weight column) always takes the RandSVM
+            driver: libsvm-official has no per-row weights.
         solver: 'auto', 'libsvm' or 'randsvm'.
         tol, cache_size: LIBSVM's -e and -m.
         gap_tol, max_iter: the RandSVM driver's stop rules for large folds (and the refit).
@@ -236,10 +331,13 @@ class GridSearch:
         client: None (default client, else a LocalCluster), an address or a Client.
         results: CSV of every finished (fold, C, gamma); read back on a rerun to skip them.
 
-    Attributes after ``fit``: ``best_params_`` ({'C', 'gamma'}), ``best_score_`` (mean
-    accuracy), ``points_`` (one dict per (C, gamma): log2C, log2gamma, C, gamma,
-    mean_accuracy, std_accuracy, fold accuracies, seconds, solver), ``n_rows_``,
-    ``search_seconds_``, ``best_estimator_`` (after ``refit``).
+    Attributes after ``fit``: ``best_params_`` ({'C', 'gamma'}; one-class {'nu',
+    'gamma'}), ``best_score_`` (the pooled CV score), ``scoring_``, ``points_`` (one dict
+    per point: log2C (log2 nu for one-class), log2gamma, C (or nu), gamma, scoring,
+    mean_score, std_score, fold_score, seconds, solver; classification also
+    mean_accuracy, std_accuracy, fold_accuracy), ``n_rows_``, ``search_seconds_``,
+    ``best_estimator_`` (after ``refit``). The results CSV's ``log2C`` column holds log2 nu
+    for one-class.
     """
 
     def __init__(self, log2C=GUIDE_LOG2C, log2gamma=GUIDE_LOG2GAMMA, n_folds: int = 5,
@@ -247,7 +345,14 @@ class GridSearch:
                  libsvm_max_rows: int = LIBSVM_MAX_ROWS, solver: str = "auto",
                  tol: float = 1e-3, cache_size: float = 200.0, gap_tol: float = 1e-3,
                  max_iter: int = 50, random_state: int | None = 0, client=None,
-                 results: str | os.PathLike | None = None):
+                 results: str | os.PathLike | None = None, estimator=None,
+                 scoring: str | None = None, epsilon: float = 0.1,
+                 log2nu=ONE_CLASS_LOG2NU, normal_label=None):
+        self.estimator = estimator
+        self.scoring = scoring
+        self.epsilon = epsilon
+        self.log2nu = tuple(log2nu)
+        self.normal_label = normal_label
         self.log2C = tuple(log2C)
         self.log2gamma = tuple(log2gamma)
         self.n_folds = n_folds
@@ -279,18 +384,32 @@ class GridSearch:
         """
         from randsvm_dist.engine.client import dask_client
         from randsvm_dist.engine.inputs import load_partitions
+        from randsvm_dist.exceptions import SchemaError
 
         if int(self.n_folds) < 2:
             raise ParameterError(f"n_folds must be >= 2; got {self.n_folds!r}")
         if self.solver not in ("auto", "libsvm", "randsvm"):
             raise ParameterError(f"solver must be 'auto', 'libsvm' or 'randsvm'; got "
                                  f"{self.solver!r}")
-        cs, gs = exponent_range(*self.log2C), exponent_range(*self.log2gamma)
+        self._setup()
+        first = self.log2nu if self.task_ == "one_class" else self.log2C
+        cs = self._first_axis(exponent_range(*first))
+        gs = exponent_range(*self.log2gamma)
         t0 = time.perf_counter()
         self.random_seed_ = resolve_seed(self.random_state)
         self._done = self._read_results()
         with dask_client(self.client) as client:
-            parts, classes = load_partitions(client, data, y, cache=True)
+            try:
+                parts, classes = load_partitions(
+                    client, data, y, cache=True,
+                    task="regression" if self.task_ == "regression" else "classification")
+            except SchemaError as e:
+                if self.task_ != "one_class":
+                    raise
+                raise ParameterError(f"a one-class grid search is scored by the ROC AUC of "
+                                     f"held-out normal and outlier rows, so it needs labels "
+                                     f"of both: {e}") from None
+            self._normal = self._normal_index(classes)
             self.scaler_ = None
             if self.scale is not None:
                 from randsvm_dist.preprocessing import make_scaler
@@ -298,39 +417,112 @@ class GridSearch:
                 self.scaler_ = make_scaler(self.scale).fit_partitions(client, parts)
                 parts = self.scaler_.transform_partitions(client, parts)
             self.classes_, self.n_rows_ = classes, parts.n_rows
-            folds, fold_sizes = distributed_folds(client, parts, len(classes),
+            n_strata = 1 if classes is None else len(classes)
+            folds, fold_sizes = distributed_folds(client, parts, n_strata,
                                                   int(self.n_folds), self.random_seed_)
             self.fold_sizes_ = fold_sizes.sum(axis=0)
-            run = _Run(self, client, parts, folds, fold_sizes, len(classes))
+            run = _Run(self, client, parts, folds, fold_sizes, n_strata)
             run.evaluate([(c, g) for c in cs for g in gs])
             if self.refine:
-                fc, fg = fine_grid(self._best(run), (self.log2C[2], self.log2gamma[2]),
+                fc, fg = fine_grid(self._best(run), (first[2], self.log2gamma[2]),
                                    float(self.fine_step))
-                run.evaluate([(c, g) for c in fc for g in fg])
+                run.evaluate([(c, g) for c in self._first_axis(fc) for g in fg])
         self.points_ = run.points()
         best = self._best(run)
-        self.best_params_ = {"C": 2.0 ** best[0], "gamma": 2.0 ** best[1]}
-        self.best_score_ = next(p["mean_accuracy"] for p in self.points_
+        self.best_params_ = {self.axis_: 2.0 ** best[0], "gamma": 2.0 ** best[1]}
+        self.best_score_ = next(p["mean_score"] for p in self.points_
                                 if (p["log2C"], p["log2gamma"]) == best)
         self.search_seconds_ = time.perf_counter() - t0
-        log.info("grid search: best C=2^%g gamma=2^%g, CV accuracy %.4f, %d points in %.1f s",
-                 best[0], best[1], self.best_score_, len(self.points_), self.search_seconds_)
+        log.info("grid search: best %s=2^%g gamma=2^%g, CV %s %.4f, %d points in %.1f s",
+                 self.axis_, best[0], best[1], self.scoring_.name, self.best_score_,
+                 len(self.points_), self.search_seconds_)
         return self
 
-    def refit(self, data, y=None, model_path: str | os.PathLike | None = None):
-        """Train a RandSVMClassifier with the best (C, gamma) on all rows (and save it).
+    def _setup(self) -> None:
+        """The estimator class, task, scoring and first axis of this search.
+
+        Raises:
+            ParameterError: an unknown estimator, or a scoring of another task.
+        """
+        from randsvm_dist import estimators
+
+        names = {"c_svc": estimators.RandSVMClassifier,
+                 "epsilon_svr": estimators.RandSVMRegressor,
+                 "one_class": estimators.RandSVMOneClass}
+        cls = names.get(self.estimator, self.estimator) if isinstance(self.estimator, str) \
+            else (self.estimator or estimators.RandSVMClassifier)
+        if cls not in names.values():
+            raise ParameterError(f"estimator must be one of {', '.join(names)} or its class; "
+                                 f"got {self.estimator!r}")
+        self.estimator_class_, self.task_ = cls, cls._task
+        scoring = self.scoring or TASK_SCORINGS[self.task_][0]
+        if scoring not in TASK_SCORINGS[self.task_]:
+            raise ParameterError(f"scoring {scoring!r} does not apply to {cls.__name__}; "
+                                 f"choose {' or '.join(TASK_SCORINGS[self.task_])}")
+        self.scoring_ = SCORINGS[scoring]
+        self.axis_ = "nu" if self.task_ == "one_class" else "C"
+        self.svm_type_ = {"classification": "c_svc", "regression": "epsilon_svr",
+                          "one_class": "one_class"}[self.task_]
+
+    def _first_axis(self, exponents: list[float]) -> list[float]:
+        """The first axis' exponents (one-class: nu = 2^e <= 1 only)."""
+        if self.task_ != "one_class":
+            return exponents
+        kept = [e for e in exponents if e <= 0]
+        if not kept:
+            raise ParameterError(f"log2nu {self.log2nu}: nu = 2^e must be <= 1 (e <= 0)")
+        return kept
+
+    def _normal_index(self, classes):
+        """One-class: the coded label of normal rows (see ``normal_label_of``), else None.
+
+        Raises:
+            ParameterError: no normal label among the labels.
+        """
+        if self.task_ != "one_class":
+            return None
+        from randsvm_dist.distributed_predict import normal_label_of
+
+        normal = normal_label_of(classes, self.normal_label)
+        if isinstance(normal, str) and classes.dtype.kind in "iuf":
+            try:
+                normal = float(normal)
+            except ValueError:
+                pass
+        hit = np.flatnonzero(classes == normal) if normal is not None else []
+        if not len(hit):
+            raise ParameterError(f"the normal label {normal!r} is not among the labels "
+                                 f"{classes.tolist()[:10]}; name it with normal_label= "
+                                 "(--normal-label)")
+        return int(hit[0])
+
+    def _make(self, first: float, gamma: float, **params):
+        """The searched estimator at (C or nu, gamma) with this search's fixed settings."""
+        kw = {"kernel": "rbf", self.axis_: first, "gamma": gamma, "k": None,
+              "gap_tol": self.gap_tol, "tol": self.tol, "max_iter": self.max_iter,
+              "cache_size": self.cache_size, "random_state": self.random_seed_}
+        if self.task_ == "regression":
+            kw["epsilon"] = float(self.epsilon)
+        kw.update(params)
+        return self.estimator_class_(**kw)
+
+    def refit(self, data, y=None, model_path: str | os.PathLike | None = None, **params):
+        """Train the searched estimator with the best (C or nu, gamma) on all rows (and save
+        it).
+
+        Args:
+            params: more parameters of the final model (e.g. probability=True,
+                class_weight, multi_class for a classifier), which the search's scores do
+                not depend on.
 
         Returns:
-            the fitted RandSVMClassifier (also ``best_estimator_``).
+            the fitted estimator (also ``best_estimator_``).
         """
-        from randsvm_dist.estimators import RandSVMClassifier
-
-        est = RandSVMClassifier(kernel="rbf", C=self.best_params_["C"],
-                                gamma=self.best_params_["gamma"], k=None,
-                                gap_tol=self.gap_tol, tol=self.tol, max_iter=self.max_iter,
-                                cache_size=self.cache_size, random_state=self.random_seed_,
-                                client=self.client, scale=self.scaler_ if self.scale is not
-                                None else None)
+        if not hasattr(self, "estimator_class_"):
+            self._setup()
+        est = self._make(self.best_params_[self.axis_], self.best_params_["gamma"],
+                         client=self.client,
+                         scale=self.scaler_ if self.scale is not None else None, **params)
         est.fit(data, y)
         if model_path is not None:
             est.save(model_path)
@@ -338,9 +530,13 @@ class GridSearch:
         return est
 
     def write_points(self, path: str | os.PathLike) -> None:
-        """Write every (C, gamma) with its mean/std CV accuracy as CSV."""
-        cols = ["log2C", "log2gamma", "C", "gamma", "mean_accuracy", "std_accuracy",
-                "n_folds", "seconds", "solver"]
+        """Write every (C, gamma) (one-class: (nu, gamma)) with its mean/std CV score as
+        CSV (classification: also mean/std accuracy)."""
+        cols = ["log2C", "log2gamma", self.axis_, "gamma", "scoring", "mean_score",
+                "std_score", "n_folds", "seconds", "solver"]
+        if self.task_ == "classification":
+            cols[2:4] = ["C", "gamma"]
+            cols[4:7] = ["mean_accuracy", "std_accuracy"]
         with open(path, "w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
             w.writeheader()
@@ -355,31 +551,41 @@ class GridSearch:
 
         c = np.array([p["log2C"] for p in self.points_])
         g = np.array([p["log2gamma"] for p in self.points_])
-        a = 100 * np.array([p["mean_accuracy"] for p in self.points_])
+        pct = self.scoring_.name in ("accuracy", "auc", "r2")
+        a = (100 if pct else 1) * np.array([p["mean_score"] for p in self.points_])
+        if not self.scoring_.greater_is_better:
+            a = -a   # contours around the best (largest) value
         fig, ax = plt.subplots(figsize=(6, 5))
         if len(np.unique(c)) > 1 and len(np.unique(g)) > 1:
-            # grid.py's contours: every 0.5 point from 3 points below the best up
-            levels = np.arange(np.round(a.max(), 1) - 3.0, a.max(), 0.5)
+            # grid.py's contours: every 0.5 point from 3 points below the best up (RMSE:
+            # ten levels over the spread)
+            span = 3.0 if pct else float(np.ptp(a))
+            levels = np.arange(np.round(a.max(), 1) - span, a.max(),
+                               0.5 if pct else max(span / 10, 1e-12))
             levels = levels[levels > a.min()]
             if len(levels) > 1:
                 cs = ax.tricontour(c, g, a, levels=levels, linewidths=0.8, cmap="viridis")
                 ax.clabel(cs, fontsize=7, fmt="%.1f")
         ax.scatter(c, g, s=4, c="grey")
-        bc, bg = np.log2(self.best_params_["C"]), np.log2(self.best_params_["gamma"])
+        bc, bg = np.log2(self.best_params_[self.axis_]), np.log2(self.best_params_["gamma"])
         ax.plot([bc], [bg], "r*", ms=12)
-        ax.set_xlabel("lg(C)")
+        ax.set_xlabel(f"lg({self.axis_})")
         ax.set_ylabel("lg(gamma)")
-        ax.set_title(f"CV accuracy (%): best C=2^{bc:g}, gamma=2^{bg:g}, "
-                     f"{100 * self.best_score_:.2f}%", fontsize=9)
+        name = self.scoring_.name if self.scoring_.name != "r2" else "R^2"
+        best = (f"{100 * self.best_score_:.2f}%" if pct else f"{self.best_score_:.4g}")
+        ax.set_title(f"CV {name}{' (%)' if pct else ''}: best {self.axis_}=2^{bc:g}, "
+                     f"gamma=2^{bg:g}, {best}", fontsize=9)
         fig.tight_layout()
         fig.savefig(path, dpi=100)
         plt.close(fig)
 
     # -- internals ------------------------------------------------------------------------
     def _best(self, run: _Run) -> tuple[float, float]:
-        # highest mean accuracy; ties go to the smaller C, then the smaller gamma
+        # best mean score; ties go to the smaller C (nu), then the smaller gamma
         pts = run.points()
-        top = max(pts, key=lambda p: (p["mean_accuracy"], -p["log2C"], -p["log2gamma"]))
+        sign = 1.0 if self.scoring_.greater_is_better else -1.0
+        top = max(pts, key=lambda p: (sign * np.nan_to_num(p["mean_score"], nan=-np.inf * sign),
+                                      -p["log2C"], -p["log2gamma"]))
         return top["log2C"], top["log2gamma"]
 
     def _seed(self) -> int:
@@ -406,7 +612,7 @@ class GridSearch:
                         f"n_folds={self.n_folds}, random_state={self._seed()}: use "
                         "another results file")
                 p = _Point(int(row["fold"]), float(row["log2C"]), float(row["log2gamma"]))
-                done[p] = (int(row["correct"]), int(row["n"]), float(row["seconds"]),
+                done[p] = (float(row["value"]), int(row["n"]), float(row["seconds"]),
                            row["solver"])
         log.info("grid search: %d finished (fold, C, gamma) read from %s", len(done),
                  self.results)
@@ -436,6 +642,11 @@ class _Run:
         self.pairs: set = set()
 
     def _solver(self, f: int) -> str:
+        if self.parts.weighted:  # libsvm-official has no per-row weights
+            if self.s.solver == "libsvm":
+                raise ParameterError("solver='libsvm' cannot use sample weights (a weight "
+                                     "column): use solver='auto' or 'randsvm'")
+            return "randsvm"
         if self.s.solver != "auto":
             return self.s.solver
         n_train = int(self.parts.n_rows - self.fold_sizes[:, f].sum())
@@ -459,7 +670,9 @@ class _Run:
         for p in small:
             fut = self.client.submit(_libsvm_point, self._fold_data(p.fold), 2.0 ** p.log2C,
                                      2.0 ** p.log2gamma, float(self.s.tol),
-                                     float(self.s.cache_size), pure=False, retries=2)
+                                     float(self.s.cache_size), self.s.svm_type_,
+                                     float(self.s.epsilon), self.s.scoring_, self.s._normal,
+                                     pure=False, retries=2)
             futures[fut] = p
         done, last_line = 0, -np.inf
 
@@ -468,16 +681,21 @@ class _Run:
             self.s._record(p, result)
             done += 1
             elapsed = time.perf_counter() - t0
-            log.debug("fold %d C=2^%g gamma=2^%g: accuracy %.4f", p.fold, p.log2C,
-                      p.log2gamma, result[0] / max(result[1], 1))
+            log.debug("fold %d %s=2^%g gamma=2^%g: %s %.4f", p.fold, self.s.axis_, p.log2C,
+                      p.log2gamma, self.s.scoring_.name,
+                      self.s.scoring_.fold_score(result[0], result[1]))
             if done < total and elapsed - last_line < PROGRESS_SECONDS:
                 return
             last_line = elapsed
             pts = self.points()
-            best = max(pts, key=lambda q: q["mean_accuracy"]) if pts else None
-            log.info("grid %d/%d (fold, C, gamma) done  best so far %s  ETA %.0f s", done,
-                     total, f"C=2^{best['log2C']:g} gamma=2^{best['log2gamma']:g} "
-                     f"{best['mean_accuracy']:.4f}" if best else "-",
+            sign = 1.0 if self.s.scoring_.greater_is_better else -1.0
+            best = max(pts, key=lambda q: sign * np.nan_to_num(q["mean_score"],
+                                                               nan=-np.inf * sign)) \
+                if pts else None
+            log.info("grid %d/%d (fold, %s, gamma) done  best so far %s  ETA %.0f s", done,
+                     total, self.s.axis_, f"{self.s.axis_}=2^{best['log2C']:g} "
+                     f"gamma=2^{best['log2gamma']:g} {self.s.scoring_.name} "
+                     f"{best['mean_score']:.4f}" if best else "-",
                      elapsed / done * (total - done))
 
         with ThreadPoolExecutor(max_workers=max(1, n_workers(self.client))) as pool:
@@ -496,9 +714,8 @@ class _Run:
                                                    self.folds, pure=False, retries=2)
         return self.fold_data[f]
 
-    def _randsvm_point(self, p: _Point) -> tuple[int, int, float]:
+    def _randsvm_point(self, p: _Point) -> tuple[float, int, float]:
         from randsvm_dist.engine.partitions import PartitionSet
-        from randsvm_dist.estimators import RandSVMClassifier
 
         t0 = time.perf_counter()
         c = self.client
@@ -510,19 +727,20 @@ class _Run:
         train = PartitionSet(futures, offsets, train_sizes, self.parts.n_features,
                              self.parts.is_sparse, coding=self.parts.coding,
                              weighted=self.parts.weighted)
-        est = RandSVMClassifier(C=2.0 ** p.log2C, gamma=2.0 ** p.log2gamma,
-                                tol=float(self.s.tol), cache_size=float(self.s.cache_size),
-                                max_iter=int(self.s.max_iter), gap_tol=float(self.s.gap_tol),
-                                random_state=self.s.random_seed_)
+        est = self.s._make(2.0 ** p.log2C, 2.0 ** p.log2gamma)
         est._fit_partitions(c, train, self.parts.coding.classes)
-        got = gather(c, [c.submit(_held_out_correct, part, fo, p.fold, est, pure=False,
-                                  retries=2)
+        got = gather(c, [c.submit(_held_out, part, fo, p.fold, est, pure=False, retries=2)
                          for part, fo in zip(self.parts.futures, self.folds)],
-                     f"the held-out accuracy of fold {p.fold}")
-        return (sum(g[0] for g in got), sum(g[1] for g in got), time.perf_counter() - t0)
+                     f"the held-out rows of fold {p.fold}")
+        y = np.concatenate([g[0] for g in got])
+        out = np.concatenate([g[1] for g in got])
+        return (self.s.scoring_.fold_value(y, out, self.s._normal), len(y),
+                time.perf_counter() - t0)
 
     def points(self) -> list[dict]:
-        """Per (C, gamma) of the grids run so far with every fold done: the CV summary."""
+        """Per (C or nu, gamma) of the grids run so far with every fold done: the CV
+        summary."""
+        sc = self.s.scoring_
         out = []
         by_pair: dict = {}
         for p, r in self.s._done.items():
@@ -530,14 +748,17 @@ class _Run:
         for (c, g), folds in sorted(by_pair.items()):
             if len(folds) < self.k or (c, g) not in self.pairs:
                 continue
-            acc = np.array([folds[f][0] / max(folds[f][1], 1) for f in range(self.k)])
-            correct = sum(folds[f][0] for f in range(self.k))
-            n = sum(folds[f][1] for f in range(self.k))
-            out.append({"log2C": c, "log2gamma": g, "C": 2.0 ** c, "gamma": 2.0 ** g,
-                        "mean_accuracy": correct / max(n, 1), "std_accuracy": float(acc.std()),
-                        "fold_accuracy": acc.tolist(), "n_folds": self.k,
-                        "seconds": sum(folds[f][2] for f in range(self.k)),
-                        "solver": "/".join(sorted({folds[f][3] for f in range(self.k)}))})
+            values = [folds[f][0] for f in range(self.k)]
+            ns = [folds[f][1] for f in range(self.k)]
+            fold_score = np.array([sc.fold_score(v, n) for v, n in zip(values, ns)])
+            point = {"log2C": c, "log2gamma": g, self.s.axis_: 2.0 ** c, "gamma": 2.0 ** g,
+                     "scoring": sc.name, "mean_score": sc.pooled(values, ns),
+                     "std_score": float(fold_score.std()),
+                     "fold_score": fold_score.tolist(), "n_folds": self.k,
+                     "seconds": sum(folds[f][2] for f in range(self.k)),
+                     "solver": "/".join(sorted({folds[f][3] for f in range(self.k)}))}
+            if sc.name == "accuracy":
+                point.update(mean_accuracy=point["mean_score"],
+                             std_accuracy=point["std_score"], fold_accuracy=point["fold_score"])
+            out.append(point)
         return out
-
-

@@ -210,3 +210,115 @@ def test_random_state_none_draws_fresh_recorded_folds(dask_client, small):
                 for p in gs.points_]
 
     assert accuracies(again) == accuracies(a)  # the recorded seed reproduces the search
+
+
+# -- the SVM family: epsilon-SVR and one-class through the same search -----------------------
+@pytest.fixture(scope="module")
+def family(tmp_path_factory):
+    from randsvm_dist.data import make
+
+    root = tmp_path_factory.mktemp("family")
+    make("friedman1", root / "fr", rows=300, partitions=3, seed=4, noise=0.5)
+    make("blobs_with_outliers", root / "bl", rows=400, partitions=2, seed=4,
+         outlier_fraction=0.1)
+    return root
+
+
+FAMILY_GRID = dict(log2gamma=(1, -5, -3), n_folds=3, refine=False, random_state=5)
+
+
+def _serial_cv(X, y, folds, options, score):
+    from libsvm.svmutil import svm_parameter, svm_predict, svm_problem, svm_train
+
+    Xc = sp.csr_matrix(X.astype(np.float32), dtype=np.float64)
+    out = []
+    for f in range(3):
+        tr, te = folds != f, folds == f
+        m = svm_train(svm_problem(y[tr].astype(float), Xc[tr]), svm_parameter(options))
+        pred, _, dec = svm_predict(y[te].astype(float), Xc[te], m, "-q")
+        out.append(score(y[te], np.asarray(pred), np.asarray(dec)[:, 0], te.sum()))
+    return out
+
+
+@pytest.mark.parametrize("scoring", ["rmse", "r2"])
+def test_regression_grid_equals_a_serial_loop_of_libsvm_svr(dask_client, family, scoring):
+    from sklearn.metrics import r2_score
+
+    ds = Dataset.open(family / "fr")
+    X, y = ds.to_arrays()
+    gs = GridSearch(**FAMILY_GRID, log2C=(0, 4, 4), estimator="epsilon_svr", epsilon=0.5,
+                    scoring=scoring, client=dask_client).fit(ds)
+    folds = assign_folds(np.zeros(len(y), int), 3, 5)   # not stratified
+    assert len(gs.points_) == 6 and gs.scoring_.name == scoring
+    for p in gs.points_:
+        opts = libsvm_options(p["C"], p["gamma"], 1e-3, 200.0, "epsilon_svr", 0.5)
+        if scoring == "rmse":
+            sse = _serial_cv(X, y, folds, opts, lambda t, pr, d, n: ((t - pr) ** 2).sum())
+            assert p["mean_score"] == pytest.approx(np.sqrt(sum(sse) / len(y)), rel=1e-9)
+        else:
+            r2 = _serial_cv(X, y, folds, opts, lambda t, pr, d, n: r2_score(t, pr))
+            assert p["mean_score"] == pytest.approx(np.mean(r2), rel=1e-9)
+    pick = min if scoring == "rmse" else max
+    best = pick(gs.points_, key=lambda p: p["mean_score"])
+    assert gs.best_params_ == {"C": best["C"], "gamma": best["gamma"]}
+    est = gs.refit(ds)
+    assert type(est).__name__ == "RandSVMRegressor" and est.epsilon == 0.5
+    assert est.C == best["C"] and est.certified_
+
+
+def test_regression_grid_randsvm_folds_agree_with_libsvm(dask_client, family, tmp_path):
+    ds = Dataset.open(family / "fr")
+    grid = dict(FAMILY_GRID, log2C=(2, 2, 1), log2gamma=(-1, -1, -1), estimator="epsilon_svr",
+                epsilon=0.5, tol=1e-5)
+    lib = GridSearch(**grid, solver="libsvm", client=dask_client).fit(ds)
+    rand = GridSearch(**grid, solver="randsvm", gap_tol=0.0, client=dask_client,
+                      results=tmp_path / "f.csv").fit(ds)
+    assert rand.points_[0]["solver"] == "randsvm"
+    assert rand.best_score_ == pytest.approx(lib.best_score_, rel=1e-3)
+    gs2 = GridSearch(**grid, solver="randsvm", gap_tol=0.0, client=dask_client,
+                     results=tmp_path / "f.csv")
+    assert len(gs2._read_results()) == 3   # the fold CSV resumes for every scoring
+
+
+def test_one_class_grid_is_scored_by_auc(dask_client, family, tmp_path):
+    from sklearn.metrics import roc_auc_score
+
+    ds = Dataset.open(family / "bl")
+    X, y = ds.to_arrays()
+    gs = GridSearch(**FAMILY_GRID, log2nu=(-4, -2, 2), estimator="one_class",
+                    client=dask_client).fit(ds)
+    assert gs.scoring_.name == "auc" and set(gs.best_params_) == {"nu", "gamma"}
+    classes = np.unique(y)
+    folds = assign_folds(np.searchsorted(classes, y), 3, 5)   # stratified by label
+    for p in gs.points_:
+        opts = libsvm_options(p["nu"], p["gamma"], 1e-3, 200.0, "one_class")
+        aucs = _serial_cv(X, y, folds, opts, lambda t, pr, d, n: roc_auc_score(t == 1, d))
+        assert p["mean_score"] == pytest.approx(np.mean(aucs), rel=1e-9)
+    assert gs.best_score_ > 0.9
+    gs.write_points(tmp_path / "points.csv")
+    assert "nu" in (tmp_path / "points.csv").read_text().splitlines()[0]
+    gs.plot(tmp_path / "grid.png")
+    est = gs.refit(ds)
+    assert type(est).__name__ == "RandSVMOneClass" and est.nu == gs.best_params_["nu"]
+    rand = GridSearch(**dict(FAMILY_GRID, log2gamma=(-1, -1, -1)), log2nu=(-3, -3, 1),
+                      estimator="one_class", solver="randsvm", gap_tol=0.0, tol=1e-5,
+                      client=dask_client).fit(ds)
+    lib = GridSearch(**dict(FAMILY_GRID, log2gamma=(-1, -1, -1)), log2nu=(-3, -3, 1),
+                     estimator="one_class", solver="libsvm", tol=1e-5,
+                     client=dask_client).fit(ds)
+    assert rand.best_score_ == pytest.approx(lib.best_score_, abs=2e-3)
+
+
+def test_family_grid_refuses_what_cannot_be_scored(dask_client, family):
+    with pytest.raises(ParameterError, match="does not apply"):
+        GridSearch(**FAMILY_GRID, estimator="epsilon_svr", scoring="auc",
+                   client=dask_client).fit(str(family / "fr"))
+    with pytest.raises(ParameterError, match="normal label 5"):
+        GridSearch(**FAMILY_GRID, estimator="one_class", normal_label=5,
+                   client=dask_client).fit(str(family / "bl"))
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    with pytest.raises(ParameterError, match="needs labels"):
+        GridSearch(**FAMILY_GRID, estimator="one_class", client=dask_client).fit(
+            X, np.ones(60))
+    with pytest.raises(ParameterError, match="estimator must be"):
+        GridSearch(estimator="nu_svr").fit(X, np.ones(60))

@@ -11,7 +11,8 @@ is appended with its ball; balls with radius below ``epsilon/4 * r(B_{u+1})`` ar
 discarded, and at most ``max_balls`` are kept (oldest first). The ball with centre
 ``c = [w; b; ...]`` is the linear classifier ``f(x) = w.phi(x) + beta b``.
 
-Departures from the paper: the MEB of the union is solved exactly (pairwise Frank-Wolfe
+Departures from the paper (weights: rows of weight w enter as w copies, as in
+:mod:`.streamsvm`; the paper has none): the MEB of the union is solved exactly (pairwise Frank-Wolfe
 to ~1e-13) instead of a (1+epsilon)-core set; ``max_balls`` bounds memory (the paper's
 bound on the number of balls grows like log(1/eps)/eps); rows are normalised to unit
 norm (``normalize='auto'``), which is how the paper puts all points on a sphere.
@@ -70,6 +71,8 @@ class BlurredBallSVM(StreamingClassifier):
             balls' core points and the buffer; points are stored, even for the linear
             kernel) or 'balls' (the MEB of the newest ball and the buffer: nested balls,
             explicit w for the linear kernel, every point provably enclosed).
+        class_weight: None, {label: weight} or 'balanced' (see
+            :mod:`randsvm_dist.streaming.base`): scales each row's slack cost C.
         random_state: seeds the per-class learners (the algorithm is deterministic).
     """
 

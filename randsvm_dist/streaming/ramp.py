@@ -39,7 +39,14 @@ are still checked on all of V), and the Gram cache keeps one float32 row per SV 
 kept point (rows of points whose alpha returns to 0 are dropped after each example), so a
 step costs O(|kept|) flops and no kernel evaluation once the row exists.
 
-Departures: ``MAX_OUTER`` caps the CCCP relocation loop per example (counted in
+Departures from the paper: weights (``sample_weight`` x ``class_weight``, absent from the
+paper) are per-point boxes ``0 <= alpha_i <= C w_i``, i.e. the ramp loss of row i counted
+w_i times (``kept()["C"]``, checked by :meth:`_RampBinary.kkt_violation`). The #SV against
+LIBSVM on the 10%-noise checkerboard is 0.25-0.26 of LIBSVM's (benchmarks/README.md), not
+the paper's ~0.12 (its Table: 554 vs 4,679 at 15% noise): raising ``s`` towards 0 removes
+more SVs (0.18 at s=-0.5) but costs 10 points there, and the removal step (m=100) changes
+little, so the defaults stay the paper's (s=-1, every point kept). ``MAX_OUTER`` caps the
+CCCP relocation loop per example (counted in
 ``cccp_cap_hits``; never reached in our runs). The Gram cache is float32 (the algorithm then
 solves exactly the problem with the float32-rounded kernel, off by ~1e-7 relative).
 """
@@ -445,6 +452,8 @@ class OnlineRampSVM(StreamingClassifier):
             each binary learner decides for itself, a row counts once if any asked).
         tol: KKT stopping tolerance (paper: 1e-3).
         gain_tol: dual-gain stopping tolerance (paper: 1e-5).
+        class_weight: None, {label: weight} or 'balanced' (see
+            :mod:`randsvm_dist.streaming.base`): scales each row's box C.
         random_state: accepted for API uniformity; the algorithm is deterministic given
             the row order.
 

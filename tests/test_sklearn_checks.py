@@ -33,9 +33,17 @@ STREAMING = [StreamSVM(), BlurredBallSVM(), BudgetedSGD(), OnlineRampSVM(),
              OnlineRampSVM(active=True)]
 
 
+ONE_PASS_WEIGHTS = ("one pass over the rows in order: a weighted row is one step, its "
+                    "repeats are several steps elsewhere in the stream (and move "
+                    "gamma='scale'), so the models agree in distribution, not to 1e-7 "
+                    "(tests/test_streaming_weights.py); scikit-learn marks SVC's alike")
+
+
 def expected_failed(estimator) -> dict[str, str]:
     """The checks that cannot apply to this estimator, with the reason."""
-    return dict(EXPECTED_FAILED) if isinstance(estimator, BlurredBallSVM) else {}
+    out = {f"check_sample_weight_equivalence_on_{kind}_data": ONE_PASS_WEIGHTS
+           for kind in ("dense", "sparse")}
+    return {**out, **EXPECTED_FAILED} if isinstance(estimator, BlurredBallSVM) else out
 
 
 @parametrize_with_checks(STREAMING, expected_failed_checks=expected_failed)

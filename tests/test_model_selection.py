@@ -322,3 +322,28 @@ def test_family_grid_refuses_what_cannot_be_scored(dask_client, family):
             X, np.ones(60))
     with pytest.raises(ParameterError, match="estimator must be"):
         GridSearch(estimator="nu_svr").fit(X, np.ones(60))
+
+
+def test_grid_command_for_svr_and_one_class(dask_client, family, tmp_path, capsys):
+    import json
+
+    from randsvm_dist.cli import main
+
+    sched = ["--scheduler", dask_client.scheduler.address]
+    assert main(["grid", str(family / "fr"), "--svm-type", "epsilon_svr", "--epsilon", "0.5",
+                 "--scoring", "r2", "--C", "2^0..2^4:4", "--gamma", "2^-1..2^-3:2",
+                 "--folds", "3", "--no-refine", "--out", str(tmp_path / "g1"), "--model",
+                 str(tmp_path / "svr.model"), "--json", *sched]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["scoring"] == "r2" and set(out["best"]) == {"C", "gamma"} and out["cv_score"] > 0
+    from randsvm_dist.estimators import RandSVMOneClass, RandSVMRegressor
+
+    assert RandSVMRegressor.load(tmp_path / "svr.model").epsilon == 0.5
+    assert main(["grid", str(family / "bl"), "--svm-type", "one_class", "--nu",
+                 "2^-4..2^-2:2", "--gamma", "2^-1..2^-1", "--folds", "3", "--no-refine",
+                 "--normal-label", "1", "--out", str(tmp_path / "g2"), "--model",
+                 str(tmp_path / "oc.model"), *sched]) == 0
+    text = capsys.readouterr().out
+    assert "best nu=" in text and "auc" in text
+    assert isinstance(RandSVMOneClass.load(tmp_path / "oc.model"), RandSVMOneClass)
+    assert (tmp_path / "g2" / "grid.png").exists()

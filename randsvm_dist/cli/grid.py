@@ -56,17 +56,23 @@ def cmd_grid(args: argparse.Namespace) -> int:
                     libsvm_max_rows=args.libsvm_max_rows, solver=args.solver, tol=args.tol,
                     cache_size=args.cache_size, gap_tol=args.gap_tol,
                     random_state=args.random_state, client=client,
-                    results=folds)
+                    results=folds, estimator=args.svm_type, scoring=args.scoring,
+                    epsilon=args.epsilon, log2nu=args.nu, normal_label=args.normal_label)
     gs.fit(args.data)
     # claimed (checked and locked) above: replacing them now is this search's own write
     publish(points, gs.write_points, overwrite=True, what="--out file")
     publish(png, gs.plot, overwrite=True, what="--out file")
-    result = {"data": args.data, "best": gs.best_params_, "cv_accuracy": gs.best_score_,
+    result = {"data": args.data, "best": gs.best_params_, "scoring": gs.scoring_.name,
+              "cv_score": gs.best_score_,
               "rows": gs.n_rows_, "points": len(gs.points_), "folds": args.folds,
               "search_seconds": gs.search_seconds_, "out": args.out,
               "solvers": sorted({p["solver"] for p in gs.points_})}
-    summary = (f"best C={gs.best_params_['C']:g} gamma={gs.best_params_['gamma']:g}: "
-               f"{args.folds}-fold CV accuracy {100 * gs.best_score_:.2f}% "
+    if gs.scoring_.name == "accuracy":
+        result["cv_accuracy"] = gs.best_score_
+    score = (f"accuracy {100 * gs.best_score_:.2f}%" if gs.scoring_.name == "accuracy"
+             else f"{gs.scoring_.name} {gs.best_score_:.4f}")
+    summary = (f"best {gs.axis_}={gs.best_params_[gs.axis_]:g} "
+               f"gamma={gs.best_params_['gamma']:g}: {args.folds}-fold CV {score} "
                f"({len(gs.points_)} points in {gs.search_seconds_:.1f} s); "
                f"{args.out}/grid.csv, grid.png")
     if args.model:
@@ -86,6 +92,7 @@ def register(subparsers) -> None:
         GUIDE_LOG2C,
         GUIDE_LOG2GAMMA,
         LIBSVM_MAX_ROWS,
+        ONE_CLASS_LOG2NU,
         parse_exponent_range,
     )
 
@@ -107,6 +114,19 @@ def register(subparsers) -> None:
     p.add_argument("--gamma", type=parse_exponent_range, default=GUIDE_LOG2GAMMA,
                    metavar="2^A..2^B",
                    help=f"gamma exponents (default {show(GUIDE_LOG2GAMMA)})")
+    p.add_argument("--svm-type", default="c_svc",
+                   choices=["c_svc", "epsilon_svr", "one_class"],
+                   help="c_svc: scored by accuracy; epsilon_svr: by --scoring rmse or r2 "
+                        "(fixed --epsilon); one_class: (nu, gamma) scored by the ROC AUC of "
+                        "held-out rows, normal rows labelled --normal-label")
+    p.add_argument("--scoring", choices=["accuracy", "rmse", "r2", "auc"], default=None,
+                   help="default: accuracy, rmse (epsilon_svr), auc (one_class)")
+    p.add_argument("--epsilon", type=float, default=0.1, help="epsilon_svr: the tube")
+    p.add_argument("--nu", type=parse_exponent_range, default=ONE_CLASS_LOG2NU,
+                   metavar="2^A..2^B", help=f"one_class: nu exponents (default "
+                                            f"{show(ONE_CLASS_LOG2NU)})")
+    p.add_argument("--normal-label", default=None, metavar="LABEL",
+                   help="one_class: the label of normal rows (default 1)")
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--no-refine", dest="refine", action="store_false",
                    help="only the coarse grid (default: then best +- one step, finer)")

@@ -173,14 +173,21 @@ class RandSVMBase(BaseEstimator):
 
     def _set_model(self, states: list[ProblemState], classes, kernel: Kernel,
                    n_features: int) -> None:
-        """The fitted model from the problems' final states (its LIBSVM form, then
-        ``_adopt``)."""
-        raise NotImplementedError
+        """The fitted model from the problems' final states: its LIBSVM form, then
+        ``_adopt``. Here: one problem, one column (epsilon_svr, one_class); the classifier
+        has its own."""
+        m = states[0].model
+        self._adopt(binary_libsvm(kernel, m.X, m.coef, m.intercept, self._svm_type), m.rows,
+                    None, n_features)
 
     def _adopt(self, model, support: np.ndarray, classes, n_features: int) -> None:
         """Take a LIBSVM model (``solvers.model_file.LibsvmModel``) as the fitted model:
-        ``support`` holds the global rows of its SVs in file order."""
-        raise NotImplementedError
+        ``support`` holds the global rows of its SVs in file order. Here: a one-column
+        model (epsilon_svr, one_class); the classifier has its own."""
+        self._adopt_common(model, support, n_features)
+        self.dual_coef_ = np.asarray(model.sv_coef, np.float64).T
+        self.intercept_ = -np.asarray(model.rho, np.float64)
+        self._problem_coef, self._problem_intercept = self.dual_coef_, self.intercept_
 
     # -- fitting ---------------------------------------------------------------------------
     def _fit(self, data, y=None, sample_weight=None, dataset_kwargs: dict | None = None,

@@ -9,7 +9,7 @@ from sklearn.base import OutlierMixin
 from sklearn.utils._param_validation import Interval
 
 from randsvm_dist.engine.inputs import weight_total
-from randsvm_dist.estimators.base import RandSVMBase, binary_libsvm
+from randsvm_dist.estimators.base import RandSVMBase
 from randsvm_dist.exact.kinds import OneClass
 from randsvm_dist.exact.state import ProblemState
 from randsvm_dist.exceptions import ParameterError
@@ -77,16 +77,8 @@ class RandSVMOneClass(OutlierMixin, RandSVMBase):
             raise ParameterError("Invalid input - all samples have zero or negative weights.")
         return [ProblemState(OneClass(float(self.nu)), solver, n_rows=n, size=size)]
 
-    def _set_model(self, states, classes, kernel, n_features: int) -> None:
-        m = states[0].model
-        self._adopt(binary_libsvm(kernel, m.X, m.coef, m.intercept, "one_class"), m.rows, None,
-                    n_features)
-
     def _adopt(self, model, support, classes, n_features: int) -> None:
-        self._adopt_common(model, support, n_features)
-        self.dual_coef_ = np.asarray(model.sv_coef, np.float64).T
-        self.intercept_ = -np.asarray(model.rho, np.float64)
-        self._problem_coef, self._problem_intercept = self.dual_coef_, self.intercept_
+        super()._adopt(model, support, classes, n_features)
         self.offset_ = -float(self._problem_intercept[0])
 
     def decision_function(self, X) -> np.ndarray:

@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval
 
-from randsvm_dist.estimators.base import RandSVMBase, binary_libsvm
+from randsvm_dist.estimators.base import RandSVMBase
 from randsvm_dist.exact.kinds import EpsilonSVR
 from randsvm_dist.exact.state import ProblemState
 from randsvm_dist.solvers.libsvm_adapter import SolverParams
@@ -69,17 +69,6 @@ class RandSVMRegressor(RegressorMixin, RandSVMBase):
     def _problems(self, client, parts, classes, solver: SolverParams) -> list[ProblemState]:
         n = parts.n_rows
         return [ProblemState(EpsilonSVR(float(self.epsilon)), solver, n_rows=n, size=float(n))]
-
-    def _set_model(self, states, classes, kernel, n_features: int) -> None:
-        m = states[0].model
-        self._adopt(binary_libsvm(kernel, m.X, m.coef, m.intercept, "epsilon_svr"), m.rows, None,
-                    n_features)
-
-    def _adopt(self, model, support, classes, n_features: int) -> None:
-        self._adopt_common(model, support, n_features)
-        self.dual_coef_ = np.asarray(model.sv_coef, np.float64).T
-        self.intercept_ = -np.asarray(model.rho, np.float64)
-        self._problem_coef, self._problem_intercept = self.dual_coef_, self.intercept_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

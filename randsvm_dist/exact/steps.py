@@ -179,21 +179,22 @@ def solve_sampled(client, problems: list[ProblemState], it: int, cfg: RunConfig,
             solve_working_set_task, p.kind, ws.X, ws.t, _box(p, ws.t, ws.weight, weighted),
             ws.rows, params, threads, plan_cascade(len(ws.rows), ws.n_fresh, n_parts),
             stream_id(cfg.random_state, it, j, 0xCA5C), warm_start(p), pure=False, retries=2))
-    solved = iter(gather(client, futures, "the working-set solves",
-                         [p.kind.label for p in active]))
-    out = []
-    for p in problems:
-        if not p.active:
-            out.append(p)
-            continue
-        s: Solved = next(solved)
+    def solved_state(p: ProblemState, s: Solved) -> ProblemState:
         ws, k = p.ws, s.support
         model = SupportModel(ws.rows[k], ws.X[k], ws.t[k], ws.weight[k],
                              s.solution.dual_coef, s.solution.intercept,
                              s.solution.dual_objective)
-        out.append(replace(p, model=model, prev_n_support=p.model.n_support, warm=s.warm,
-                           cascade=s.parts))
-    return out, time.perf_counter() - t0
+        return replace(p, model=model, prev_n_support=p.model.n_support, warm=s.warm,
+                       cascade=s.parts)
+
+    results = gather(client, futures, "the working-set solves", [p.kind.label for p in active])
+    return _with_results(problems, results, solved_state), time.perf_counter() - t0
+
+
+def _with_results(problems: list[ProblemState], results: list, update) -> list[ProblemState]:
+    """The problems with each active one replaced by ``update(problem, its result)``."""
+    results = iter(results)
+    return [update(p, next(results)) if p.active else p for p in problems]
 
 
 def _size(weight: np.ndarray, weighted: bool) -> float:
@@ -211,18 +212,16 @@ def solve_direct(client, parts: PartitionSet, problems: list[ProblemState]
                              p.kind.solver_params(p.solver, p.size, p.size), p.solver.C,
                              parts.weighted, threads, *inputs, pure=False, retries=2)
                for p in active]
-    solved = iter(gather(client, futures, "the direct solves",
-                         [p.kind.label for p in active]))
-    out = []
-    for p in problems:
-        if not p.active:
-            out.append(p)
-            continue
-        rows, X, t, w, sol = next(solved)
+    every_row = WorkingSet(np.arange(parts.n_rows, dtype=np.int64))
+
+    def solved_state(p: ProblemState, result) -> ProblemState:
+        rows, X, t, w, sol = result
         model = SupportModel(rows, X, t, w, sol.dual_coef, sol.intercept, sol.dual_objective)
-        out.append(replace(p, model=model, prev_n_support=p.model.n_support, warm=False,
-                           cascade=(), ws=WorkingSet(np.arange(parts.n_rows, dtype=np.int64))))
-    return out, time.perf_counter() - t0
+        return replace(p, model=model, prev_n_support=p.model.n_support, warm=False,
+                       cascade=(), ws=every_row)
+
+    results = gather(client, futures, "the direct solves", [p.kind.label for p in active])
+    return _with_results(problems, results, solved_state), time.perf_counter() - t0
 
 
 # -- scan --------------------------------------------------------------------------------------

@@ -61,9 +61,11 @@ from randsvm_dist.streaming.base import StreamingClassifier, gamma_moments, lear
 from randsvm_dist.validation import check_choice, check_flag, check_gamma, check_int, check_positive
 
 # averaging: the iterate is folded into the averaged model every
-# max(FOLD_MIN_STEPS, FOLD_BUDGETS * budget) steps
+# max(FOLD_MIN_STEPS, min(FOLD_BUDGETS * budget, FOLD_MAX_STEPS)) steps
 FOLD_MIN_STEPS = 100
+FOLD_MAX_STEPS = 2000
 FOLD_BUDGETS = 4
+FOLD_NEIGHBOURS = 16  # nearest SVs each merged-away averaged point is projected onto
 FOLD_RIDGE = 1e-6  # ridge of the projection in a fold (kernel matrices of broad kernels
 # are near singular; this keeps the projected coefficients moderate)
 # the averaged model is shrunk by pairwise merges (M = 2) whatever merge_size is: measured
@@ -188,7 +190,7 @@ class _BinaryBSGD:
         self.n_rows_seen = 0
         self.counters = np.zeros(_k.N_COUNTERS, dtype=np.int64)
         self.average = bool(average)
-        self.fold_every = max(FOLD_MIN_STEPS, FOLD_BUDGETS * budget)
+        self.fold_every = max(FOLD_MIN_STEPS, min(FOLD_BUDGETS * budget, FOLD_MAX_STEPS))
         self.avg_sv = np.zeros((0, n_features))
         self.avg_coef = np.zeros(0)
         self.avg_b = 0.0
@@ -246,8 +248,10 @@ class _BinaryBSGD:
     def _fold_into(self, target: _BinaryBSGD) -> None:
         """Fold this learner's current iterate into ``target``'s averaged model with weight
         (steps since the last fold) x t (the t-weighted average). The averaged model lives
-        on the iterate's support vectors: the old average is projected onto their span
-        (least squares in the RKHS, ridge ``FOLD_RIDGE``), the iterate added exactly."""
+        on the iterate's support vectors: an averaged point still in the iterate keeps its
+        coefficient there; the points the iterate merged away since the last fold are
+        projected (least squares in the RKHS, ridge ``FOLD_RIDGE``) onto the span of
+        their ``FOLD_NEIGHBOURS`` nearest support vectors each."""
         span = self.t - self.avg_t
         if span <= 0 or self.t == 0:
             return
@@ -256,12 +260,19 @@ class _BinaryBSGD:
         S = np.ascontiguousarray(self.support_vectors, dtype=np.float64)
         coef = self.last_coef * (wt / tot)
         if target.avg_w > 0 and len(target.avg_coef) and len(S):
-            Kss = _rbf64(S, S, self.gamma)
-            Ksp = _rbf64(S, target.avg_sv, self.gamma)
-            rhs = Ksp @ (target.avg_coef * (target.avg_w / tot))
-            Kss[np.diag_indices_from(Kss)] += FOLD_RIDGE
-            coef = coef + _spd_solve(Kss, rhs)
-            target.avg_counters[_k.C_KERNEL_EVALS] += Kss.size + Ksp.size
+            old = target.avg_coef * (target.avg_w / tot)
+            where = {row.tobytes(): j for j, row in enumerate(S)}
+            idx = np.array([where.get(row.tobytes(), -1) for row in target.avg_sv])
+            kept = idx >= 0
+            np.add.at(coef, idx[kept], old[kept])
+            if not kept.all():
+                K = _rbf64(target.avg_sv[~kept], S, self.gamma)
+                k = min(len(S), FOLD_NEIGHBOURS)
+                nbr = np.unique(np.argpartition(-K, k - 1, axis=1)[:, :k])
+                Knn = _rbf64(S[nbr], S[nbr], self.gamma)
+                Knn[np.diag_indices_from(Knn)] += FOLD_RIDGE
+                coef[nbr] += _spd_solve(Knn, K[:, nbr].T @ old[~kept])
+                target.avg_counters[_k.C_KERNEL_EVALS] += K.size + Knn.size
         target.avg_b = target.avg_b * (target.avg_w / tot) + self.last_intercept * (wt / tot)
         target.avg_w = tot
         target.avg_t = self.t

@@ -352,6 +352,10 @@ def engine_randsvm(spec: dict) -> dict:
             seconds, w1 = time.perf_counter() - t0, client.run(_cpu_seconds)
             cpu = _cpu_seconds() - c0 + sum(w1[w] - w0.get(w, 0.0) for w in w1)
             events = [e for _, e in client.get_events(PAIR_EVENT)]
+            if len({e["label"] for e in events}) < len(est.relative_gaps_):
+                raise RuntimeError(  # the wrapped driver steps were renamed or moved
+                    f"{len(events)} per-pair task events for {len(est.relative_gaps_)} "
+                    "problems: update _instrument_pair_tasks to the driver's solve steps")
             worker_rss = client.run(_worker_peak_rss_mb)
             ev = est.evaluate(spec["test"], client=client)
         finally:

@@ -583,14 +583,17 @@ def markdown_table(path: str) -> str:
                            f"{_cell(x, 'peak_mb', '.0f', True)} |")
             x = r["engines"].get("randsvm") or {}
             if "projected_seconds" in x:
-                proj = " / ".join(f"{w}: {s:.0f}" if quiet else f"{w}: pending"
+                proj = " / ".join(f"{w}: {s:.1f}" if quiet else f"{w}: pending"
                                   for w, s in x["projected_seconds"].items())
                 out += ["", f"RandSVM per-pair solve tasks: {len(x['pair_task_seconds'])} "
                         f"pairs, {x['solve_rounds']} solve rounds; "
                         + (f"total {x['pair_task_total']:.1f} s, largest pair "
                            f"{x['pair_task_max']:.1f} s, median "
                            f"{x['pair_task_median']:.2f} s; shared scans "
-                           f"{x['scan_seconds']:.1f} s; projected fit s by workers: {proj}"
+                           f"{x['scan_seconds']:.1f} s; projected fit s by workers: {proj}; "
+                           "largest pairs (class indices): " + ", ".join(
+                               f"{k} {v:.1f} s"
+                               for k, v in list(x["pair_task_seconds"].items())[:5])
                            if quiet else "times pending quiet run")]
             out.append("")
         elif part == "w8a":

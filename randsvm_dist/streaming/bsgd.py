@@ -35,7 +35,7 @@ Departures from the paper
   SVs 95.8% -> 97.1%. lambda = 1/(nC), the 1/(lambda t) schedule, the smallest-|alpha|
   partner rule and the merge maths were checked and are as in the paper (the M=2 test
   against an independent plain-BSGD reference still holds with ``average=False``). The
-  average is kept on the iterate's own support vectors: every ``min(4 B, 2000)`` steps
+  average is kept on the iterate's own support vectors: every ``min(4 B, 500)`` steps
   (at least 100) the iterate is folded in with weight (steps since the last fold) x t; an
   averaged point the iterate still holds keeps its coefficient, the ones the iterate merged
   away are projected (least squares in the RKHS, ridge 1e-6) onto their 16 nearest support
@@ -66,7 +66,7 @@ from randsvm_dist.validation import check_choice, check_flag, check_gamma, check
 # averaging: the iterate is folded into the averaged model every
 # max(FOLD_MIN_STEPS, min(FOLD_BUDGETS * budget, FOLD_MAX_STEPS)) steps
 FOLD_MIN_STEPS = 100
-FOLD_MAX_STEPS = 2000
+FOLD_MAX_STEPS = 500
 FOLD_BUDGETS = 4
 FOLD_NEIGHBOURS = 16  # nearest SVs each merged-away averaged point is projected onto
 FOLD_RIDGE = 1e-6  # ridge of the projection in a fold (kernel matrices of broad kernels

@@ -304,12 +304,15 @@ def table(path: Path) -> str:
         out.append("")
     b = [r for r in rows if r["suite"] == "bsgd"]
     if b:
-        out += ["| set | B (share of LIBSVM #SV) | M | median % | worst % | std | "
-                "time median (s, pending quiet run) |", "|---|---|---:|---:|---:|---:|---:|"]
+        out += ["| set | B (share of LIBSVM #SV) | M | seeds | median % | worst % | std | "
+                "time median s | speed-up vs M=2 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        m2 = {(r["set"], r["B"]): r["seconds_median"] for r in b if r["M"] == 2}
         for r in sorted(b, key=lambda r: (r["set"], r["B"], r["M"])):
+            base = m2.get((r["set"], r["B"]))
+            speed = f"{base / r['seconds_median']:.2f}x" if base else "-"
             out.append(f"| {r['set']} | {r['B']} ({100 * r['fraction']:.1f}%) | {r['M']} | "
-                       f"{r['median']:.2f} | {r['worst']:.2f} | {r['std']:.2f} | "
-                       f"{r['seconds_median']:.2f} |")
+                       f"{r['n']} | {r['median']:.2f} | {r['worst']:.2f} | {r['std']:.2f} | "
+                       f"{r['seconds_median']:.2f} | {speed} |")
         out.append("")
     m = [r for r in rows if r["suite"] == "ramp"]
     if m:

@@ -7,13 +7,13 @@ import pytest
 import scipy.sparse as sp
 
 from randsvm_dist.data import make_arrays, write_arrays
+from randsvm_dist.data.range_file import read_range_file
 from randsvm_dist.estimators import RandSVMClassifier
 from randsvm_dist.exceptions import DataFormatError, ParameterError
 from randsvm_dist.preprocessing import (
     FeatureScaler,
     combine_stats,
     feature_stats,
-    read_range_file,
 )
 
 

@@ -122,6 +122,8 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         w = np.ones(len(classes))
         for label, weight in cw.items():
             hit = np.flatnonzero(classes == label)
+            if not len(hit) and isinstance(label, str):  # a JSON round trip's key "1"
+                hit = np.flatnonzero(np.asarray([str(c) for c in classes.tolist()]) == label)
             if not len(hit):
                 raise ParameterError(f"class_weight names label {label!r}, not among the "
                                      f"classes {classes.tolist()}")

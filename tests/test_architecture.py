@@ -9,7 +9,7 @@ import pathlib
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "randsvm_dist"
 
 LAYERS = {  # module or package prefix -> layer (ARCHITECTURE.md)
-    "exceptions": 0, "validation": 0, "seeds": 0,
+    "exceptions": 0, "validation": 0, "seeds": 0, "progress": 0,
     "kernels": 1, "rbf_fused": 1, "solvers": 1, "multiclass": 1, "probability": 1,
     "serialization": 1,
     "data": 2, "streaming": 2,

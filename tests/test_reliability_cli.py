@@ -53,7 +53,7 @@ class DaskCLICluster:
             [*py, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
              "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(sfile)],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # a bound, generous for a loaded machine
         while not sfile.exists():
             assert time.monotonic() < deadline, "dask scheduler did not start"
             time.sleep(0.2)
@@ -68,7 +68,7 @@ class DaskCLICluster:
         from distributed import Client
 
         with Client(self.address, set_as_default=False, timeout="60s") as c:
-            c.wait_for_workers(1, timeout=120)
+            c.wait_for_workers(1, timeout=300)
 
     def close(self) -> None:
         for p in reversed(self.procs):

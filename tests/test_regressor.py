@@ -275,6 +275,7 @@ def test_evaluate_and_predict_on_the_workers(dask_client, friedman_sets, tmp_pat
     np.testing.assert_allclose(table.column("label").to_numpy(), y)
 
 
+@pytest.mark.heavy  # about 30 s; the one-class twin runs in the default suite
 def test_checkpoint_resume_equals_uninterrupted(dask_client, friedman_sets, tmp_path,
                                                 monkeypatch):
     from randsvm_dist.checkpoint import Checkpoint

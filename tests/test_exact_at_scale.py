@@ -188,6 +188,8 @@ def test_warm_started_re_solves_reach_the_same_optimum(dask_client, ringnorm, mo
     est = fit(dask_client, X, y, route="sample", sample_size=600)
     warm = [h["warm_start"] for h in est.history_]
     assert warm[0] is False and all(warm[1:]) and len(warm) >= 2
+    speedups = [h["warm_speedup_estimate"] for h in est.history_]
+    assert speedups[0] is None and all(s > 0 for s in speedups[1:])
     assert_certified_optimum(est, X, y, p_opt, f_opt)
 
 

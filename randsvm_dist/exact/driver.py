@@ -98,7 +98,9 @@ def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: 
         from the previous alphas), tol (the solver's, this solve), margin_tol (the scan's
         violator slack), n_support, n_violators, violator_fraction, n_errors, max_slack,
         dual_objective, primal_objective, relative_gap, ws_relative_gap (the working set's
-        own share), solve_seconds, scan_seconds, rows_evaluated (rows whose decision values
+        own share), solve_seconds, scan_seconds, warm_speedup_estimate (a warm solve's
+        speed-up over the run's last cold solve scaled by the working sets' sizes squared;
+        None otherwise), rows_evaluated (rows whose decision values
         the scan computed; the rest were screened exactly), kernel_evals,
         kernel_evals_per_second (over the scan's wall time), kernel_evals_per_core_second
         (over the scan tasks' compute time), seconds (since the start), stop_reason.
@@ -146,6 +148,17 @@ def _mostly_support(problems: list[ProblemState], share: float = SV_SHARE_DIRECT
     return all(p.model.n_support >= share * len(p.ws.rows) for p in problems)
 
 
+def _warm_speedup(cold: tuple[int, float] | None, p: ProblemState,
+                  seconds: float) -> float | None:
+    """A warm solve's estimated speed-up over a cold LIBSVM solve of its working set: the
+    run's last cold solve (m0 rows, t0 s) scaled by (m / m0)^2, over the warm solve's
+    seconds (None for cold solves, several problems, or no cold solve yet)."""
+    if cold is None or not p.warm or seconds <= 0:
+        return None
+    m0, t0 = cold
+    return float(t0 * (len(p.ws.rows) / max(m0, 1)) ** 2 / seconds)
+
+
 def _run(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
          progress, checkpoint, resume: DriverState | None, run: str):
     n = parts.n_rows
@@ -165,7 +178,7 @@ def _run(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConf
         problems = with_draws(client, parts, problems,
                               [np.union1d(draw, np.asarray(s, np.int64)) for s in seeds],
                               problems[0].solver.C)
-    placement, scanned = None, None
+    placement, scanned, cold = None, None, None
     while True:
         it += 1
         tols = [p.solver.tol for p in problems]
@@ -224,6 +237,7 @@ def _run(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConf
                 "dual_objective": cert.dual, "primal_objective": cert.primal,
                 "relative_gap": cert.relative_gap, "ws_relative_gap": cert.ws_relative_gap,
                 "solve_seconds": solve_seconds, "scan_seconds": scan_seconds,
+                "warm_speedup_estimate": _warm_speedup(cold, p, solve_seconds),
                 "rows_evaluated": scan.n_evaluated, "kernel_evals": int(kernel_evals),
                 "kernel_evals_per_second": kernel_evals / max(scan_seconds, 1e-9),
                 "kernel_evals_per_core_second": kernel_evals / max(scan.compute_seconds,
@@ -232,6 +246,8 @@ def _run(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConf
                 "stop_reason": p.stop_reason,
             }
             history.append(record)
+            if len(problems) == 1 and route == "sample" and not p.warm and not p.cascade:
+                cold = (len(p.ws.rows), solve_seconds)
             if progress is not None:
                 progress(record)
             draws.append(s["draw"] if p.active and route == "sample" else None)

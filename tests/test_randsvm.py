@@ -221,3 +221,12 @@ def test_class_weight_shifts_the_boundary(dask_client):
     assert np.abs(heavy.dual_coef_[heavy.dual_coef_ > 0]).max() <= 5.0 + 1e-9
     balanced = RandSVMClassifier(**kw, class_weight="balanced").fit(X, y)
     assert balanced.n_iter_ >= 1
+
+
+def test_auto_sample_size_is_an_eighth_of_the_rows_between_the_floor_and_twice_k():
+    from randsvm_dist.exact.driver import AUTO_FLOOR, auto_sample_size
+
+    k = support_bound(50_000)
+    assert auto_sample_size(50_000, k) == 50_000 // 8          # ijcnn1-sized: samples
+    assert auto_sample_size(10_000, support_bound(10_000)) == AUTO_FLOOR
+    assert auto_sample_size(10**6, support_bound(10**6)) == 2 * support_bound(10**6)

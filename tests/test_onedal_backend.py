@@ -191,11 +191,28 @@ def test_threads_are_bounded_and_put_back():
 def test_auto_rule():
     X, y = _gaussian(2000)
     params = SolverParams(C=1.0, kernel=Kernel("rbf", 0.2), backend="auto")
-    assert not prefer_onedal(X, params)  # dense: LIBSVM was faster
+    assert not prefer_onedal(X, params)  # dense, 6 features: LIBSVM was faster
+    wide, _ = _gaussian(600, d=60)
+    assert prefer_onedal(wide, params) == onedal_available()
     Xs = sp.csr_matrix(X)
     assert prefer_onedal(Xs, params) == onedal_available()
-    assert not prefer_onedal(Xs, replace(params, svm_type=2))
+    assert not prefer_onedal(Xs, replace(params, svm_type=2))  # one-class: LIBSVM only
     assert not prefer_onedal(Xs[:100], params)
+    assert not prefer_onedal(sp.csr_matrix(X[:, :2]), params)  # 2 non-zeros per row
+
+
+@needs_onedal
+def test_auto_solves_wide_rows_with_onedal(monkeypatch):
+    X, y = _gaussian(600, d=60)
+    params = SolverParams(C=1.0, kernel=Kernel("rbf", 1 / 60), backend="auto")
+    called = []
+    real = onedal_backend.finish_solution
+    monkeypatch.setattr(onedal_backend, "finish_solution",
+                        lambda *a: called.append(1) or real(*a))
+    sol = solve_rows(X, y, None, params, 1)
+    assert called
+    ref = solve_libsvm(X, y, params, 1)
+    assert sol.dual_objective == pytest.approx(ref.dual_objective, rel=1e-5)
 
 
 def test_onedal_without_sklearnex_is_a_parameter_error(monkeypatch, dask_client):

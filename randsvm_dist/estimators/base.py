@@ -99,8 +99,9 @@ class RandSVMBase(BaseEstimator):
         solver: who solves each working set: 'libsvm' (libsvm-official, the reference),
             'onedal' (oneDAL via scikit-learn-intelex for C-SVC and epsilon-SVR, LIBSVM
             for the rest; ``pip install randsvm-dist[fast]``) or 'auto' (oneDAL where it
-            is installed and was measured faster: sparse working sets, see
-            ``solvers.onedal_backend``). Same optimum, same certificate.
+            is installed and was measured faster: sparse working sets and dense ones
+            of 50 or more features, see ``solvers.onedal_backend``). Same optimum, same
+            certificate.
         random_state: seed of every random choice (same value, same model, whatever the
             partitioning or the number of workers); None draws a fresh seed at each fit,
             recorded as ``random_seed_``.

@@ -274,6 +274,12 @@ def _capture_stop(logger: logging.Logger, f: _PatchLog) -> None:
 def _estimator(params: SolverParams, C: float):
     from sklearnex.svm import SVC, SVR
 
+    # Every fit off the main thread (a Dask task) warns that sklearnex's n_jobs is ignored
+    # there; _ThreadBudget sets the threads. A permanent filter for exactly that message:
+    # warnings.catch_warnings is not thread-safe.
+    warnings.filterwarnings("ignore", message="'Threading' parallel backend is not "
+                            "supported by Extension for scikit-learn")
+
     k = params.kernel
     common = dict(C=float(C), kernel=k.name, gamma=float(k.gamma), degree=int(k.degree),
                   coef0=float(k.coef0), tol=float(params.tol),
@@ -339,17 +345,16 @@ def solve_onedal(X, t: np.ndarray, params: SolverParams, row_C=None,
     capture = _capture_start(logger)
     key = _THREADS.enter(n_threads)
     try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*'Threading' parallel backend")
-            est.fit(Xk, t[keep], sample_weight=weights)
+        est.fit(Xk, t[keep], sample_weight=weights)
     finally:
         _THREADS.leave(key)
         _capture_stop(logger, capture)
-    ran = [m for m in capture.messages if ".fit: " in m and "causes" not in m]
-    if not any(_ACCELERATED in m for m in ran):
+    scope = f"sklearn.svm.{type(est).__name__}.fit: "
+    if f"{scope}{_ACCELERATED}" not in " | ".join(capture.messages):
         causes = [m.split("cause - ", 1)[-1] for m in capture.messages if "cause - " in m]
+        said = [m for m in capture.messages if m.startswith(scope)]
         warnings.warn(f"oneDAL did not solve this working set (scikit-learn-intelex fell "
-                      f"back to scikit-learn: {'; '.join(causes) or ran or 'no log'}); "
+                      f"back to scikit-learn: {'; '.join(causes or said) or 'no log'}); "
                       "solving it with LIBSVM", RuntimeWarning, stacklevel=2)
         return None
     if int(np.max(est.n_iter_)) >= MAX_ITER:

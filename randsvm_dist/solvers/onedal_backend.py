@@ -43,8 +43,9 @@ Threads: oneDAL runs on TBB, which ignores OMP_NUM_THREADS and threadpoolctl, an
 sklearnex's ``n_jobs`` is ignored off the main thread (a Dask task's thread). A solve sets
 oneDAL's process-wide thread count (``daal4py.daalinit``) to the sum of the ``n_threads``
 of the oneDAL solves running in this process (one solve: its own ``n_threads``) and puts
-back the previous count when the last one ends. sklearnex's warning about that ("
-'Threading' parallel backend is not supported") is silenced.
+back the previous count when the last one ends (a sum, not a maximum: TBB has one pool
+per process, and concurrent solves share it). sklearnex's warning about ``n_jobs`` off the
+main thread ("'Threading' parallel backend is not supported") is silenced.
 
 The 'auto' rule (``prefer_onedal``): oneDAL for working sets of at least AUTO_MIN_ROWS
 rows that are CSR with at least AUTO_MIN_SPARSE_NNZ non-zeros per row on average, or dense
@@ -57,7 +58,8 @@ rows. Measured UNDER LOAD (this 2-core machine shared with three other engineers
 load average 5-6, 2026-11-25), one process, the two solvers back to back on the same rows,
 float64 for both, tol 1e-3, one thread each (daal4py.daalinit(1), LIBSVM's OpenMP 1),
 best or median of 2-3; seconds LIBSVM / oneDAL (ratio > 1: oneDAL faster); dual
-objectives agreed to a relative 1e-6 or better in every case:
+objectives agreed to a relative 3e-6 or better in every case (5e-7 or better except on
+checkerboard, C=100):
 
     dense, few features (LIBSVM faster)        rows    LIBSVM   oneDAL  ratio
     checkerboard d=2 (C=100, g=1)               1k     0.021    0.040   0.52

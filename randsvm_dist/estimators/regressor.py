@@ -44,7 +44,8 @@ class RandSVMRegressor(RegressorMixin, RandSVMBase):
                  coef0=0.0, k=None, sample_size="auto", bound_epsilon=0.2, bound_delta=0.9,
                  separable=False, max_iter=50, tol=1e-3, violator_tol=0.0, gap_tol=1e-3,
                  cache_size=200.0, random_state=None, client=None, n_partitions=None,
-                 scale=None, seed=None, route="auto", cache="auto"):
+                 scale=None, seed=None, route="auto", cache="auto",
+                 solver="libsvm"):
         self._keep(locals())
 
     def fit(self, data, y=None, sample_weight=None, *, dataset_kwargs: dict | None = None,

@@ -30,6 +30,7 @@ from randsvm_dist.engine.partitions import Partition, vstack_rows
 from randsvm_dist.exact.sampling import keys_of
 from randsvm_dist.kernels import decision_values
 from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams, solve_libsvm
+from randsvm_dist.solvers.onedal_backend import onedal_solves, prefer_onedal, solve_onedal
 from randsvm_dist.solvers.weighted import solve_weighted
 
 # A cascade pays when its parts are large and most rows of the working set are fresh
@@ -40,9 +41,31 @@ CASCADE_MAX_SV_SHARE = 0.3
 
 def solve_rows(X, t: np.ndarray, box: np.ndarray | None, params: SolverParams,
                n_threads: int) -> BinarySolution:
-    """One exact solve of rows (X, t): LIBSVM, or with per-row boxes (``box``: C x class
-    weight x sample weight per row; None when every row has its class's C) through
-    ``solvers.weighted``."""
+    """One exact solve of rows (X, t), by the backend ``params.backend`` names.
+
+    Every solve of the driver (working sets, cascade parts, direct solves) comes here.
+    'onedal' solves C-SVC and epsilon-SVR with oneDAL (``solvers.onedal_backend``; other
+    problems, and a solve oneDAL refuses, go to LIBSVM); 'auto' does where
+    ``prefer_onedal`` says oneDAL was measured faster; 'libsvm' (the default) always uses
+    LIBSVM: libsvm-official, or with per-row boxes ``solvers.weighted``.
+
+    Args:
+        X: (n, d) float32 ndarray or CSR.
+        t: (n,) targets (as ``solvers.libsvm_adapter.solve_libsvm``).
+        box: per-row boxes (C x class weight x sample weight), or None when every row has
+            its class's C.
+        params: the problem and its backend.
+        n_threads: cores of this solve.
+
+    Returns:
+        BinarySolution (support ascending, into the rows of X).
+    """
+    backend = params.backend
+    if (backend == "onedal" and onedal_solves(params)) or \
+            (backend == "auto" and prefer_onedal(X, params)):
+        sol = solve_onedal(X, t, params, box, n_threads)
+        if sol is not None:
+            return sol
     if box is None:
         return solve_libsvm(X, t, params, n_threads)
     return solve_weighted(X, t, params, box, n_threads)

@@ -27,6 +27,8 @@ from randsvm_dist.kernels import LIBSVM_KERNEL_TYPE, Kernel, decision_values
 
 C_SVC, ONE_CLASS, EPSILON_SVR = 0, 2, 3
 SVM_TYPES = {C_SVC: "c_svc", ONE_CLASS: "one_class", EPSILON_SVR: "epsilon_svr"}
+# who solves a working set (``exact.solving.solve_rows``; ``solvers.onedal_backend``)
+SOLVER_BACKENDS = ("libsvm", "onedal", "auto")
 
 
 @dataclass(frozen=True)
@@ -44,9 +46,14 @@ class SolverParams:
         svm_type: 0 C-SVC, 2 one-class, 3 epsilon-SVR (-s).
         epsilon: epsilon of the epsilon-insensitive loss (-p; SVR only).
         nu: nu of the one-class SVM (-n; one-class only), in (0, 1].
+        backend: who solves a working set: 'libsvm' (libsvm-official, the reference),
+            'onedal' (scikit-learn-intelex where it solves the problem, see
+            ``solvers.onedal_backend``) or 'auto' (oneDAL where it was measured faster).
+            Not a LIBSVM option: ``options()`` leaves it out.
 
     Raises:
-        ParameterError: an svm_type other than 0, 2, 3, or nu / epsilon out of range.
+        ParameterError: an svm_type other than 0, 2, 3, nu / epsilon out of range, or an
+            unknown backend.
     """
 
     C: float = 1.0
@@ -59,6 +66,7 @@ class SolverParams:
     svm_type: int = C_SVC
     epsilon: float = 0.1
     nu: float = 0.5
+    backend: str = "libsvm"
 
     def __post_init__(self):
         if self.svm_type not in SVM_TYPES:
@@ -68,6 +76,9 @@ class SolverParams:
             raise ParameterError(f"nu must be in (0, 1]; got {self.nu!r}")
         if self.svm_type == EPSILON_SVR and not self.epsilon >= 0.0:
             raise ParameterError(f"epsilon must be >= 0; got {self.epsilon!r}")
+        if self.backend not in SOLVER_BACKENDS:
+            raise ParameterError(f"backend must be one of {SOLVER_BACKENDS}; "
+                                 f"got {self.backend!r}")
 
     def options(self) -> str:
         """LIBSVM's option string for svm_train."""

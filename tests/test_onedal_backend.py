@@ -1,0 +1,272 @@
+"""oneDAL (scikit-learn-intelex) as a solver backend: LIBSVM's optimum, same certificate.
+
+Tests that solve with oneDAL are skipped with the reason when scikit-learn-intelex is not
+installed (it is in the ``dev`` extra, so CI runs them); the ParameterError for
+solver='onedal' without it runs everywhere (the import is monkeypatched away).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from randsvm_dist.exact.solving import solve_rows
+from randsvm_dist.exceptions import ParameterError
+from randsvm_dist.kernels import Kernel, decision_values_float64
+from randsvm_dist.solvers import onedal_backend
+from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
+from randsvm_dist.solvers.onedal_backend import (
+    check_backend,
+    onedal_available,
+    prefer_onedal,
+    solve_onedal,
+)
+
+needs_onedal = pytest.mark.skipif(not onedal_available(),
+                                  reason="scikit-learn-intelex not installed")
+
+
+def _checkerboard(n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, (n, 2)).astype(np.float32)
+    y = np.where((np.floor(X[:, 0]) + np.floor(X[:, 1])) % 2 == 0, 1.0, -1.0)
+    return X, y
+
+
+def _gaussian(n: int, d: int = 6, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.5 * rng.normal(size=n) > 0.4, 1.0, -1.0)
+    return X, y
+
+
+def _kkt_gap(X, y, sol, box: np.ndarray, kernel: Kernel) -> float:
+    """LIBSVM's stopping measure for C-SVC, max_{I_up} -y G - min_{I_low} -y G (float64)."""
+    alpha = np.zeros(len(y))
+    alpha[sol.support] = np.abs(sol.dual_coef)
+    f0 = decision_values_float64(X, X[sol.support], sol.dual_coef, 0.0, kernel)
+    g = y - f0
+    at_c, at_0 = alpha >= box * (1 - 1e-9), alpha <= 0
+    up = ((y > 0) & ~at_c) | ((y < 0) & ~at_0)
+    low = ((y > 0) & ~at_0) | ((y < 0) & ~at_c)
+    return float(g[up].max() - g[low].min())
+
+
+def _same_optimum(X, ref, sol, kernel: Kernel, dual_rtol: float = 1e-5, f_atol: float = 2e-2):
+    assert sol.dual_objective == pytest.approx(ref.dual_objective, rel=dual_rtol)
+    assert np.all(np.diff(sol.support) > 0)
+    f_ref = decision_values_float64(X, X[ref.support], ref.dual_coef, ref.intercept, kernel)
+    f = decision_values_float64(X, X[sol.support], sol.dual_coef, sol.intercept, kernel)
+    assert np.abs(f - f_ref).max() < f_atol
+    assert np.mean(np.sign(f) == np.sign(f_ref)) > 0.995
+
+
+@needs_onedal
+@pytest.mark.parametrize("case", ["plain", "class_weights", "row_boxes"])
+def test_csvc_reaches_libsvm_optimum(case):
+    X, y = _gaussian(1200)
+    kernel = Kernel("rbf", 0.2)
+    params = SolverParams(C=2.0, kernel=kernel, tol=1e-3)
+    box = None
+    if case == "class_weights":
+        params = replace(params, weight_pos=3.0, weight_neg=0.5)
+    if case == "row_boxes":
+        box = 2.0 * np.random.default_rng(3).uniform(0.0, 2.0, len(y))
+        box[:20] = 0.0  # dropped rows, as LIBSVM's remove_zero_weight
+    ref = solve_rows(X, y, box, params, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no refused/fallen-back solve
+        sol = solve_rows(X, y, box, replace(params, backend="onedal"), 1)
+    _same_optimum(X, ref, sol, kernel)
+    rows_box = (box if box is not None else
+                np.where(y > 0, params.C * params.weight_pos, params.C * params.weight_neg))
+    kept = rows_box > 0
+    if box is not None:
+        assert not np.isin(np.flatnonzero(~kept), sol.support).any()
+    assert _kkt_gap(X[kept], y[kept], _on(sol, kept), rows_box[kept], kernel) <= params.tol
+
+
+def _on(sol, kept: np.ndarray):
+    """A solution re-indexed to the kept rows."""
+    where = np.cumsum(kept) - 1
+    return replace(sol, support=where[sol.support])
+
+
+@needs_onedal
+@pytest.mark.parametrize("tol", [1e-3, 1e-5])
+def test_tightened_tol_meets_libsvm_kkt_condition(tol):
+    """The driver tightens tol; oneDAL's duals satisfy LIBSVM's -e condition at it."""
+    X, y = _checkerboard(1500)
+    kernel = Kernel("rbf", 1.0)
+    params = SolverParams(C=100.0, kernel=kernel, tol=tol, backend="onedal")
+    sol = solve_onedal(X, y, params, None, 1)
+    assert _kkt_gap(X, y, sol, np.full(len(y), 100.0), kernel) <= tol
+    ref = solve_libsvm(X, y, replace(params, backend="libsvm"), 1)
+    assert sol.dual_objective == pytest.approx(ref.dual_objective, rel=1e-5)
+
+
+@needs_onedal
+def test_sparse_rows_reach_libsvm_optimum():
+    X = sp.random(700, 300, density=0.03, random_state=2, format="csr", dtype=np.float32)
+    s = np.asarray(X[:, :30].sum(axis=1)).ravel()
+    y = np.where(s > np.median(s), 1.0, -1.0)
+    kernel = Kernel("rbf", 0.5)
+    params = SolverParams(C=1.0, kernel=kernel)
+    ref = solve_libsvm(X, y, params, 1)
+    sol = solve_rows(X, y, None, replace(params, backend="onedal"), 1)
+    _same_optimum(X, ref, sol, kernel)
+
+
+@needs_onedal
+@pytest.mark.parametrize("weighted", [False, True])
+def test_svr_reaches_libsvm_optimum(weighted):
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(900, 4)).astype(np.float32)
+    t = 2 * X[:, 0] + np.sin(X[:, 1]) + 0.1 * rng.normal(size=900)
+    kernel = Kernel("rbf", 0.3)
+    params = SolverParams(C=3.0, kernel=kernel, svm_type=3, epsilon=0.1)
+    box = rng.uniform(0.5, 3.0, 900) if weighted else None
+    ref = solve_rows(X, t, box, params, 1)
+    sol = solve_rows(X, t, box, replace(params, backend="onedal"), 1)
+    _same_optimum(X, ref, sol, kernel, f_atol=5e-3)
+
+
+@needs_onedal
+@pytest.mark.parametrize("params", [
+    SolverParams(kernel=Kernel("rbf", 0.5), svm_type=2, nu=0.2),  # no oneDAL one-class
+    SolverParams(C=1.0, kernel=Kernel("sigmoid", 0.1, 3, 0.0)),  # not PSD: LIBSVM's point
+])
+def test_what_onedal_does_not_solve_goes_to_libsvm(params):
+    X, y = _gaussian(400)
+    ref = solve_rows(X, y, None, params, 1)
+    sol = solve_rows(X, y, None, replace(params, backend="onedal"), 1)
+    np.testing.assert_array_equal(sol.support, ref.support)
+    np.testing.assert_array_equal(sol.dual_coef, ref.dual_coef)
+    with pytest.raises(ParameterError, match="oneDAL does not solve"):
+        solve_onedal(X, y, params)
+
+
+@needs_onedal
+def test_a_fallback_to_scikit_learn_is_refused(monkeypatch):
+    """A fit sklearnex does not accelerate is not taken: LIBSVM solves it, with a warning."""
+    X, y = _gaussian(300)
+    params = SolverParams(C=1.0, kernel=Kernel("rbf", 0.2))
+    monkeypatch.setattr(onedal_backend, "_ACCELERATED", "a message sklearnex never logs")
+    with pytest.warns(RuntimeWarning, match="oneDAL did not solve"):
+        assert solve_onedal(X, y, replace(params, backend="onedal")) is None
+    with pytest.warns(RuntimeWarning):
+        sol = solve_rows(X, y, None, replace(params, backend="onedal"), 1)
+    ref = solve_libsvm(X, y, params, 1)
+    np.testing.assert_array_equal(sol.dual_coef, ref.dual_coef)
+
+
+@needs_onedal
+def test_threads_are_bounded_and_put_back():
+    import daal4py
+
+    before = daal4py.num_threads()
+    seen = []
+    real = daal4py.daalinit
+
+    def spy(n):
+        seen.append(n)
+        real(n)
+
+    X, y = _gaussian(300)
+    params = SolverParams(C=1.0, kernel=Kernel("rbf", 0.2), backend="onedal")
+    try:
+        daal4py.daalinit = spy
+        solve_onedal(X, y, params, None, 1)
+    finally:
+        daal4py.daalinit = real
+    assert daal4py.num_threads() == before
+    assert before == 1 or seen[0] == 1
+
+
+def test_auto_rule():
+    X, y = _gaussian(2000)
+    params = SolverParams(C=1.0, kernel=Kernel("rbf", 0.2), backend="auto")
+    assert not prefer_onedal(X, params)  # dense, 6 features: LIBSVM was faster
+    wide, _ = _gaussian(600, d=60)
+    assert prefer_onedal(wide, params) == onedal_available()
+    Xs = sp.csr_matrix(X)
+    assert prefer_onedal(Xs, params) == onedal_available()
+    assert not prefer_onedal(Xs, replace(params, svm_type=2))  # one-class: LIBSVM only
+    assert not prefer_onedal(Xs[:100], params)
+    assert not prefer_onedal(sp.csr_matrix(X[:, :2]), params)  # 2 non-zeros per row
+
+
+@needs_onedal
+def test_auto_solves_wide_rows_with_onedal(monkeypatch):
+    X, y = _gaussian(600, d=60)
+    params = SolverParams(C=1.0, kernel=Kernel("rbf", 1 / 60), backend="auto")
+    called = []
+    real = onedal_backend.finish_solution
+    monkeypatch.setattr(onedal_backend, "finish_solution",
+                        lambda *a: called.append(1) or real(*a))
+    sol = solve_rows(X, y, None, params, 1)
+    assert called
+    ref = solve_libsvm(X, y, params, 1)
+    assert sol.dual_objective == pytest.approx(ref.dual_objective, rel=1e-5)
+
+
+def test_onedal_without_sklearnex_is_a_parameter_error(monkeypatch, dask_client):
+    from randsvm_dist import RandSVMClassifier
+
+    monkeypatch.setattr(onedal_backend, "onedal_available", lambda: False)
+    with pytest.raises(ParameterError, match=r"pip install randsvm-dist\[fast\]") as e:
+        check_backend("onedal")
+    assert "\n" not in str(e.value)
+    check_backend("libsvm")
+    check_backend("auto")
+    with pytest.raises(ParameterError, match="solver must be one of"):
+        check_backend("thunder")
+    X, y = _gaussian(200)
+    with pytest.raises(ParameterError, match=r"pip install randsvm-dist\[fast\]"):
+        RandSVMClassifier(solver="onedal", client=dask_client).fit(X, y)
+    with pytest.raises(ParameterError):
+        RandSVMClassifier(solver="thunder", client=dask_client).fit(X, y)
+
+
+@needs_onedal
+def test_classifier_with_onedal_matches_libsvm(dask_client):
+    from randsvm_dist import RandSVMClassifier
+
+    X, y = _gaussian(1500)
+    common = dict(C=2.0, gamma=0.2, sample_size=400, random_state=0, client=dask_client)
+    ref = RandSVMClassifier(solver="libsvm", **common).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        fit = RandSVMClassifier(solver="onedal", **common).fit(X, y)
+    assert fit.certified_ and ref.certified_
+    assert fit.get_params()["solver"] == "onedal"
+    np.testing.assert_array_equal(fit.predict(X), ref.predict(X))
+    np.testing.assert_allclose(fit.decision_function(X), ref.decision_function(X), atol=2e-2)
+
+
+@needs_onedal
+def test_cli_train_with_onedal(dask_client, tmp_path, capsys):
+    from randsvm_dist.cli import main
+    from randsvm_dist.data import make
+
+    make("checkerboard", tmp_path / "train", rows=1500, partitions=2, seed=1)
+    report = tmp_path / "report.json"
+    assert main(["train", str(tmp_path / "train"), "--C", "10", "--gamma", "1",
+                 "--sample-size", "500", "--solver", "onedal",
+                 "--model", str(tmp_path / "cb.model"), "--report", str(report),
+                 "--scheduler", dask_client.scheduler.address]) == 0
+    assert json.loads(report.read_text())["history"]
+
+
+def test_cli_help_names_the_solver_option(capsys):
+    from randsvm_dist.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    out = capsys.readouterr().out
+    assert "--solver {auto,libsvm,onedal}" in out

@@ -3,6 +3,8 @@ an infeasible one; KKT conditions checked in float64 numpy, independently of the
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -88,10 +90,16 @@ def test_warm_start_from_a_subset_reaches_the_full_optimum_in_fewer_steps():
     part = solve_binary(X[sub], y[sub], params)
     start = np.zeros(len(y))
     start[sub[part.support]] = np.abs(part.dual_coef)
-    warm, it_warm = solve_warm_counted(X, y, params, start)
-    cold, it_cold = solve_warm_counted(X, y, params)
+    warm_stats, cold_stats = {}, {}
+    warm, it_warm = solve_warm_counted(X, y, params, start, stats=warm_stats)
+    cold, it_cold = solve_warm_counted(X, y, params, stats=cold_stats)
     assert warm.dual_objective == pytest.approx(full.dual_objective, rel=1e-6)
-    assert it_warm < it_cold
+    # with shrinking the iteration counts wander (warm ones above cold ones happen at this
+    # tol); the work does not: the warm solve computes a fraction of the kernel values
+    assert warm_stats["kernel_evals"] < 0.5 * cold_stats["kernel_evals"]
+    no_shrink = replace(params, shrinking=False)
+    assert (solve_warm_counted(X, y, no_shrink, start)[1]
+            < solve_warm_counted(X, y, no_shrink)[1])
     assert kkt_violation(X, y, alphas(warm, len(y)), warm.intercept, params) < 1e-4
     # from the optimum itself: (almost) nothing left to do
     _, it_opt = solve_warm_counted(X, y, params, alphas(full, len(y)))

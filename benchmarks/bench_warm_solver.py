@@ -8,7 +8,9 @@ back in this process with the same thread count: cold by libsvm-official
 (``libsvm_adapter.solve_libsvm``) and warm from that point (``warm_smo.solve_warm``).
 Both times include what the driver pays per solve (copies, the starting gradient, the
 dual objective of the result). Printed per size: seconds of each, the speed-up, both dual
-objectives and iteration counts (LIBSVM's own ``#iter`` line, read from its stdout).
+objectives and iteration counts (LIBSVM's own ``#iter`` line, read from its stdout); the
+JSON lines also hold CPU seconds (``time.process_time``: the fairer ratio on a busy
+machine with one thread each) and the warm solve's parts.
 
     python benchmarks/bench_warm_solver.py --sizes 10000,20000,40000 \
         --sets ringnorm,checkerboard --threads 2 --out benchmarks/results/warm_solver.jsonl
@@ -27,6 +29,7 @@ import re
 import sys
 import tempfile
 import time
+from unittest import mock
 
 import numpy as np
 
@@ -47,6 +50,9 @@ SETS = {
 def captured_stdout_fd():
     """Capture what C code writes to file descriptor 1; yields a list that receives the
     text when the block ends."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
     sys.stdout.flush()
     saved = os.dup(1)
     out: list[str] = []
@@ -56,6 +62,7 @@ def captured_stdout_fd():
             yield out
         finally:
             sys.stdout.flush()
+            libc.fflush(None)  # LIBSVM prints with C's buffered stdout
             os.dup2(saved, 1)
             os.close(saved)
             tmp.seek(0)
@@ -81,19 +88,26 @@ def run_one(name: str, n: int, fresh: float, threads: int, tol: float, cache_mb:
     alpha0 = np.zeros(n)
     alpha0[old[prev.support]] = np.abs(prev.dual_coef)
 
-    t0 = time.perf_counter()
-    with captured_stdout_fd() as log:
+    loud = SolverParams.options  # without -q, so that LIBSVM prints its #iter line
+    t0, c0 = time.perf_counter(), time.process_time()
+    with captured_stdout_fd() as log, mock.patch.object(
+            SolverParams, "options", lambda self: loud(self).replace(" -q", "")):
         cold = solve_libsvm(X, y, params, threads)
-    t_cold = time.perf_counter() - t0
+    t_cold, c_cold = time.perf_counter() - t0, time.process_time() - c0
     m = re.findall(r"#iter = (\d+)", log[0] if log else "")
     it_cold = int(m[-1]) if m else None
 
-    t0 = time.perf_counter()
-    warm, it_warm = solve_warm_counted(X, y, params, alpha0, threads)
-    t_warm = time.perf_counter() - t0
+    stats: dict = {}
+    t0, c0 = time.perf_counter(), time.process_time()
+    warm, it_warm = solve_warm_counted(X, y, params, alpha0, threads, stats=stats)
+    t_warm, c_warm = time.perf_counter() - t0, time.process_time() - c0
     return dict(set=name, n=n, fresh=fresh, threads=threads, tol=tol, cache_mb=cache_mb,
                 seed=seed, cold_s=round(t_cold, 3), warm_s=round(t_warm, 3),
-                speedup=round(t_cold / t_warm, 2), dual_cold=cold.dual_objective,
+                speedup=round(t_cold / t_warm, 2), cold_cpu_s=round(c_cold, 3),
+                warm_cpu_s=round(c_warm, 3), cpu_speedup=round(c_cold / max(c_warm, 1e-9), 2),
+                warm_start_s=round(stats.get("start_s", 0.0), 3),
+                warm_smo_s=round(stats.get("smo_s", 0.0), 3),
+                warm_kernel_evals=stats.get("kernel_evals"), dual_cold=cold.dual_objective,
                 dual_warm=warm.dual_objective, iter_cold=it_cold, iter_warm=it_warm,
                 sv_start=len(prev.support), sv_cold=len(cold.support),
                 sv_warm=len(warm.support), intercept_cold=cold.intercept,
@@ -121,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="append one JSON line per run to this file")
     a = ap.parse_args(argv)
     sizes = [int(s) for s in a.sizes.split(",") if s]
-    print(f"{'set':<13}{'n':>8}{'cold s':>9}{'warm s':>9}{'speedup':>9}"
+    print(f"{'set':<13}{'n':>8}{'cold s':>9}{'warm s':>9}{'speedup':>9}{'cpu x':>7}"
           f"{'dual cold':>16}{'dual warm':>16}{'it cold':>9}{'it warm':>9}", flush=True)
     for name in [s for s in a.sets.split(",") if s]:
         if name not in SETS:
@@ -129,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in sizes:
             r = run_one(name, n, a.fresh, a.threads, a.tol, a.cache_mb, a.seed)
             print(f"{name:<13}{n:>8}{r['cold_s']:>9.2f}{r['warm_s']:>9.2f}"
-                  f"{r['speedup']:>9.2f}{r['dual_cold']:>16.6f}{r['dual_warm']:>16.6f}"
+                  f"{r['speedup']:>9.2f}{r['cpu_speedup']:>7.2f}{r['dual_cold']:>16.6f}{r['dual_warm']:>16.6f}"
                   f"{r['iter_cold'] or -1:>9}{r['iter_warm']:>9}", flush=True)
             if a.out:
                 os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)

@@ -2,8 +2,8 @@
 
 RandSVM re-solves working sets that are mostly the previous solution's support vectors
 plus a few fresh rows. LIBSVM cannot take a starting point, so every re-solve finds the
-previous optimum again from alpha = 0; most of its time goes there. This solver is
-LIBSVM's own algorithm (``svm.cpp``, ``Solver::Solve``) with a starting point:
+previous optimum again from alpha = 0. This solver is LIBSVM's own algorithm
+(``svm.cpp``, ``Solver::Solve``) with a starting point:
 
 - working-set selection WSS2 (Fan, Chen, Lin, "Working set selection using second order
   information for training SVM", JMLR 2005): i maximises -y_i G_i over I_up, j minimises
@@ -15,24 +15,32 @@ LIBSVM's own algorithm (``svm.cpp``, ``Solver::Solve``) with a starting point:
   free alphas, else the middle of the bounds);
 - LIBSVM's shrinking (``params.shrinking``, its -h): every min(n, 1000) iterations (100
   from a warm start: WARM_SHRINK_EVERY) the rows at a bound whose gradient says they
-  stay there (``be_shrunk``) are swapped behind the active set, and selection, gradient updates and kernel rows cover the active set
-  only. G_bar (the gradient's part from alphas at their upper bound) is kept for every
-  row, so the gradient of the shrunk rows is rebuilt exactly (``reconstruct_gradient``)
-  once the active set is optimal to 10 x tol (then all rows are active again) and at the
-  end. The rebuild is a BLAS kernel block (shrunk rows x free alphas), chunked;
-- LIBSVM's kernel cache: rows of Q (y_i y_j K_ij, float32 as LIBSVM's ``Qfloat``,
-  computed in float64) over the active set, least recently used evicted first, within
+  stay there (``be_shrunk``) are swapped behind the active set; selection, gradient
+  updates and kernel rows cover the active set only. G_bar (the gradient's part from
+  alphas at their upper bound) is kept for every row, so the gradient of the shrunk rows
+  is rebuilt exactly (``reconstruct_gradient``) once the active set is optimal to
+  10 x tol (then all rows are active again) and at the end; the rebuild is a blocked
+  kernel product (shrunk rows x free alphas);
+- LIBSVM's kernel cache: rows of Q (y_i y_j K_ij) in float32 as LIBSVM's ``Qfloat``
+  (computed in float64), over the active set, least recently used evicted first, within
   ``params.cache_size`` MB (at least two full rows). Cached rows are slots of one pool;
-  when shrinking leaves the active set under 80% of the slot length, the slots are
-  repacked to the active length, so more rows fit (LIBSVM's cache achieves the same by
-  storing each row at the active length). With ``n_threads`` > 1 long kernel rows are
-  computed by several threads (numba ``prange``; only when numba's threading layer is
-  OpenMP or TBB, which are safe under concurrent calls from Dask worker threads).
+  when shrinking leaves the active set under REPACK_SHARE of the slot length the slots
+  are repacked to the active length, so more rows fit (LIBSVM's cache gets the same by
+  storing each row at the active length); all rows active again empties the cache.
 
-The starting gradient G = Q alpha0 - 1 and G_bar are computed once with BLAS over the
-nonzero alphas (in float64). A starting point outside the feasible set is repaired first
-(clipped to the boxes, then the larger class side scaled down until sum_i y_i alpha_i = 0).
-Dense rows are used in float64 (a CSR working set is densified up to MAX_DENSE_BYTES).
+Faster than LIBSVM per kernel value: the rows are held transposed and dense in float64,
+so a kernel row is summed feature by feature across positions (vectorised, no sum
+reordered), and exp is a vectorisable polynomial exact to 3e-16 (``_exp_inplace``);
+LIBSVM walks sparse index/value pairs and calls libm's exp. With ``n_threads`` > 1 long
+kernel rows and the gradient blocks are split over threads (numba ``prange``, only when
+numba's threading layer is OpenMP or TBB, safe under concurrent calls from Dask worker
+threads; else one thread).
+
+The starting gradient G = Q alpha0 - 1 and G_bar are computed once over the nonzero
+alphas (float64; dot products by BLAS, or directly for at most DIRECT_MAX_FEATURES
+features). A starting point outside the feasible set is repaired first (clipped to the
+boxes, then the larger class side scaled down until sum_i y_i alpha_i = 0). A CSR working
+set is densified when its float64 copy fits MAX_DENSE_BYTES (else LIBSVM solves it).
 """
 
 from __future__ import annotations
@@ -65,7 +73,7 @@ REPACK_SHARE = 0.8
 # unshrink); rebuild it, then check optimality on all rows; iteration limit reached
 DONE, UNSHRINK, FINAL_CHECK, MAX_ITER = 0, 1, 2, 3
 # indices into the int64 state vector ``ist`` and the cache's ``cst``
-ACTIVE, ITER, COUNTER, UNSHRUNK, MAXIT, RESUME, EVERY = range(7)
+ACTIVE, ITER, COUNTER, UNSHRUNK, MAXIT, RESUME, EVERY, SCANNED = range(8)
 STRIDE, NSLOTS, NFREE, EVALS = range(4)
 # rows of the cache's bookkeeping matrix ``cm`` (shape (6, n + 1); column n is the LRU
 # list's sentinel): slot of a row, row of a slot, computed length of a slot, LRU links,
@@ -95,6 +103,8 @@ LN2_LO = 1.90821492927058770002e-10
 ROUND_MAGIC = 6755399441055744.0  # 1.5 x 2^52: adding it rounds to an integer
 ROUND_MAGIC_BITS = int(np.array([ROUND_MAGIC]).view(np.int64)[0])
 EXP_MIN_ARG = -708.0  # e^-708 is still a normal float64
+# up to this many features the starting gradient forms distances itself instead of by GEMM
+DIRECT_MAX_FEATURES = 4
 # positions of a kernel row computed together (the dot products stay in L1)
 ROW_BLOCK = 256
 
@@ -415,40 +425,38 @@ def _run(X, y, sq, alpha, G, G_bar, Cb, QD, perm, kp, eps, shrinking, pool, cm, 
                             break
                     active = _shrink(active, g1, g2, X, y, sq, alpha, G, G_bar, Cb, QD,
                                      perm, pool, cm, cst)
-        # --- select i: max over I_up of -y G (active rows)
+        # --- select i: max over I_up of -y G (active rows). Both scans are written
+        # without branches on the rows' class and bound (selects instead): those branches
+        # mispredict, and the scans ran 3-4x slower with them.
         gmax, i = -np.inf, -1
         for t in range(active):
-            if y[t] > 0:
-                if alpha[t] < Cb[t] and -G[t] >= gmax:
-                    gmax, i = -G[t], t
-            elif alpha[t] > 0 and G[t] >= gmax:
-                gmax, i = G[t], t
+            yt = y[t]
+            up = ((yt > 0) & (alpha[t] < Cb[t])) | ((yt < 0) & (alpha[t] > 0))
+            v = -yt * G[t]
+            v = v if up else -np.inf
+            if v >= gmax:
+                gmax = v
+                i = t
         gmax2, j, best = -np.inf, -1, np.inf
-        bi = 0
         if i >= 0:
             bi = _cache_get(i, active, X, y, sq, kp, pool, cm, cst, par)
-            yi = y[i]
-            # --- select j: second-order rule over I_low (Q_it = y_i y_t K_it)
+            qdi, yi = QD[i], y[i]
+            # --- select j: second-order rule over I_low; a_it = K_ii + K_tt - 2 K_it with
+            # K_it = y_i y_t Q_it
             for t in range(active):
-                if y[t] > 0:
-                    if alpha[t] > 0:
-                        diff = gmax + G[t]
-                        if G[t] >= gmax2:
-                            gmax2 = G[t]
-                        if diff > 0:
-                            a = QD[i] + QD[t] - 2.0 * yi * pool[bi + t]
-                            obj = -(diff * diff) / (a if a > 0 else TAU)
-                            if obj <= best:
-                                best, j = obj, t
-                elif alpha[t] < Cb[t]:
-                    diff = gmax - G[t]
-                    if -G[t] >= gmax2:
-                        gmax2 = -G[t]
-                    if diff > 0:
-                        a = QD[i] + QD[t] + 2.0 * yi * pool[bi + t]
-                        obj = -(diff * diff) / (a if a > 0 else TAU)
-                        if obj <= best:
-                            best, j = obj, t
+                yt = y[t]
+                yG = yt * G[t]
+                low = ((yt > 0) & (alpha[t] > 0)) | ((yt < 0) & (alpha[t] < Cb[t]))
+                w = yG if low else -np.inf
+                gmax2 = max(gmax2, w)
+                diff = gmax + yG
+                a = qdi + QD[t] - 2.0 * yi * yt * pool[bi + t]
+                a = a if a > 0 else TAU
+                obj = -(diff * diff) / a
+                obj = obj if (low & (diff > 0)) else np.inf
+                if obj <= best:
+                    best = obj
+                    j = t
         if gmax + gmax2 < eps or j < 0:
             if active < n and resume != FINAL_CHECK:
                 code = FINAL_CHECK
@@ -457,6 +465,7 @@ def _run(X, y, sq, alpha, G, G_bar, Cb, QD, perm, kp, eps, shrinking, pool, cm, 
             counter = 1  # shrink at the next iteration, as LIBSVM does
         resume = DONE
         it += 1
+        ist[SCANNED] += active
         bi = _cache_get(i, active, X, y, sq, kp, pool, cm, cst, par)
         bj = _cache_get(j, active, X, y, sq, kp, pool, cm, cst, par)
         # --- LIBSVM's update of (alpha_i, alpha_j)
@@ -532,46 +541,78 @@ def _dense64_t(X) -> np.ndarray:
 
 
 @nb.njit(nogil=True, cache=True)
-def _accumulate_rows(lo, hi, D, sq_r, sq_c, y_r, coefs, kp, out):
-    """out[a, m] += y_r[a] sum_c K_ac coefs[m, c] for a in [lo, hi), K from the dot
-    products D, a row at a time while it is in cache."""
-    nc = D.shape[1]
+def _accumulate_rows(lo, hi, D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out):
+    """out[a, m] += y_r[a] sum_c K_ac coefs[m, c] for a in [lo, hi), a row at a time while
+    it is in cache. K from the dot products D (nr, nc), or, when D is empty (few
+    features: a GEMM would only write its products to memory), from the rows XR (d, nr)
+    and XC (d, nc) directly."""
+    nc = XC.shape[1]
     v = np.empty(nc)
     tb = np.empty(nc)
+    direct = D.shape[0] == 0
+    code, gamma = int(kp[0]), kp[1]
     for a in range(lo, hi):
-        v[:] = D[a]
-        _kernel_of_dots(v, nc, sq_r[a], sq_c, kp, tb)
+        if direct and code == 2:
+            for c in range(nc):
+                v[c] = 0.0
+            for t in range(XC.shape[0]):
+                xv = XR[t, a]
+                row = XC[t]
+                for c in range(nc):
+                    dlt = xv - row[c]
+                    v[c] += dlt * dlt
+            for c in range(nc):
+                v[c] = -gamma * v[c]
+            _exp_inplace(v, nc, tb)
+        else:
+            if direct:
+                for c in range(nc):
+                    v[c] = 0.0
+                for t in range(XC.shape[0]):
+                    xv = XR[t, a]
+                    row = XC[t]
+                    for c in range(nc):
+                        v[c] += xv * row[c]
+            else:
+                v[:] = D[a]
+            _kernel_of_dots(v, nc, sq_r[a], sq_c, kp, tb)
         for m in range(coefs.shape[0]):
             out[a, m] += y_r[a] * np.dot(v, coefs[m])
 
 
 @nb.njit(nogil=True, cache=True, parallel=True)
-def _accumulate_parallel(D, sq_r, sq_c, y_r, coefs, kp, out, parts):
-    """``_accumulate_rows`` over all rows of D, in ``parts`` row ranges run in parallel."""
-    n = D.shape[0]
+def _accumulate_parallel(D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out, parts):
+    """``_accumulate_rows`` over all rows, in ``parts`` row ranges run in parallel."""
+    n = XR.shape[1]
     for q in nb.prange(parts):
-        _accumulate_rows(q * n // parts, (q + 1) * n // parts, D, sq_r, sq_c, y_r, coefs,
-                         kp, out)
+        _accumulate_rows(q * n // parts, (q + 1) * n // parts, D, XR, XC, sq_r, sq_c, y_r,
+                         coefs, kp, out)
 
 
 def _add_kernel_products(out: np.ndarray, rows: np.ndarray, XT: np.ndarray, y: np.ndarray,
                          sq: np.ndarray, cols: np.ndarray, coefs: np.ndarray,
                          kp: np.ndarray, threads: int = 1) -> None:
     """out[:, m] += y_r sum_c K(x_r, x_c) coefs[c, m] for r in rows (XT: (d, n)): dot
-    products by BLAS in row blocks, the kernel and the sums in one numba pass."""
+    products by BLAS in row blocks (directly for at most DIRECT_MAX_FEATURES features),
+    the kernel and the sums in one numba pass."""
     if not len(rows) or not len(cols):
         return
     step = max(64, int(2**22 // len(cols)))
     Xc = np.ascontiguousarray(XT[:, cols])
     sq_c = sq[cols]
     coefs = np.ascontiguousarray(np.asarray(coefs).T)
+    direct = XT.shape[0] <= DIRECT_MAX_FEATURES
+    none = np.empty((0, 0))
     for a in range(0, len(rows), step):
         r = rows[a:a + step]
-        D = np.ascontiguousarray(XT[:, r].T @ Xc)
+        XR = np.ascontiguousarray(XT[:, r])
+        D = none if direct else XR.T @ Xc
         if threads > 1:
-            _accumulate_parallel(D, sq[r], sq_c, y[r], coefs, kp, out[a:a + step], 4 * threads)
+            _accumulate_parallel(D, XR, Xc, sq[r], sq_c, y[r], coefs, kp, out[a:a + step],
+                                 4 * threads)
         else:
-            _accumulate_rows(0, len(r), D, sq[r], sq_c, y[r], coefs, kp, out[a:a + step])
+            _accumulate_rows(0, len(r), D, XR, Xc, sq[r], sq_c, y[r], coefs, kp,
+                             out[a:a + step])
 
 
 def _reconstruct(active: int, X, y, sq, alpha, G, G_bar, Cb, kp, threads: int) -> None:
@@ -668,7 +709,7 @@ def _smo(XT: np.ndarray, y: np.ndarray, Cb: np.ndarray, alpha: np.ndarray,
     _cache_reset(cm, cst, len(pool), n)
     perm = np.arange(n, dtype=np.int64)
     every = SHRINK_EVERY if not len(nz) else WARM_SHRINK_EVERY
-    ist = np.array([n, 0, min(n, every) + 1, 0, max_iter, DONE, every], dtype=np.int64)
+    ist = np.array([n, 0, min(n, every) + 1, 0, max_iter, DONE, every, 0], dtype=np.int64)
     fst = np.zeros(2)
     scratch = np.empty(n, dtype=np.float32)  # float32 like cached rows: same G_bar either way
     t1 = time.perf_counter()
@@ -688,6 +729,7 @@ def _smo(XT: np.ndarray, y: np.ndarray, Cb: np.ndarray, alpha: np.ndarray,
     out = np.empty(n)
     out[perm] = alpha
     stats.update(iterations=int(ist[ITER]), kernel_evals=int(cst[EVALS]),
+                 mean_active=float(ist[SCANNED]) / max(int(ist[ITER]), 1),
                  start_s=t1 - t0, smo_s=time.perf_counter() - t1, rebuild_s=t_rebuild)
     return out, _rho(y, alpha, G, Cb), int(ist[ITER])
 
@@ -701,8 +743,9 @@ def solve_warm_counted(X, y: np.ndarray, params: SolverParams,
 
     Args: as ``solve_warm``, and
         stats: a dict that receives ``iterations``, ``kernel_evals`` (kernel values the
-            SMO loop computed), ``start_s`` (seconds for the starting gradient),
-            ``smo_s`` (seconds in the SMO loop with its gradient rebuilds), ``rebuild_s``
+            SMO loop computed), ``mean_active`` (the active set's mean size over the
+            iterations), ``start_s`` (seconds for the starting gradient), ``smo_s``
+            (seconds in the SMO loop with its gradient rebuilds) and ``rebuild_s``
             (seconds of those rebuilds); None: none.
 
     Raises: as ``solve_warm``.

@@ -135,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="append one JSON line per run to this file")
     a = ap.parse_args(argv)
     sizes = [int(s) for s in a.sizes.split(",") if s]
+    # compile (or load) the solver's numba code before anything is timed
+    Xw, yw = make_arrays("twonorm", 200, seed=0)
+    solve_warm_counted(Xw, np.where(yw > 0, 1.0, -1.0), SolverParams(), None, a.threads)
     print(f"{'set':<13}{'n':>8}{'cold s':>9}{'warm s':>9}{'speedup':>9}{'cpu x':>7}"
           f"{'dual cold':>16}{'dual warm':>16}{'it cold':>9}{'it warm':>9}", flush=True)
     for name in [s for s in a.sets.split(",") if s]:

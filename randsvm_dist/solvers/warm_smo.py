@@ -82,8 +82,11 @@ SLOT_OF, ROW_IN, SLOT_LEN, PREV, NEXT, FREE = range(6)
 
 
 def _threadsafe_layer() -> bool:
-    """True when numba's default threading layer is OpenMP or TBB (workqueue, the last
+    """True when numba's threading layer will be OpenMP or TBB (workqueue, the last
     resort, aborts when two threads launch parallel kernels at once)."""
+    layer = str(nb.config.THREADING_LAYER).lower()
+    if layer == "workqueue":
+        return False
     for mod in ("numba.np.ufunc.tbbpool", "numba.np.ufunc.omppool"):
         try:
             __import__(mod)

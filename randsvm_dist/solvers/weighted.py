@@ -157,7 +157,7 @@ def solve_weighted_warm(X, y: np.ndarray, params: SolverParams, row_C,
         params: SolverParams with svm_type 0 (C and class weights NOT applied).
         row_C: (n,) boxes C_i.
         alpha0: (n,) starting alphas (>= 0) or None.
-        n_threads: BLAS threads for the starting gradient.
+        n_threads: threads for the starting gradient and long kernel rows.
 
     Returns:
         BinarySolution.

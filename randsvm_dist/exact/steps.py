@@ -42,7 +42,7 @@ from randsvm_dist.exact.solving import (
     total_threads,
 )
 from randsvm_dist.exact.state import ProblemState, RunConfig, SupportModel, WorkingSet
-from randsvm_dist.kernels import decision_values, kernel_matrix
+from randsvm_dist.kernels import decision_values, kernel_matrix, single_threaded_blas
 
 # LIBSVM's tol is never tightened below this (its -e; 1e-3 is its default).
 MIN_TOL = 1e-7
@@ -364,7 +364,8 @@ def model_delta(prev: list[SupportModel], cur: list[SupportModel], kernel, spars
         q[i] = (r * Kdc).sum(axis=0)         # r' K dc, corrected below to r' K r
     # r_t' K r_t = r_t' K dc - r_t' K[:, B_t] dc_B_t, K[:, B_t] in blocks of rows of U
     for a in range(0, len(union), DELTA_BLOCK_ROWS):
-        KB = kernel_matrix(XU[a:a + DELTA_BLOCK_ROWS], V, kernel).astype(np.float64)
+        with single_threaded_blas():
+            KB = kernel_matrix(XU[a:a + DELTA_BLOCK_ROWS], V, kernel).astype(np.float64)
         for i, t in enumerate(sizes[1:], start=1):
             r = dc[a:a + DELTA_BLOCK_ROWS].copy()
             r[order[:t][(order[:t] >= a) & (order[:t] < a + DELTA_BLOCK_ROWS)] - a] = 0.0

@@ -140,6 +140,8 @@ class ScanOutput:
         kernel_evals: kernel evaluations of the scan (full rows x SVs + screening rows x
             |B|).
         seconds: compute time of the scan on the worker.
+        cpu_seconds: CPU time of the thread that ran it (differs from ``seconds`` when the
+            cores are shared with other processes).
     """
 
     problems: list
@@ -148,6 +150,7 @@ class ScanOutput:
     n_screened: int = 0
     kernel_evals: int = 0
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
 
     @property
     def lower(self) -> np.ndarray:
@@ -240,7 +243,7 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
     Returns:
         ScanOutput.
     """
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     n = part.n_rows
     P = len(requests)
     active = [p for p, r in enumerate(requests) if r is not None]
@@ -346,7 +349,7 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
             rows=grows[pick],
         )
     return ScanOutput(out, bounds, len(full), n_screened, kernel_evals,
-                      time.perf_counter() - t0)
+                      time.perf_counter() - t0, time.thread_time() - c0)
 
 
 @dataclass
@@ -359,25 +362,37 @@ class ScanAnswer:
     worker: str | None
     n_screened: int = 0
     kernel_evals: int = 0
+    cpu_seconds: float = 0.0
+
+
+def row_range(part: Partition, lo: int, hi: int) -> Partition:
+    """Rows lo..hi-1 of a partition as a partition of their own (same global rows)."""
+    return Partition(part.X[lo:hi], part.y[lo:hi], part.offset + lo,
+                     None if part.weight is None else part.weight[lo:hi])
 
 
 def scan_partition_task(part: Partition, model: ScanModel, requests: list[ProblemRequest],
                         run: str, index: int, iteration: int,
                         shift_w: np.ndarray | None = None,
-                        shift_b: np.ndarray | None = None) -> ScanAnswer:
+                        shift_b: np.ndarray | None = None,
+                        rows: tuple[int, int] | None = None) -> ScanAnswer:
     """``scan_partition`` as a task: screening bounds of scan ``iteration - 1`` are taken from,
     and this scan's are left in, the worker's ``screening_store`` (never in the task graph).
 
     Args:
         part, model, requests, shift_w, shift_b: see ``scan_partition``.
         run: the run's key in the store.
-        index: the partition's index.
+        index: the task's key in the store (the partition's, or its row range's).
         iteration: this scan's number.
+        rows: (lo, hi): scan only these local rows of the partition (None: all).
 
     Returns:
         ScanAnswer (``worker``: the address whose store holds this scan's bounds, or None).
     """
     from randsvm_dist.exact import screening_store
+
+    if rows is not None:
+        part = row_range(part, *rows)
 
     screens = model.delta is not None or shift_w is not None
     prev = screening_store.get(run, index, iteration - 1) if screens else None
@@ -394,4 +409,4 @@ def scan_partition_task(part: Partition, model: ScanModel, requests: list[Proble
         except (ImportError, ValueError):
             worker = None
     return ScanAnswer(out.problems, out.n_evaluated, out.seconds, worker, out.n_screened,
-                      out.kernel_evals)
+                      out.kernel_evals, out.cpu_seconds)

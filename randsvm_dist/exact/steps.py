@@ -261,6 +261,7 @@ class ScanResult:
     compute_seconds: float   # summed over the scan tasks
     n_screened: int = 0      # rows of an active problem screened out (not evaluated in full)
     kernel_evals: int = 0    # kernel evaluations: the tasks' and the model delta's
+    cpu_seconds: float = 0.0  # summed CPU time of the scan tasks' threads
 
 
 _NO_MODEL = ScanModel(None, None, np.zeros((0, 0)), np.zeros(0))
@@ -280,18 +281,51 @@ def run_scan(client, parts: PartitionSet, model: ScanModel | None,
         ScanResult.
     """
     model_future = put(client, model) if model else _NO_MODEL
+    tasks = scan_tasks(parts, total_threads(client))
+    if placement is not None and len(placement) != len(tasks):
+        placement = None
     futures = []
-    for i in range(parts.n_partitions):
-        where = placement[i] if placement is not None else None
+    for k, (i, rows) in enumerate(tasks):
+        where = placement[k] if placement is not None else None
         futures.append(client.submit(
             scan_partition_task, parts.partition(client, i, where), model_future, requests,
-            run, i, iteration, shift_w, shift_b, pure=False, retries=2, **placed(where)))
-    answers: list[ScanAnswer] = gather(client, futures, "the violator scan", parts.names())
+            run, k, iteration, shift_w, shift_b, rows, pure=False, retries=2,
+            **placed(where)))
+    names = [f"partition {i}" + (f" rows {rows[0]}-{rows[1]}" if rows else "")
+             for i, rows in tasks]
+    answers: list[ScanAnswer] = gather(client, futures, "the violator scan", names)
     delta_evals = model.delta.kernel_evals if model and model.delta is not None else 0
     return ScanResult([a.problems for a in answers], [a.worker for a in answers],
                       sum(a.n_evaluated for a in answers), sum(a.seconds for a in answers),
                       sum(a.n_screened for a in answers),
-                      delta_evals + sum(a.kernel_evals for a in answers))
+                      delta_evals + sum(a.kernel_evals for a in answers),
+                      sum(a.cpu_seconds for a in answers))
+
+
+# Scan tasks per worker thread: fewer partitions than this are scanned in row ranges, so
+# every core scans (one 1e5-row partition on 2 workers used one core) and the last task
+# is short; ranges have at least SCAN_MIN_ROWS rows.
+SCAN_TASKS_PER_THREAD = 2
+SCAN_MIN_ROWS = 10_000
+
+
+def scan_tasks(parts: PartitionSet, threads: int) -> list[tuple[int, tuple | None]]:
+    """The scan's tasks: (partition, (lo, hi) local rows or None for all of it).
+
+    Partitions are split only when they are held in worker memory (a split partition read
+    from files would be read once per range)."""
+    n_parts = parts.n_partitions
+    want = SCAN_TASKS_PER_THREAD * threads
+    if parts.futures is None or n_parts >= want:
+        return [(i, None) for i in range(n_parts)]
+    split = -(-want // n_parts)
+    tasks: list[tuple[int, tuple | None]] = []
+    for i, size in enumerate(parts.sizes):
+        k = int(max(1, min(split, size // SCAN_MIN_ROWS)))
+        cuts = np.linspace(0, int(size), k + 1).astype(np.int64)
+        tasks += [(i, (int(a), int(b)) if k > 1 else None)
+                  for a, b in zip(cuts[:-1], cuts[1:])]
+    return tasks
 
 
 # The changed coefficients computed per row are at most DELTA_MAX_ROWS, and at most

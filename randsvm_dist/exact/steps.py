@@ -284,6 +284,11 @@ def run_scan(client, parts: PartitionSet, model: ScanModel | None,
     tasks = scan_tasks(parts, total_threads(client))
     if placement is not None and len(placement) != len(tasks):
         placement = None
+    if placement is None and any(rows is not None for _, rows in tasks):
+        # ranges of one partition would all run where it lives: deal them out
+        workers = sorted(client.scheduler_info().get("workers", {}))
+        placement = [workers[k % len(workers)] if rows is not None and workers else None
+                     for k, (_, rows) in enumerate(tasks)]
     futures = []
     for k, (i, rows) in enumerate(tasks):
         where = placement[k] if placement is not None else None

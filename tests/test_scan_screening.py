@@ -169,3 +169,32 @@ def test_a_screened_fit_is_the_unscreened_fit(tmp_path, monkeypatch):
             "relative_gap", "sample_size", "dual_objective")
     assert ([{k: h[k] for k in keep} for h in screened.history_]
             == [{k: h[k] for k in keep} for h in missed.history_])
+
+
+def test_one_vs_one_pairs_screen_each_row_for_its_own_problems():
+    """Several problems over one shared SV matrix (one-vs-one pairs: each row belongs to
+    some of them): the screened scan answers every pair as the full scan does."""
+    X, y = make_arrays("checkerboard", 5000, seed=4)
+    old, new = _models(X, y)
+    rng = np.random.default_rng(3)
+    cls = np.where(y > 0, rng.integers(1, 3, size=len(y)), 0).astype(np.int32)
+    kinds = [CSVC(1, 0), CSVC(2, 0), CSVC(1, 2)]
+    flipped = [old, old, SupportModel(old.rows, old.X, coef=-old.coef, intercept=0.0)]
+    flipped_new = [new, new, SupportModel(new.rows, new.X, coef=-new.coef, intercept=0.0)]
+    part = Partition(X, cls, 0, np.random.default_rng(5).uniform(0.5, 2.0, len(y)))
+    req = [ProblemRequest(k, np.empty(0, np.int64), 200, 11 + j, band=0.5, C=10.0)
+           for j, k in enumerate(kinds)]
+    req[1] = None   # a finished problem
+    first = scan_partition(part, scan_model_of(flipped), req)
+    model = scan_model_of(flipped_new)
+    model.delta = model_delta(flipped, flipped_new, KERNEL, False, X.shape[1], np.inf)
+    screened = scan_partition(part, model, req, first.bounds)
+    model.delta = None
+    full = scan_partition(part, model, req)
+    assert screened.n_screened > 0
+    assert screened.problems[1] is None and full.problems[1] is None
+    for a, b in zip(screened.problems[::2], full.problems[::2]):
+        for name in FIELDS:
+            assert getattr(a, name) == getattr(b, name), name
+        np.testing.assert_array_equal(a.rows, b.rows)
+        np.testing.assert_array_equal(a.keys, b.keys)

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +26,44 @@ CHUNK_ROWS = 16384
 # Kernel blocks of about this many entries stay in cache: 4x faster than 16k-row blocks
 # against thousands of SVs (measured on this 2-core machine).
 BLOCK_ENTRIES = 1 << 20
+
+
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_state: dict = {}
+
+
+@contextmanager
+def single_threaded_blas():
+    """Run the block below with one BLAS thread, restoring the count afterwards.
+
+    The kernel blocks are small by design (BLOCK_ENTRIES): a multi-threaded GEMM per block
+    spends its time waking and syncing threads, and far more when the cores are busy
+    (measured on this 2-core machine under load: 4-10x slower decision values in a process
+    whose BLAS had 2 threads, as a driver or an in-process worker has). Dask's worker
+    processes already run one BLAS thread. Nested and concurrent uses share one limit; the
+    last to leave restores the count.
+    """
+    global _blas_users
+    with _blas_lock:
+        if _blas_users == 0:
+            try:
+                from threadpoolctl import ThreadpoolController
+
+                controller = _blas_state.get("controller")
+                if controller is None:
+                    controller = _blas_state["controller"] = ThreadpoolController()
+                _blas_state["limit"] = controller.limit(limits=1, user_api="blas")
+            except Exception:   # no threadpoolctl or no BLAS found: nothing to limit
+                _blas_state["limit"] = None
+        _blas_users += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0 and _blas_state.get("limit") is not None:
+                _blas_state.pop("limit").restore_original_limits()
 
 
 @dataclass(frozen=True)
@@ -175,6 +215,16 @@ def decision_values(X, support_vectors, coef: np.ndarray, intercept: float | np.
     if chunk_rows is None:
         chunk_rows = int(np.clip(BLOCK_ENTRIES // max(coef2.shape[0], 1), 64, CHUNK_ROWS))
     out = np.empty((n, coef2.shape[1]), dtype=np.float64)
+    with single_threaded_blas():
+        _accumulate(X, support_vectors, coef2, kernel, chunk_rows, out)
+    out += np.asarray(intercept, dtype=np.float64)
+    return out[:, 0] if squeeze else out
+
+
+def _accumulate(X, support_vectors, coef2: np.ndarray, kernel: Kernel, chunk_rows: int,
+                out: np.ndarray) -> None:
+    """out = the kernel part of the decision values (see ``decision_values``)."""
+    n = X.shape[0]
     if kernel.name == "linear":
         w = np.asarray(support_vectors.T @ coef2, dtype=np.float32)
         for s in range(0, n, chunk_rows):
@@ -195,16 +245,26 @@ def decision_values(X, support_vectors, coef: np.ndarray, intercept: float | np.
                                   float(kernel.gamma), out)
         else:
             yn = row_sq_norms(support_vectors)
+            dense = not sp.issparse(X) and not sp.issparse(support_vectors)
+            if dense:
+                # One block buffer for every chunk: a fresh one per chunk costs page faults
+                # when glibc's mmap threshold is fixed, as in Dask's worker processes
+                # (MALLOC_TRIM_THRESHOLD_ set by the nanny): 2x slower scans, measured.
+                S = np.asarray(support_vectors, dtype=np.float32)
+                G = np.empty((min(chunk_rows, n), S.shape[0]), dtype=np.float32)
             for s in range(0, n, chunk_rows):
                 block = X[s:s + chunk_rows]
-                rbf_accumulate(_dot(block, support_vectors), row_sq_norms(block), yn, coef2,
-                               float(kernel.gamma), out[s:s + chunk_rows])
+                if dense:
+                    dots = np.matmul(np.asarray(block, dtype=np.float32), S.T,
+                                     out=G[:block.shape[0]])
+                else:
+                    dots = _dot(block, support_vectors)
+                rbf_accumulate(dots, row_sq_norms(block), yn, coef2, float(kernel.gamma),
+                               out[s:s + chunk_rows])
     else:
         for s in range(0, n, chunk_rows):
             K = kernel_matrix(X[s:s + chunk_rows], support_vectors, kernel)
             out[s:s + chunk_rows] = K @ coef2
-    out += np.asarray(intercept, dtype=np.float64)
-    return out[:, 0] if squeeze else out
 
 
 def dense_if_compact(X):

@@ -43,7 +43,7 @@ from randsvm_dist.exact.steps import (
     draw_size,
     first_draw,
     merged_scan,
-    model_shift,
+    model_delta,
     run_scan,
     scan_model,
     solve_direct,
@@ -101,7 +101,11 @@ def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: 
         own share), solve_seconds, scan_seconds, warm_speedup_estimate (a warm solve's
         speed-up over the run's last cold solve scaled by the working sets' sizes squared;
         None otherwise), rows_evaluated (rows whose decision values
-        the scan computed; the rest were screened exactly), kernel_evals,
+        the scan computed in full), rows_screened (rows of the problems screened out
+        exactly: bounded clear of every threshold), kernel_evals (rows_evaluated x SVs),
+        screening_kernel_evals (what screening cost besides: rows x the changed coefficients
+        computed for them, and the driver's for the model delta; the rates below count
+        kernel_evals only),
         kernel_evals_per_second (over the scan's wall time), kernel_evals_per_core_second
         (over the scan tasks' compute time), seconds (since the start), stop_reason.
     """
@@ -200,19 +204,15 @@ def _run(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConf
                 solve_seconds += extra
         t_scan = time.perf_counter()
         model = scan_model(problems, kernel, parts.is_sparse, parts.n_features)
-        shift_w = shift_b = None
         if scanned is not None:
-            shift_w, shift_b = np.full(len(problems), np.inf), np.zeros(len(problems))
-            for j, p in enumerate(problems):
-                if p.active:
-                    shift_w[j], shift_b[j] = model_shift(
-                        scanned[j], p.model, kernel, parts.is_sparse,
-                        0.25 * n * max(p.model.n_support, 1))
+            model.delta = model_delta(scanned, [p.model for p in problems], kernel,
+                                      parts.is_sparse, parts.n_features,
+                                      0.25 * n * max(model.coef.shape[0], 1))
         requests = [ProblemRequest(p.kind, p.ws.rows, draw_size(p, r, route, n),
                                    stream_id(cfg.random_state, it, j), p.margin_tol,
                                    FILL_BAND, p.solver.C) if p.active else None
                     for j, p in enumerate(problems)]
-        scan = run_scan(client, parts, model, requests, run, it, shift_w, shift_b, placement)
+        scan = run_scan(client, parts, model, requests, run, it, placement=placement)
         placement, scanned = scan.workers, [p.model for p in problems]
         scan_seconds = time.perf_counter() - t_scan
         kernel_evals = scan.n_evaluated * model.coef.shape[0]
@@ -238,7 +238,9 @@ def _run(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConf
                 "relative_gap": cert.relative_gap, "ws_relative_gap": cert.ws_relative_gap,
                 "solve_seconds": solve_seconds, "scan_seconds": scan_seconds,
                 "warm_speedup_estimate": _warm_speedup(cold, p, solve_seconds),
-                "rows_evaluated": scan.n_evaluated, "kernel_evals": int(kernel_evals),
+                "rows_evaluated": scan.n_evaluated, "rows_screened": scan.n_screened,
+                "kernel_evals": int(kernel_evals),
+                "screening_kernel_evals": int(scan.kernel_evals - kernel_evals),
                 "kernel_evals_per_second": kernel_evals / max(scan_seconds, 1e-9),
                 "kernel_evals_per_core_second": kernel_evals / max(scan.compute_seconds,
                                                                    1e-9),

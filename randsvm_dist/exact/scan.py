@@ -16,14 +16,45 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.engine.partitions import Partition
-from randsvm_dist.exact.sampling import row_keys, smallest_keys
+from randsvm_dist.exact.sampling import keys_of, smallest_keys
 from randsvm_dist.kernels import Kernel, decision_values, row_sq_norms
 
 DENSE_SV_BYTES = 256 << 20
-# Screened rows keep -s >= band + slack: beyond every threshold a scan's answers use
-# (violator, loss, fill band), so they are the same with or without bounds; the slack
-# covers float32 rounding of the decision values.
+# Screened rows keep -s >= band + SCREEN_SLACK + SCREEN_SLACK: beyond every threshold a
+# scan's answers use (violator, loss, fill band, and ``max_slack``, which is reported down to
+# band + SCREEN_SLACK), so they are the same with or without screening; the second slack
+# covers float32 rounding of the decision values and of the stored ones.
 SCREEN_SLACK = 1e-2
+
+
+@dataclass
+class ModelDelta:
+    """How the models moved since the previous scan, for screening (see ``scan_partition``).
+
+    With dc = coef_new - coef_old over the union of both scans' support vectors, ordered by
+    how much each coefficient moved (largest first), and B_t its first t rows:
+    f_new(x) = f_old(x) + sum_{j in B_t} dc_j k(x, v_j) + db + r_t(x), where
+    |r_t(x)| <= ||dc without B_t||_K ||phi(x)|| = residual[i] ||phi(x)|| for t = sizes[i].
+
+    Attributes:
+        vectors: (sizes[-1], n_features) float32 rows v_j (dense or CSR), largest change first.
+        coef: (sizes[-1], n_problems) float32 dc of those rows.
+        sizes: increasing candidate sizes t of B_t, sizes[0] = 0.
+        residual: (len(sizes), n_problems) float64 ||dc without B_t||_K, padded for float32
+            kernel values (inf: unknown).
+        shift_b: (n_problems,) b_new - b_old.
+        kernel_evals: kernel evaluations spent on the driver computing the residuals.
+        radius_b: (n_problems,) an unsigned shift of b added to every radius (when only
+            |b_new - b_old| is known), or None.
+    """
+
+    vectors: object
+    coef: np.ndarray
+    sizes: np.ndarray
+    residual: np.ndarray
+    shift_b: np.ndarray
+    kernel_evals: int = 0
+    radius_b: np.ndarray | None = None
 
 
 @dataclass
@@ -36,12 +67,15 @@ class ScanModel:
             before the first solve (then every row counts as a violator).
         coef: (n_sv, n_problems) dual coefficients (zero where a row is not a problem's SV).
         intercept: (n_problems,).
+        delta: the change since the previous scan's models (None: screen only by the
+            global shift given to the scan, if any).
     """
 
     kernel: Kernel
     support_vectors: object | None
     coef: np.ndarray
     intercept: np.ndarray
+    delta: ModelDelta | None = None
 
 
 @dataclass
@@ -92,21 +126,36 @@ def _dense_svs(sv):
 
 @dataclass
 class ScanOutput:
-    """A partition's scan: per-problem answers and lower bounds of y f(x) for the next scan.
+    """A partition's scan: per-problem answers and the screening state for the next scan.
 
     Attributes:
         problems: one ProblemScan per request (None where the request is None).
-        lower: (n_rows, n_problems) float32 lower bounds of -s (minus the slack) under the
-            scanned models (exact where the row was evaluated; -inf where unknown; +inf for
-            rows that are not the problem's).
-        n_evaluated: rows whose decision values were computed (the others were screened).
+        bounds: (2, n_rows, n_problems) float32: each row's decision value under the scanned
+            models (exact where the row was evaluated, else an estimate) and the radius
+            around it within which the true value lies (0 where evaluated; inf where
+            unknown, as for rows of no active problem).
+        n_evaluated: rows whose decision values were computed in full.
+        n_screened: rows of an active problem that were not (their bound kept them clear of
+            every threshold).
+        kernel_evals: kernel evaluations of the scan (full rows x SVs + screening rows x
+            |B|).
         seconds: compute time of the scan on the worker.
+        cpu_seconds: CPU time of the thread that ran it (differs from ``seconds`` when the
+            cores are shared with other processes).
     """
 
     problems: list
-    lower: np.ndarray
+    bounds: np.ndarray
     n_evaluated: int
+    n_screened: int = 0
+    kernel_evals: int = 0
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
+
+    @property
+    def lower(self) -> np.ndarray:
+        """The screening state (``bounds``), as ``scan_partition`` takes it back."""
+        return self.bounds
 
 
 def feature_norms(X, kernel: Kernel) -> np.ndarray:
@@ -121,97 +170,186 @@ def feature_norms(X, kernel: Kernel) -> np.ndarray:
     return np.full(X.shape[0], np.inf)  # sigmoid is not positive definite
 
 
+def _global_delta(model: ScanModel, shift_w, shift_b) -> ModelDelta | None:
+    """The delta of a caller that only knows ||w_new - w_old|| and |b_new - b_old|."""
+    if model.delta is not None or shift_w is None:
+        return model.delta
+    P = len(model.intercept)
+    w = np.asarray(shift_w, np.float64)
+    b = np.zeros(P) if shift_b is None else np.abs(np.asarray(shift_b, np.float64))
+    return ModelDelta(None, np.zeros((0, P), np.float32), np.zeros(1, np.int64),
+                      w[None, :], np.zeros(P), radius_b=b)
+
+
+def _neg_slack(requests, active, coded, rows, f):
+    """-s of the given rows for every active problem (columns of f)."""
+    out = np.empty((len(rows), len(active)))
+    for col, p in enumerate(active):
+        out[:, col] = -requests[p].kind.slack(f[:, col], coded[col][0][rows])
+    return out
+
+
+def _clear(neg_s, radius, members, threshold):
+    """Rows (of neg_s) whose every problem keeps -s - radius >= threshold."""
+    with np.errstate(invalid="ignore"):
+        ok = (neg_s - radius >= threshold) | ~members
+    return ok.all(axis=1)
+
+
+def _pick_size(neg_s, radius, members, threshold, delta, active, phi, n_sv) -> int:
+    """The index into delta.sizes minimising the expected kernel evaluations of these rows:
+    len(rows) x |B_t| for the partial decision values plus |SV| per row that still fails;
+    a row is expected to pass with B_t when its margin covers the residual (as if the
+    partial values did not move its centre)."""
+    with np.errstate(invalid="ignore"):
+        margin = np.where(members, (neg_s - radius - threshold) / phi[:, None], np.inf)
+    best, best_cost = 0, len(neg_s) * n_sv
+    for i in range(1, len(delta.sizes)):
+        res = delta.residual[i, active]
+        passing = int((margin >= res).all(axis=1).sum())
+        cost = len(neg_s) * int(delta.sizes[i]) + (len(neg_s) - passing) * n_sv
+        if cost < best_cost:
+            best, best_cost = i, cost
+    return best
+
+
 def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequest],
-                   prev_lower: np.ndarray | None = None,
+                   prev_bounds: np.ndarray | None = None,
                    shift_w: np.ndarray | None = None,
                    shift_b: np.ndarray | None = None) -> ScanOutput:
     """Scan one partition for the violators of every problem (runs on a worker).
 
-    Screening (exact): every kind's slack moves by at most |f_new(x) - f_old(x)| <=
-    ||w_new - w_old|| ||phi(x)|| + |b_new - b_old| (see ``exact.kinds``), so a row whose
-    lower bound of -s from the previous scan stays at or above band + SCREEN_SLACK (band:
-    the largest fill band requested) is neither a violator nor in the fill band nor has
-    loss; its kernel row is not computed. The answers are the same with or without
-    ``prev_lower`` (``max_slack`` is reported down to that threshold), so a scan that lost
-    its bounds changes the time, not the run.
+    Screening (exact): every kind's slack s moves by at most as much as f (see
+    ``exact.kinds``). A row's decision value under the new models is its stored one (from
+    ``prev_bounds``: value and radius) plus db, plus the changes of the coefficients that
+    moved most (``model.delta``: the first t of them, computed for the row: t kernel
+    evaluations instead of |SV|), within the stored radius plus ||rest of dc||_K ||phi(x)||.
+    A row whose interval keeps -s >= band + 2 SCREEN_SLACK for every problem it belongs to
+    (band: the largest fill band requested) is neither a violator nor in the fill band nor
+    has loss; it is not evaluated in full. Rows are first tried with t = 0 (no kernel
+    evaluation), the rest with the t that minimises the expected evaluations. The answers
+    are the same with or without ``prev_bounds`` (``max_slack`` is reported down to
+    -(band + SCREEN_SLACK)), so a scan that lost its bounds changes the time, not the run.
 
     Args:
         part: the partition.
-        model: the current models (see ScanModel).
+        model: the current models (see ScanModel; ``model.delta`` the change since the
+            scan that left ``prev_bounds``).
         requests: one ProblemRequest per problem (None for a finished problem).
-        prev_lower: the previous scan's ``lower`` of this partition (None: evaluate all).
-        shift_w, shift_b: per problem ||w_new - w_old|| and |b_new - b_old| (inf: unknown).
+        prev_bounds: the previous scan's ``bounds`` of this partition (None: evaluate all).
+        shift_w, shift_b: per problem ||w_new - w_old|| and |b_new - b_old| (inf: unknown),
+            used when the model carries no delta.
 
     Returns:
         ScanOutput.
     """
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     n = part.n_rows
     P = len(requests)
     active = [p for p, r in enumerate(requests) if r is not None]
-    lower = (np.full((n, P), -np.inf, dtype=np.float32) if prev_lower is None
-             else prev_lower.copy())
+    A = len(active)
     coded = [requests[p].kind.targets(part.y) for p in active]
-    members = np.ones((n, len(active)), dtype=bool)
+    members = np.ones((n, A), dtype=bool)
     for col, (_, mask) in enumerate(coded):
         if mask is not None:
             members[:, col] = mask
+    need = members.any(axis=1) if A else np.zeros(n, bool)
     screen_at = max((requests[p].band for p in active), default=0.0) + SCREEN_SLACK
-    f = np.zeros((n, len(active)))
-    m = np.full((n, len(active)), np.inf)   # -slack; +inf for rows of other problems
+    threshold = screen_at + SCREEN_SLACK
+    centre = np.zeros((n, A))
+    radius = np.full((n, A), np.inf)
+    kernel_evals = 0
+    delta = _global_delta(model, shift_w, shift_b)
     if model.support_vectors is None:
-        rows = np.arange(n)
+        full = np.arange(n)
+        f_full = np.zeros((n, A))
     else:
-        if prev_lower is not None and shift_w is not None:
-            norms = feature_norms(part.X, model.kernel)
+        n_sv = model.coef.shape[0]
+        phi = (feature_norms(part.X, model.kernel).astype(np.float64)
+               if prev_bounds is not None and delta is not None and A else None)
+        if phi is not None and np.isfinite(phi).all():
+            centre = prev_bounds[0][:, active].astype(np.float64) + delta.shift_b[active]
+            prev_radius = prev_bounds[1][:, active].astype(np.float64)
+            if delta.radius_b is not None:
+                prev_radius += delta.radius_b[active]
             with np.errstate(invalid="ignore"):
-                bound = (prev_lower[:, active].astype(np.float64)
-                         - norms[:, None] * shift_w[active] - shift_b[active])
-            bound[~np.isfinite(bound) & (bound < np.inf)] = -np.inf
-            bound[np.isnan(bound)] = -np.inf
-            rows = np.flatnonzero(((bound < screen_at) & members).any(axis=1))
-            m = np.where(members, bound, np.inf)
+                radius = prev_radius + phi[:, None] * delta.residual[0, active]
+            radius[np.isnan(radius)] = np.inf
+            rows = np.flatnonzero(need)
+            ok = _clear(_neg_slack(requests, active, coded, rows, centre[rows]),
+                        radius[rows], members[rows], threshold)
+            rows = rows[~ok]
+            i = 0
+            if len(rows) and len(delta.sizes) > 1:
+                i = _pick_size(_neg_slack(requests, active, coded, rows, centre[rows]),
+                               prev_radius[rows], members[rows], threshold, delta, active,
+                               phi[rows], n_sv)
+            if i:
+                t = int(delta.sizes[i])
+                centre[rows] += decision_values(
+                    part.X[rows], _dense_svs(delta.vectors[:t]), delta.coef[:t][:, active],
+                    np.zeros(A), model.kernel).reshape(len(rows), A)
+                kernel_evals += len(rows) * t
+                radius[rows] = prev_radius[rows] + phi[rows, None] * delta.residual[i, active]
+                ok = _clear(_neg_slack(requests, active, coded, rows, centre[rows]),
+                            radius[rows], members[rows], threshold)
+                rows = rows[~ok]
+            full = rows
         else:
-            rows = np.flatnonzero(members.any(axis=1))
-        if len(rows):
-            X = part.X if len(rows) == n else part.X[rows]
-            f[rows] = decision_values(X, _dense_svs(model.support_vectors),
-                                      model.coef[:, active], model.intercept[active],
-                                      model.kernel).reshape(len(rows), len(active))
-    for col, p in enumerate(active):
-        t = coded[col][0]
-        m[rows, col] = np.where(members[rows, col],
-                                -requests[p].kind.slack(f[rows, col], t[rows]), np.inf)
-    lower[:, active] = m
-    n_evaluated = len(rows)
+            full = np.flatnonzero(need)
+        f_full = np.zeros((len(full), A))
+        if len(full) and A:
+            X = part.X if len(full) == n else part.X[full]
+            f_full = decision_values(X, _dense_svs(model.support_vectors),
+                                     model.coef[:, active], model.intercept[active],
+                                     model.kernel).reshape(len(full), A)
+            kernel_evals += len(full) * n_sv
+        centre[full] = f_full
+        radius[full] = 0.0
+    bounds = np.empty((2, n, P), dtype=np.float32)
+    bounds[0] = 0.0
+    bounds[1] = np.inf
+    bounds[0][:, active] = centre
+    bounds[1][:, active] = np.where(members, radius, np.inf)
+    n_screened = int(need.sum()) - len(full) if model.support_vectors is not None else 0
+    # -s of the evaluated rows; every other row of a problem is screened (-s >= threshold)
+    neg_s = _neg_slack(requests, active, coded, full, f_full)
     out: list[ProblemScan | None] = [None] * P
-    gidx = np.arange(part.offset, part.offset + n, dtype=np.int64)
     weight = np.maximum(part.weights(), 0.0)  # rows weighing <= 0 take no part
     for col, p in enumerate(active):
         req = requests[p]
         t, inside = coded[col][0], members[:, col]
-        s = -m[:, col]
-        loss = np.where(inside, req.kind.row_box(req.C, t, weight) * np.maximum(0.0, s), 0.0)
-        outside = inside.copy()
+        in_full = inside[full]
+        s = -neg_s[:, col]
+        # over all n rows (screened ones 0), so the sums are the same with or without
+        # screening to the last bit
+        loss = np.zeros(n)
+        loss[full] = np.where(in_full, req.kind.row_box(req.C, t[full], weight[full])
+                              * np.maximum(0.0, s), 0.0)
+        in_ws = np.zeros(n, bool)
         if len(req.exclude):
             lo, hi = np.searchsorted(req.exclude, [part.offset, part.offset + n])
-            outside[req.exclude[lo:hi] - part.offset] = False
-        active_row = outside & (weight > 0)
+            in_ws[req.exclude[lo:hi] - part.offset] = True
+        active_row = in_full & ~in_ws[full] & (weight[full] > 0)
         is_viol = s > req.tol
         cand = np.flatnonzero(active_row & (s > -req.band))
-        keys = row_keys(req.stream, part.offset, n)[cand] + (~is_viol[cand])
+        grows = part.offset + full[cand].astype(np.int64)
+        keys = keys_of(req.stream, grows) + (~is_viol[cand])
         pick = smallest_keys(keys, req.n_draw)
+        n_inside = int(inside.sum())
         out[p] = ProblemScan(
-            n_rows=int(inside.sum()),
+            n_rows=n_inside,
             n_violators=int((active_row & is_viol).sum()),
-            n_errors=int((inside & (s > req.kind.error_slack)).sum()),
+            n_errors=int((in_full & (s > req.kind.error_slack)).sum()),
             loss=float(loss.sum()),
-            loss_ws=float(loss[inside & ~outside].sum()),
-            max_slack=max(float(s[inside].max()), -screen_at) if inside.any() else -np.inf,
+            loss_ws=float(loss[inside & in_ws].sum()),
+            max_slack=(max(float(s[in_full].max()) if in_full.any() else -np.inf,
+                           -screen_at) if n_inside else -np.inf),
             keys=keys[pick],
-            rows=gidx[cand[pick]],
+            rows=grows[pick],
         )
-    return ScanOutput(out, lower, n_evaluated, time.perf_counter() - t0)
+    return ScanOutput(out, bounds, len(full), n_screened, kernel_evals,
+                      time.perf_counter() - t0, time.thread_time() - c0)
 
 
 @dataclass
@@ -222,35 +360,53 @@ class ScanAnswer:
     n_evaluated: int
     seconds: float
     worker: str | None
+    n_screened: int = 0
+    kernel_evals: int = 0
+    cpu_seconds: float = 0.0
+
+
+def row_range(part: Partition, lo: int, hi: int) -> Partition:
+    """Rows lo..hi-1 of a partition as a partition of their own (same global rows)."""
+    return Partition(part.X[lo:hi], part.y[lo:hi], part.offset + lo,
+                     None if part.weight is None else part.weight[lo:hi])
 
 
 def scan_partition_task(part: Partition, model: ScanModel, requests: list[ProblemRequest],
                         run: str, index: int, iteration: int,
                         shift_w: np.ndarray | None = None,
-                        shift_b: np.ndarray | None = None) -> ScanAnswer:
+                        shift_b: np.ndarray | None = None,
+                        rows: tuple[int, int] | None = None) -> ScanAnswer:
     """``scan_partition`` as a task: screening bounds of scan ``iteration - 1`` are taken from,
     and this scan's are left in, the worker's ``screening_store`` (never in the task graph).
 
     Args:
         part, model, requests, shift_w, shift_b: see ``scan_partition``.
         run: the run's key in the store.
-        index: the partition's index.
+        index: the task's key in the store (the partition's, or its row range's).
         iteration: this scan's number.
+        rows: (lo, hi): scan only these local rows of the partition (None: all).
 
     Returns:
         ScanAnswer (``worker``: the address whose store holds this scan's bounds, or None).
     """
     from randsvm_dist.exact import screening_store
 
-    prev = screening_store.get(run, index, iteration - 1) if shift_w is not None else None
+    if rows is not None:
+        part = row_range(part, *rows)
+
+    screens = model.delta is not None or shift_w is not None
+    prev = screening_store.get(run, index, iteration - 1) if screens else None
+    if prev is not None and prev.shape != (2, part.n_rows, len(requests)):
+        prev = None
     out = scan_partition(part, model, requests, prev, shift_w, shift_b)
     worker = None
     if model.support_vectors is not None and screening_store.put(run, index, iteration,
-                                                                 out.lower):
+                                                                 out.bounds):
         try:
             from distributed import get_worker
 
             worker = get_worker().address
         except (ImportError, ValueError):
             worker = None
-    return ScanAnswer(out.problems, out.n_evaluated, out.seconds, worker)
+    return ScanAnswer(out.problems, out.n_evaluated, out.seconds, worker, out.n_screened,
+                      out.kernel_evals, out.cpu_seconds)

@@ -25,7 +25,13 @@ from randsvm_dist.engine.partitions import (
 )
 from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.sampling import stream_id
-from randsvm_dist.exact.scan import ProblemRequest, ScanAnswer, ScanModel, scan_partition_task
+from randsvm_dist.exact.scan import (
+    ModelDelta,
+    ProblemRequest,
+    ScanAnswer,
+    ScanModel,
+    scan_partition_task,
+)
 from randsvm_dist.exact.solving import (
     Solved,
     plan_cascade,
@@ -36,7 +42,7 @@ from randsvm_dist.exact.solving import (
     total_threads,
 )
 from randsvm_dist.exact.state import ProblemState, RunConfig, SupportModel, WorkingSet
-from randsvm_dist.kernels import decision_values
+from randsvm_dist.kernels import decision_values, kernel_matrix, single_threaded_blas
 
 # LIBSVM's tol is never tightened below this (its -e; 1e-3 is its default).
 MIN_TOL = 1e-7
@@ -251,8 +257,11 @@ class ScanResult:
 
     per_part: list           # per partition: list of ProblemScan (None for finished ones)
     workers: list            # per partition: the worker holding its screening bounds, or None
-    n_evaluated: int         # rows whose decision values were computed
+    n_evaluated: int         # rows whose decision values were computed in full
     compute_seconds: float   # summed over the scan tasks
+    n_screened: int = 0      # rows of an active problem screened out (not evaluated in full)
+    kernel_evals: int = 0    # kernel evaluations: the tasks' and the model delta's
+    cpu_seconds: float = 0.0  # summed CPU time of the scan tasks' threads
 
 
 _NO_MODEL = ScanModel(None, None, np.zeros((0, 0)), np.zeros(0))
@@ -266,18 +275,144 @@ def run_scan(client, parts: PartitionSet, model: ScanModel | None,
     ``run``/``iteration`` key the screening bounds in the workers' ``screening_store``;
     ``placement`` (the previous scan's ``workers``) sends each partition's scan to the worker
     holding its bounds, when that worker is still there (any other may run it, evaluating
-    every row).
+    every row). The model is shipped once (a future every task shares).
+
+    Returns:
+        ScanResult.
     """
     model_future = put(client, model) if model else _NO_MODEL
+    tasks = scan_tasks(parts, total_threads(client))
+    if placement is not None and len(placement) != len(tasks):
+        placement = None
+    if placement is None and any(rows is not None for _, rows in tasks):
+        # ranges of one partition would all run where it lives: deal them out
+        workers = sorted(client.scheduler_info().get("workers", {}))
+        placement = [workers[k % len(workers)] if rows is not None and workers else None
+                     for k, (_, rows) in enumerate(tasks)]
     futures = []
-    for i in range(parts.n_partitions):
-        where = placement[i] if placement is not None else None
+    for k, (i, rows) in enumerate(tasks):
+        where = placement[k] if placement is not None else None
         futures.append(client.submit(
             scan_partition_task, parts.partition(client, i, where), model_future, requests,
-            run, i, iteration, shift_w, shift_b, pure=False, retries=2, **placed(where)))
-    answers: list[ScanAnswer] = gather(client, futures, "the violator scan", parts.names())
+            run, k, iteration, shift_w, shift_b, rows, pure=False, retries=2,
+            **placed(where)))
+    names = [f"partition {i}" + (f" rows {rows[0]}-{rows[1]}" if rows else "")
+             for i, rows in tasks]
+    answers: list[ScanAnswer] = gather(client, futures, "the violator scan", names)
+    delta_evals = model.delta.kernel_evals if model and model.delta is not None else 0
     return ScanResult([a.problems for a in answers], [a.worker for a in answers],
-                      sum(a.n_evaluated for a in answers), sum(a.seconds for a in answers))
+                      sum(a.n_evaluated for a in answers), sum(a.seconds for a in answers),
+                      sum(a.n_screened for a in answers),
+                      delta_evals + sum(a.kernel_evals for a in answers),
+                      sum(a.cpu_seconds for a in answers))
+
+
+# Scan tasks per worker thread: fewer partitions than this are scanned in row ranges, so
+# every core scans (one 1e5-row partition on 2 workers used one core) and the last task
+# is short; ranges have at least SCAN_MIN_ROWS rows.
+SCAN_TASKS_PER_THREAD = 2
+SCAN_MIN_ROWS = 10_000
+
+
+def scan_tasks(parts: PartitionSet, threads: int) -> list[tuple[int, tuple | None]]:
+    """The scan's tasks: (partition, (lo, hi) local rows or None for all of it).
+
+    Partitions are split only when they are held in worker memory (a split partition read
+    from files would be read once per range)."""
+    n_parts = parts.n_partitions
+    want = SCAN_TASKS_PER_THREAD * threads
+    if parts.futures is None or n_parts >= want:
+        return [(i, None) for i in range(n_parts)]
+    split = -(-want // n_parts)
+    tasks: list[tuple[int, tuple | None]] = []
+    for i, size in enumerate(parts.sizes):
+        k = int(max(1, min(split, size // SCAN_MIN_ROWS)))
+        cuts = np.linspace(0, int(size), k + 1).astype(np.int64)
+        tasks += [(i, (int(a), int(b)) if k > 1 else None)
+                  for a, b in zip(cuts[:-1], cuts[1:])]
+    return tasks
+
+
+# The changed coefficients computed per row are at most DELTA_MAX_ROWS, and at most
+# DELTA_SV_SHARE of the support vectors (beyond that a full evaluation costs little more).
+DELTA_MAX_ROWS = 2048
+DELTA_SV_SHARE = 0.25
+DELTA_FIRST_SIZE = 8
+# Absolute error of a float32 kernel value (float32 distances, the fused exp): pads
+# r'Kr by KERNEL_VALUE_ERROR (sum |r|)^2 so the residual norms stay upper bounds.
+KERNEL_VALUE_ERROR = 1e-6
+DELTA_BLOCK_ROWS = 4096
+
+
+def model_delta(prev: list[SupportModel], cur: list[SupportModel], kernel, sparse: bool,
+                n_features: int, max_pairs: float) -> ModelDelta:
+    """How the models moved between two scans, for the next scan's screening.
+
+    dc = coef_cur - coef_prev over the union U of both scans' support vectors of every
+    problem; its rows ordered by the largest |dc| over the problems. For each candidate size
+    t (0, 8, 16, ... up to min(DELTA_MAX_ROWS, DELTA_SV_SHARE |SV|)) the residual norm
+    ||r_t||_K of dc without its first t rows, from K r_t = K dc - K[:, B_t] dc_B_t:
+    |U|^2 + |U| t_max kernel evaluations on the driver.
+
+    Args:
+        prev, cur: per problem, the models of the previous scan and of this one.
+        kernel: resolved Kernel.
+        sparse: the rows are CSR.
+        n_features: feature count.
+        max_pairs: the most kernel evaluations to spend; a larger union gives residuals of
+            inf (no screening).
+
+    Returns:
+        ModelDelta (``scan.ModelDelta``).
+    """
+    P = len(cur)
+    shift_b = np.array([c.intercept - p.intercept for p, c in zip(prev, cur)], np.float64)
+    rows, sv, dc_new = united_support(list(cur), sparse, n_features)
+    union, first = np.unique(np.concatenate([rows] + [p.rows for p in prev]),
+                             return_index=True)
+    XU = vstack_rows([sv] + [p.X for p in prev], sparse)
+    XU = XU[first] if XU is not None else empty_rows(n_features, sparse)
+    dc = np.zeros((len(union), P))
+    dc[np.searchsorted(union, rows)] = dc_new.T
+    for j, p in enumerate(prev):
+        dc[np.searchsorted(union, p.rows), j] -= p.coef
+    n_cur = len(rows)
+    t_max = int(min(DELTA_MAX_ROWS, DELTA_SV_SHARE * n_cur, len(union)))
+    sizes = [0]
+    t = DELTA_FIRST_SIZE
+    while t < t_max:
+        sizes.append(t)
+        t *= 2
+    if t_max > 0 and t_max not in sizes:
+        sizes.append(t_max)
+    sizes = np.asarray(sizes, np.int64)
+    order = np.argsort(-np.abs(dc).max(axis=1), kind="stable")[:sizes[-1]]
+    V, dV = XU[order], dc[order]
+    if len(union) ** 2 + len(union) * len(order) > max_pairs:
+        return ModelDelta(V, dV.astype(np.float32), sizes,
+                          np.full((len(sizes), P), np.inf), shift_b)
+    if not len(union):
+        return ModelDelta(V, dV.astype(np.float32), sizes, np.zeros((len(sizes), P)), shift_b)
+    Kdc = decision_values(XU, XU, dc, np.zeros(P), kernel).reshape(len(union), P)
+    q = np.empty((len(sizes), P))
+    abs_r = np.empty((len(sizes), P))
+    for i, t in enumerate(sizes):
+        r = dc.copy()
+        r[order[:t]] = 0.0
+        abs_r[i] = np.abs(r).sum(axis=0)
+        q[i] = (r * Kdc).sum(axis=0)         # r' K dc, corrected below to r' K r
+    # r_t' K r_t = r_t' K dc - r_t' K[:, B_t] dc_B_t, K[:, B_t] in blocks of rows of U
+    for a in range(0, len(union), DELTA_BLOCK_ROWS):
+        with single_threaded_blas():
+            KB = kernel_matrix(XU[a:a + DELTA_BLOCK_ROWS], V, kernel).astype(np.float64)
+        for i, t in enumerate(sizes[1:], start=1):
+            r = dc[a:a + DELTA_BLOCK_ROWS].copy()
+            r[order[:t][(order[:t] >= a) & (order[:t] < a + DELTA_BLOCK_ROWS)] - a] = 0.0
+            q[i] -= (r * (KB[:, :t] @ dV[:t])).sum(axis=0)
+    residual = (np.sqrt(np.maximum(q, 0.0) + KERNEL_VALUE_ERROR * abs_r ** 2) * (1 + 1e-3)
+                + 1e-4)
+    return ModelDelta(V, dV.astype(np.float32), sizes, residual, shift_b,
+                      kernel_evals=len(union) ** 2 + len(union) * len(order))
 
 
 def model_shift(prev: SupportModel, cur: SupportModel, kernel, sparse: bool,

@@ -174,6 +174,7 @@ class RandSVMBase(BaseEstimator):
             self._validate_params()
         except InvalidParameterError as e:
             raise ParameterError(str(e)) from None
+        check_backend(self.solver)  # 'onedal' without scikit-learn-intelex, before any data
 
     # -- what the subclasses say -------------------------------------------------------------
     def _problems(self, client, parts, classes, solver: SolverParams) -> list[ProblemState]:
@@ -250,7 +251,6 @@ class RandSVMBase(BaseEstimator):
         k = k_paper if self.k == "auto" else self.k
         r = (auto_sample_size(n, k_paper) if self.sample_size == "auto"
              else int(self.sample_size))
-        check_backend(self.solver)  # 'onedal' without scikit-learn-intelex: ParameterError
         solver = SolverParams(float(getattr(self, "C", 1.0)), kernel, tol=float(self.tol),
                               cache_size=float(self.cache_size), backend=self.solver)
         problems = self._problems(client, parts, classes, solver)

@@ -53,14 +53,12 @@ FILL_BAND = 0.5
 # A solve starts from the previous alphas (solvers.warm_smo) when at most this share of the
 # working set is fresh rows: then most of the optimum is already there, and LIBSVM, which
 # cannot take a starting point, would spend its time finding it again. The gradient needs
-# the working set in memory once more, so it is used up to WARM_MAX_BYTES of features ...
+# the working set in memory once more (dense float64), so it is used up to WARM_MAX_BYTES
+# of features. With LIBSVM's shrinking and an LRU cache in the warm solver it wins more the
+# larger the working set (under load, 20% fresh rows: 2-2.6x at 10-20k rows, 3-8x at 40k,
+# 13.7x at 100k ringnorm rows; benchmarks/bench_warm_solver.py), so there is no row cap.
 WARM_MAX_FRESH_SHARE = 0.25
 WARM_MAX_BYTES = 2 << 30
-# ... and at most WARM_MAX_ROWS rows: the warm solver has no shrinking and caches few kernel
-# rows of a large working set, so it loses to LIBSVM's cold solve there (measured: 40k
-# ringnorm rows 97 s warm vs 138 s cold; the same 111k-row working set of 1e7 checkerboard
-# rows over 780 s warm, stopped, vs 247 s cold).
-WARM_MAX_ROWS = 50_000
 # The support set has settled when a solve finds at most SV_GROWTH x the previous
 # solve's support vectors; draws are then lean (see draw_size).
 SV_GROWTH = 1.1
@@ -140,7 +138,7 @@ def warm_start(p: ProblemState) -> np.ndarray | None:
     n = len(ws.rows)
     nbytes = ws.X.data.nbytes if sp.issparse(ws.X) else getattr(ws.X, "nbytes", 0)
     if (p.kind.svm_type != 0 or not p.model.n_support or len(ws.alpha0) != n
-            or ws.n_fresh > WARM_MAX_FRESH_SHARE * n or n > WARM_MAX_ROWS
+            or ws.n_fresh > WARM_MAX_FRESH_SHARE * n
             or nbytes > WARM_MAX_BYTES):
         return None
     return ws.alpha0

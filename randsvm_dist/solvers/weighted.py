@@ -12,7 +12,8 @@ Why scikit-learn and not the project's warm-start SMO (``warm_smo``, which takes
 bounds for C-SVC too): measured once on this shared 2-core machine (2026-11-25; rough
 ratios, not a benchmark), cold solves at tol 1e-3, weights uniform in [0.5, 2]:
 checkerboard 4,000 rows (C=100, gamma=1, ~420 SVs): libsvm-official unweighted 0.05 s,
-scikit-learn weighted 0.05 s, warm_smo weighted 0.16 s (~3x slower: no shrinking);
+scikit-learn weighted 0.05 s, warm_smo weighted 0.16 s (~3x slower; measured before
+warm_smo had shrinking);
 3,000 x 10 Gaussian rows (C=1, gamma=0.1, ~1,850 SVs): all three ~0.13 s. So the
 weighted solve costs what the unweighted LIBSVM solve costs, warm_smo only pays off
 from a warm start (``solve_weighted_warm`` keeps that for C-SVC re-solves), and

@@ -101,3 +101,15 @@ def test_a_chunk_lost_with_its_worker_is_scattered_again_and_the_model_is_unchan
             np.testing.assert_array_equal(est.intercept_, ref.intercept_)
     finally:
         procs.close()
+
+
+def test_a_partition_task_fetches_its_chunk_from_another_worker(dask_client):
+    from randsvm_dist.engine.inputs import ChunkStore, fetch_chunk
+
+    X = np.arange(12, dtype=np.float32).reshape(4, 3)
+    store = ChunkStore(dask_client, [(X, np.zeros(4), None)])
+    holder = store.holder(0)
+    other = next(w for w in dask_client.scheduler_info()["workers"] if w != holder)
+    got = dask_client.submit(fetch_chunk, store.keys[0], workers=[other],
+                             pure=False).result()
+    np.testing.assert_array_equal(got[0], X)

@@ -63,7 +63,7 @@ def test_sparse_and_dense_layouts_give_the_same_model(dask_client):
 
 @pytest.mark.heavy
 def test_a_chunk_lost_with_its_worker_is_scattered_again_and_the_model_is_unchanged(
-        tmp_path):
+        tmp_path, caplog):
     """SIGKILL the worker running a violator scan of an array fit: the chunks it held are
     scattered again from the driver, the partitions rebuilt, and the model is the undisturbed
     run's, bit for bit."""
@@ -92,8 +92,10 @@ def test_a_chunk_lost_with_its_worker_is_scattered_again_and_the_model_is_unchan
             while not (hit := running()):
                 assert run.is_alive() and time.monotonic() < deadline, "no scan was seen"
                 time.sleep(0.005)
-            os.kill(client.run(os.getpid)[next(iter(hit))], signal.SIGKILL)
-            run.join(900)
+            with caplog.at_level(logging.WARNING, logger="randsvm_dist"):
+                os.kill(client.run(os.getpid)[next(iter(hit))], signal.SIGKILL)
+                run.join(900)
+            assert any("sending them again" in r.getMessage() for r in caplog.records)
             assert not run.is_alive() and "est" in out
             est = out["est"]
             np.testing.assert_array_equal(est.support_, ref.support_)

@@ -20,6 +20,16 @@ from randsvm_dist.engine.inputs import load_partitions
 from randsvm_dist.engine.partitions import fetch_rows, preferred_layout
 
 
+def _largest_task_spec(prefixes: tuple, dask_scheduler=None) -> int:
+    """Pickled size of the largest task spec among keys with these prefixes (on the
+    scheduler)."""
+    import pickle
+
+    sizes = [len(pickle.dumps(ts.run_spec)) for key, ts in dask_scheduler.tasks.items()
+             if str(key).startswith(prefixes) and ts.run_spec is not None]
+    return max(sizes, default=0)
+
+
 def test_arrays_never_travel_in_task_graphs(dask_client, caplog):
     rng = np.random.default_rng(0)
     X = rng.random((40_000, 100), dtype=np.float32)  # 16 MB: Dask warns above 10 MB
@@ -30,6 +40,8 @@ def test_arrays_never_travel_in_task_graphs(dask_client, caplog):
         rows, Xr, yr, _ = fetch_rows(dask_client, parts, np.array([0, 12_345, 39_999]))
     messages = [str(w.message) for w in caught] + [r.getMessage() for r in caplog.records]
     assert not [m for m in messages if "Large object" in m], messages
+    graph = dask_client.run_on_scheduler(_largest_task_spec, ("loaded_chunk", "finish"))
+    assert 0 < graph < 100_000  # the tasks name their chunk; the 16 MB stay out of the graph
     np.testing.assert_array_equal(Xr, X[rows])
     np.testing.assert_array_equal(yr, y[rows])
 

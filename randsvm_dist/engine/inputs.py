@@ -2,14 +2,23 @@
 
 Accepted: a ``Dataset``, a path/URL of a Parquet data set, arrays ``X, y``, or Dask
 collections (dask arrays, dask DataFrames and Series, as in dask-ml). In-memory arrays are
-cut into chunks that travel inside their loading tasks, so a dead worker's partitions are
-rebuilt from the tasks themselves. Dask collections are never gathered on the client: each
-Dask partition (row block) becomes one partition on the workers, checked there.
+cut into chunks scattered to the workers once (``ChunkStore``): a partition's task names its
+chunk by key, so no array travels in a task graph, and a chunk lost with its worker is
+scattered again from the caller's arrays, after which Dask rebuilds the partition from its
+task as usual. Dask collections are never gathered on the client: each Dask partition (row
+block) becomes one partition on the workers, checked there. Every source goes through the
+same two build steps (``partitions.load_rows`` and ``partitions.finish``: duplicates
+collapsed, layout by density, rows numbered).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import time
+import uuid
+import weakref
+from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -17,12 +26,20 @@ import scipy.sparse as sp
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.partitions import (
     LabelCoding,
+    Loaded,
     Partition,
     PartitionSet,
+    collapse_pays,
+    finish,
+    load_rows,
+    loaded_dataset_partition,
     make_array_partition,
+    placed,
+    preferred_layout,
     real_targets,
+    survey,
 )
-from randsvm_dist.exceptions import ParameterError, SchemaError
+from randsvm_dist.exceptions import ClusterError, ParameterError, SchemaError
 from randsvm_dist.kernels import moments_variance, value_moments
 from randsvm_dist.validation import check_classes, check_features, check_labels
 
@@ -47,9 +64,22 @@ def open_dataset(data, **kwargs):
     return data if isinstance(data, Dataset) else None
 
 
+log = logging.getLogger("randsvm_dist")
+
+
 def partition_moments(part: Partition) -> tuple[int, float, float]:
-    """``kernels.value_moments`` of a partition's rows (runs on a worker)."""
-    return value_moments(part.X)
+    """``kernels.value_moments`` of a partition's rows, each counted as often as it occurs
+    in the user's data (collapsed duplicates; runs on a worker)."""
+    if part.count is None:
+        return value_moments(part.X)
+    X, c = part.X, part.count.astype(np.float64)
+    if sp.issparse(X):
+        sums = np.asarray(X.sum(axis=1), np.float64).ravel()
+        sq = np.asarray(X.multiply(X).sum(axis=1), np.float64).ravel()
+    else:
+        X64 = np.asarray(X, np.float64)
+        sums, sq = X64.sum(axis=1), np.einsum("ij,ij->i", X64, X64)
+    return int(c.sum()) * X.shape[1], float(c @ sums), float(c @ sq)
 
 
 def feature_variance(client, parts: PartitionSet) -> float:
@@ -98,8 +128,12 @@ def label_coding(task: str, labels, where: str) -> LabelCoding:
     return LabelCoding(None, use_labels=task == "regression")
 
 
+LAYOUTS = ("auto", "keep", "dense", "csr")
+
+
 def load_partitions(client, data, y=None, n_partitions: int | None = None,
-                    cache="auto", *, task: str = "classification", sample_weight=None):
+                    cache="auto", *, task: str = "classification", sample_weight=None,
+                    collapse: bool = False, layout: str = "keep"):
     """Place the data on the workers.
 
     Args:
@@ -112,13 +146,23 @@ def load_partitions(client, data, y=None, n_partitions: int | None = None,
             Array input is always kept.
         task: 'classification', 'regression' or 'one_class' (how labels are coded).
         sample_weight: per-row weights for array input (None: all 1).
+        collapse: collapse identical rows (same features and label; one-class: same
+            features) into one weighted row, per partition, when ``partitions.collapse_pays``
+            (kept partitions only: a Dataset re-read every pass is left as it is). Off where
+            rows must stay one to one with the user's (folds, a seed's row indices).
+        layout: 'keep' (the input's), 'dense', 'csr', or 'auto' (``preferred_layout`` by
+            the data's density; kept partitions only).
 
     Returns:
-        (PartitionSet, classes ndarray or None when the task has no classes).
+        (PartitionSet, classes ndarray or None when the task has no classes). Its
+        ``n_collapsed`` counts the rows removed by collapsing.
 
     Raises:
         SchemaError: y missing/extra, one class, bad X, bad targets or weights.
+        ParameterError: an unknown layout.
     """
+    if layout not in LAYOUTS:
+        raise ParameterError(f"layout must be one of {LAYOUTS}; got {layout!r}")
     ds = open_dataset(data)
     if ds is not None:
         if y is not None:
@@ -133,13 +177,16 @@ def load_partitions(client, data, y=None, n_partitions: int | None = None,
         parts = PartitionSet(None, offsets, sizes, ds.n_features, ds.is_sparse, ds, coding,
                              weighted=ds.weight_column is not None)
         if cache is True or (cache == "auto" and fits_in_memory(client, ds)):
-            parts.futures = parts.all(client)
+            loaded = [client.submit(loaded_dataset_partition, ds, i, int(offsets[i]), coding,
+                                    collapse, pure=False, retries=2)
+                      for i in range(len(sizes))]
+            parts = built(client, parts, loaded, collapse, layout)
         return parts, coding.classes
     if y is None and task != "one_class":
         raise SchemaError("this estimator requires y to be passed, but the target y is None "
                           "(y is required when fitting on arrays)")
     if is_dask_collection(data) or is_dask_collection(y):
-        return _dask_partitions(client, data, y, task)
+        return _dask_partitions(client, data, y, task, collapse, layout)
     X = check_features(data, min_rows=1)
     y = np.zeros(X.shape[0]) if y is None else check_labels(y, X.shape[0])
     if task == "regression":
@@ -151,16 +198,203 @@ def load_partitions(client, data, y=None, n_partitions: int | None = None,
     workers = max(1, len(client.scheduler_info().get("workers", {})))
     n_chunks = max(1, min(n_partitions or 2 * workers, X.shape[0]))
     bounds = np.linspace(0, X.shape[0], n_chunks + 1).astype(np.int64)
-    futures, offsets, sizes = [], [], []
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        futures.append(client.submit(make_array_partition, X[a:b], y[a:b], int(a), coding,
-                                     None if weight is None else weight[a:b],
-                                     pure=False, retries=2))
-        offsets.append(a)
-        sizes.append(b - a)
-    parts = PartitionSet(futures, np.asarray(offsets), np.asarray(sizes), X.shape[1],
-                         sp.issparse(X), coding=coding, weighted=weight is not None)
-    return parts, coding.classes
+    store = ChunkStore(client, [(X[a:b], y[a:b], None if weight is None else weight[a:b])
+                                for a, b in zip(bounds[:-1], bounds[1:])])
+    loaded = [client.submit(loaded_chunk, key, int(a), coding, collapse, pure=False,
+                            retries=2, **placed(store.holder(i)))
+              for i, (key, a) in enumerate(zip(store.keys, bounds[:-1]))]
+    parts = PartitionSet(None, bounds[:-1].copy(), np.diff(bounds), X.shape[1],
+                         sp.issparse(X), coding=coding, weighted=weight is not None,
+                         source=store)
+    return built(client, parts, loaded, collapse, layout), coding.classes
+
+
+def built(client, parts: PartitionSet, loaded: list, collapse: bool, layout: str
+          ) -> PartitionSet:
+    """``parts`` with its partitions finished from ``loaded`` (futures of
+    ``partitions.Loaded``): one small gather of their sizes decides, for the whole data
+    set, whether duplicates collapse (``collapse_pays``) and the layout, then every
+    partition is finished on its worker (``partitions.finish``).
+
+    Returns:
+        a PartitionSet with the partitions' futures, their (collapsed) offsets and sizes,
+        ``n_collapsed`` and ``is_sparse`` set.
+    """
+    stats = np.array(gather(client, [client.submit(survey, f, pure=False, retries=2)
+                                     for f in loaded], "the partitions' sizes",
+                            parts.names()), dtype=np.int64).reshape(-1, 4)
+    n, n_unique = int(stats[:, 0].sum()), int(stats[:, 1].sum())
+    do_collapse = collapse and collapse_pays(n, n_unique, parts.weighted)
+    sizes = stats[:, 1] if do_collapse else stats[:, 0]
+    nnz = int(stats[:, 3].sum() if do_collapse else stats[:, 2].sum())
+    if layout == "auto":
+        layout = preferred_layout(nnz, int(sizes.sum()), parts.n_features)
+    is_sparse = parts.is_sparse if layout == "keep" else layout == "csr"
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    futures = [client.submit(finish, f, int(o), do_collapse, layout, pure=False, retries=2)
+               for f, o in zip(loaded, offsets)]
+    if do_collapse:
+        log.info("duplicates collapsed: %d of %d rows (%.1f%%) are copies of others; "
+                 "solving %d weighted rows", n - n_unique, n, 100.0 * (n - n_unique) / n,
+                 n_unique)
+    return replace(parts, futures=futures, offsets=offsets, sizes=sizes.astype(np.int64),
+                   is_sparse=is_sparse, weighted=parts.weighted or do_collapse,
+                   n_collapsed=n - n_unique if do_collapse else 0)
+
+
+# -- array chunks scattered once ---------------------------------------------------------------
+# How long a partition's task waits for a lost chunk to be scattered again by the driver.
+CHUNK_WAIT = 600.0
+
+
+def loaded_chunk(key: str, offset: int, coding: LabelCoding, find_duplicates: bool
+                 ) -> Loaded:
+    """``partitions.load_rows`` of a scattered chunk (runs on a worker)."""
+    X, y, w = fetch_chunk(key)
+    return load_rows(make_array_partition(X, y, offset, coding, w), find_duplicates)
+
+
+def fetch_chunk(key: str, wait: float = CHUNK_WAIT):
+    """The value of a chunk ``ChunkStore`` scattered, from this worker's memory or a peer's
+    (runs on a worker). A chunk lost with its worker is waited for: the driver scatters it
+    again as soon as the scheduler reports the loss.
+
+    Raises:
+        ClusterError: the chunk did not come back within ``wait`` seconds (the driver is
+            gone).
+    """
+    from distributed import get_worker
+    from distributed.utils import sync
+    from distributed.utils_comm import gather_from_workers
+
+    worker = get_worker()
+    deadline = time.monotonic() + wait
+    while True:
+        if key in worker.data:
+            return worker.data[key]
+        who = sync(worker.loop, worker.scheduler.who_has, keys=[key]).get(key)
+        if who:
+            got, *_ = sync(worker.loop, gather_from_workers, {key: who}, rpc=worker.rpc,
+                           who=worker.address)
+            if key in got:
+                return got[key]
+        if time.monotonic() > deadline:
+            raise ClusterError(f"array chunk {key} was lost with its worker and the driver "
+                               f"did not send it again within {wait:.0f} s")
+        time.sleep(0.2)
+
+
+class ChunkStore:
+    """Array chunks placed on the workers once (``client.scatter``, directly to the workers
+    when the client can reach them), each under a fixed key that loading tasks name.
+
+    The store keeps the caller's chunks (views of the arrays passed to ``fit``) and listens
+    to the scheduler's remove-worker events: a chunk whose every copy was lost is scattered
+    again under the same key, so the tasks that rebuild the lost partitions find it. The
+    chunks leave the workers when the store is dropped (with its PartitionSet).
+    """
+
+    def __init__(self, client, chunks: list[tuple]):
+        """Scatter ``chunks`` (tuples (X, y, weight)).
+
+        Raises:
+            ClusterError: no worker to scatter to.
+        """
+        self.client = client
+        self.chunks = chunks
+        tag = uuid.uuid4().hex[:12]
+        self.keys = [f"randsvm-chunk-{tag}-{i}" for i in range(len(chunks))]
+        self.futures: dict = {}
+        self._holders: dict = {}
+        self._scatter(dict(zip(self.keys, chunks)))
+        try:
+            self._holders = {k: list(v) for k, v in
+                             client.who_has(list(self.futures.values())).items()}
+        except Exception as exc:  # placement is a hint only
+            log.debug("who_has of scattered chunks failed: %s", exc)
+        _listen(client, self)
+
+    def _direct(self) -> bool:
+        return self.client.direct_to_workers is not False
+
+    def _scatter(self, data: dict) -> None:
+        try:
+            got = self.client.scatter(data, hash=False, direct=self._direct())
+        except (OSError, TimeoutError) as exc:  # workers not reachable: via the scheduler
+            log.debug("direct scatter failed (%s); scattering through the scheduler", exc)
+            got = self.client.scatter(data, hash=False, direct=False)
+        self.futures.update(got)
+
+    def holder(self, i: int) -> str | None:
+        """A worker holding chunk i (where its partition is best built), or None."""
+        who = self._holders.get(self.keys[i])
+        return who[0] if who else None
+
+    async def rescatter(self, lost: set) -> None:
+        """Scatter again the chunks among the ``lost`` keys (from the scheduler's event;
+        runs in the client's event loop)."""
+        mine = {k: c for k, c in zip(self.keys, self.chunks) if k in lost}
+        if not mine:
+            return
+        log.warning("a worker died with %d array chunk(s) of this fit; sending them again",
+                    len(mine))
+        for attempt in range(5):
+            try:
+                self.futures.update(await self.client.scatter(mine, hash=False))
+                return
+            except Exception as exc:  # e.g. the target died too: the next event retries
+                log.debug("re-scatter attempt %d failed: %s", attempt, exc)
+                await _sleep(1.0)
+
+
+async def _sleep(seconds: float) -> None:
+    import asyncio
+
+    await asyncio.sleep(seconds)
+
+
+_STORES: dict = {}   # client id -> WeakSet of its live ChunkStores
+_PREVIOUS: dict = {}  # client id -> the "all" topic handler there was before ours
+
+
+def _listen(client, store: ChunkStore) -> None:
+    """Route the scheduler's remove-worker events of ``client`` to ``store`` (one
+    subscription per client, dropped when its last store goes)."""
+    cid = client.id
+    if cid not in _STORES:
+        _STORES[cid] = weakref.WeakSet()
+        _PREVIOUS[cid] = getattr(client, "_event_handlers", {}).get("all")
+
+        async def on_event(event) -> None:
+            previous = _PREVIOUS.get(cid)
+            if previous is not None:
+                out = previous(event)
+                if hasattr(out, "__await__"):
+                    await out
+            _, msg = event
+            if not (isinstance(msg, dict) and msg.get("action") == "remove-worker"):
+                return
+            lost = {str(k) for k in msg.get("lost-scattered-tasks", ())}
+            for s in list(_STORES.get(cid, ())):
+                await s.rescatter(lost)
+
+        client.subscribe_topic("all", on_event)
+    _STORES[cid].add(store)
+    weakref.finalize(store, _unlisten, client, cid)
+
+
+def _unlisten(client, cid: str) -> None:
+    stores = _STORES.get(cid)
+    if stores is None or len(stores):
+        return
+    del _STORES[cid]
+    previous = _PREVIOUS.pop(cid, None)
+    try:
+        client.unsubscribe_topic("all")
+        if previous is not None:
+            client.subscribe_topic("all", previous)
+    except Exception as exc:  # the client is closing
+        log.debug("could not unsubscribe from scheduler events: %s", exc)
 
 
 def check_sample_weight(sample_weight, n_rows: int) -> np.ndarray:
@@ -246,7 +480,13 @@ def make_checked_partition(X, y, offset: int, coding: LabelCoding) -> Partition:
     return make_array_partition(X, y, offset, coding)
 
 
-def _dask_partitions(client, data, y, task: str):
+def loaded_block(X, y, offset: int, coding: LabelCoding, find_duplicates: bool) -> Loaded:
+    """``partitions.load_rows`` of one checked Dask block (runs on a worker)."""
+    return load_rows(make_checked_partition(X, y, offset, coding), find_duplicates)
+
+
+def _dask_partitions(client, data, y, task: str, collapse: bool = False,
+                     layout: str = "keep"):
     import dask.array as da
 
     X, y = aligned_blocks(as_dask_array(data, "X"),
@@ -258,16 +498,18 @@ def _dask_partitions(client, data, y, task: str):
     xb = client.compute(list(X.to_delayed().ravel()))
     yb = (client.compute(list(y.to_delayed().ravel())) if y is not None
           else [None] * len(xb))
-    futures = [client.submit(make_checked_partition, a, b, int(o), coding, pure=False,
-                             retries=2) for a, b, o, n in zip(xb, yb, offsets, sizes) if n]
+    loaded = [client.submit(loaded_block, a, b, int(o), coding, collapse, pure=False,
+                            retries=2) for a, b, o, n in zip(xb, yb, offsets, sizes) if n]
     keep = sizes > 0
-    parts = PartitionSet(futures, offsets[keep], sizes[keep], int(X.shape[1]),
+    parts = PartitionSet(None, offsets[keep], sizes[keep], int(X.shape[1]),
                          sp.issparse(X._meta), coding=coding)
-    return parts, coding.classes
+    return built(client, parts, loaded, collapse, layout), coding.classes
 
 
 def _partition_class_counts(part: Partition, n_classes: int) -> np.ndarray:
-    return np.bincount(part.y, minlength=n_classes)
+    if part.count is None:
+        return np.bincount(part.y, minlength=n_classes)
+    return np.bincount(part.y, weights=part.count, minlength=n_classes).astype(np.int64)
 
 
 def class_counts(client, parts: PartitionSet, n_classes: int) -> np.ndarray:

@@ -22,6 +22,7 @@ from sklearn.utils._param_validation import Interval, InvalidParameterError, Str
 
 from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.inputs import apply_to_dask, is_dask_collection
+from randsvm_dist.engine.partitions import original_rows
 from randsvm_dist.exact.bounds import support_bound
 from randsvm_dist.exact.driver import auto_sample_size, run_randsvm
 from randsvm_dist.exact.state import ProblemState, RunConfig
@@ -211,7 +212,8 @@ class RandSVMBase(BaseEstimator):
         with dask_client(self.client) as client:
             cache = True if self.scale is not None else self.cache
             parts, classes = load_partitions(client, data, y, self.n_partitions, cache,
-                                             task=self._task, sample_weight=sample_weight)
+                                             task=self._task, sample_weight=sample_weight,
+                                             collapse=self._may_collapse(), layout="auto")
             ds = open_dataset(data) if y is None and sample_weight is None else None
             self._fit_partitions(client, parts, classes, ds, checkpoint, resume)
         self.fit_time_ = time.perf_counter() - t0
@@ -282,6 +284,8 @@ class RandSVMBase(BaseEstimator):
                 if h["iteration"] == 1:
                     h.update(self.seed_info_)
         self._set_model(states, classes, kernel, parts.n_features)
+        if parts.n_collapsed:  # the driver's rows are the collapsed set's: name the user's
+            self.support_ = original_rows(client, parts, self.support_)
         self.history_ = history
         self.n_iter_ = max(h["iteration"] for h in history)
         self.stop_reasons_ = [p.stop_reason for p in states]
@@ -290,6 +294,13 @@ class RandSVMBase(BaseEstimator):
         self.relative_gap_ = float(self.relative_gaps_.max())
         self.certified_ = bool(self.gap_tol > 0 and self.relative_gap_ <= self.gap_tol)
         self.k_, self.sample_size_, self.gamma_ = k, min(r, n), gamma
+
+    def _may_collapse(self) -> bool:
+        """Whether identical rows may become one weighted row (``engine.partitions``):
+        not when a seed names rows by their index (a fitted model's ``support_``) nor
+        when a scaling learns moments that count rows ('standard')."""
+        return not hasattr(self.seed, "support_") and (self.scale is None
+                                                       or self.scale == "minmax")
 
     def _warn_uncertified(self) -> None:
         """ConvergenceWarning when the fit stopped without its certificate."""

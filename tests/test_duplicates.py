@@ -142,3 +142,6 @@ def test_collapse_while_sampling_and_the_default_rule(dask_client):
     _assert_same_function(a, b, Xd, 2e-3)
     default = RandSVMClassifier(**params).fit(Xd, yd)
     np.testing.assert_array_equal(default.support_, b.support_)
+    collapsed = {h["duplicates_collapsed"] for h in default.history_}
+    copies = len(yd) - len(np.unique(np.column_stack([Xd, yd]), axis=0))
+    assert len(collapsed) == 1 and 0 < collapsed.pop() <= copies  # within partitions only

@@ -100,7 +100,8 @@ def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: 
         dual_objective, primal_objective, relative_gap, ws_relative_gap (the working set's
         own share), solve_seconds, scan_seconds, warm_speedup_estimate (a warm solve's
         speed-up over the run's last cold solve scaled by the working sets' sizes squared;
-        None otherwise), rows_evaluated (rows whose decision values
+        None otherwise), duplicates_collapsed (rows of the data set merged into identical
+        rows as multiplicity weights before the run), rows_evaluated (rows whose decision values
         the scan computed in full), rows_screened (rows of the problems screened out
         exactly: bounded clear of every threshold), kernel_evals (rows_evaluated x SVs),
         screening_kernel_evals (what screening cost besides: rows x the changed coefficients
@@ -238,6 +239,7 @@ def _run(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConf
                 "relative_gap": cert.relative_gap, "ws_relative_gap": cert.ws_relative_gap,
                 "solve_seconds": solve_seconds, "scan_seconds": scan_seconds,
                 "warm_speedup_estimate": _warm_speedup(cold, p, solve_seconds),
+                "duplicates_collapsed": parts.n_collapsed,
                 "rows_evaluated": scan.n_evaluated, "rows_screened": scan.n_screened,
                 "kernel_evals": int(kernel_evals),
                 "screening_kernel_evals": int(scan.kernel_evals - kernel_evals),

@@ -58,7 +58,11 @@ def test_w8a_balanced_weights_are_svcs_model_certified(dask_client, w8a):
     for est in (balanced, weighted):
         assert est.certified_ and est.relative_gap_ <= GAP_TOL
         np.testing.assert_allclose(est.decision_function(Xh), f_ref, atol=2e-3)
-        assert abs(int(est.n_support_.sum()) - int(ref.n_support_.sum())) <= 5
+        # identical rows may be collapsed into one weighted row (w8a: ~27% copies): then
+        # SVC's copies of one support vector are one support vector here
+        dense = X[ref.support_].toarray()
+        distinct = len(np.unique(np.column_stack([dense, y[ref.support_]]), axis=0))
+        assert distinct - 5 <= int(est.n_support_.sum()) <= int(ref.n_support_.sum()) + 5
         np.testing.assert_allclose(est.intercept_, ref.intercept_, atol=2e-3)
         # positives carry boxes of C x n / (2 n_pos), far above C: the weights took effect
         assert np.abs(est.dual_coef_).max() > 5 * C

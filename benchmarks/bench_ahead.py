@@ -184,8 +184,9 @@ def _iteration_summary(h: list[dict]) -> list[dict]:
     return [{k: r[k] for k in keys if k in r} for r in h]
 
 
-def engine_randsvm(spec: str, repeats: int) -> dict:
-    """RandSVMClassifier().fit(X, y) on the embedded default cluster, ``repeats`` times."""
+def engine_randsvm(spec: str, repeats: int, solver: str = "libsvm") -> dict:
+    """RandSVMClassifier(solver=solver).fit(X, y) on the embedded default cluster,
+    ``repeats`` times."""
     from randsvm_dist.engine.client import close_embedded, embedded_client
     from randsvm_dist.estimators import RandSVMClassifier
 
@@ -197,7 +198,7 @@ def engine_randsvm(spec: str, repeats: int) -> dict:
     start = time.perf_counter() - t0
     fits = []
     for _ in range(repeats):
-        est = RandSVMClassifier(C=C, gamma=gamma, random_state=0)
+        est = RandSVMClassifier(C=C, gamma=gamma, random_state=0, solver=solver)
         t0 = time.perf_counter()
         est.fit(X, y)
         seconds = time.perf_counter() - t0
@@ -212,14 +213,15 @@ def engine_randsvm(spec: str, repeats: int) -> dict:
             "cluster_start_seconds": start, "fits": fits}
 
 
-def _child(engine: str, spec: str, repeats: int) -> dict:
+def _child(engine: str, spec: str, repeats: int, solver: str = "libsvm") -> dict:
     """Run one engine in a fresh process (stderr -> SCRATCH/ahead-progress.log)."""
     SCRATCH.mkdir(parents=True, exist_ok=True)
     log = SCRATCH / "ahead-progress.log"
     with open(log, "a") as err:
         err.write(f"--- {time.strftime('%F %T')} {engine} {spec}\n")
         err.flush()
-        out = subprocess.run([sys.executable, __file__, "_one", engine, spec, str(repeats)],
+        out = subprocess.run([sys.executable, __file__, "_one", engine, spec, str(repeats),
+                              solver],
                              stdout=subprocess.PIPE, stderr=err, text=True, check=False)
     if out.returncode != 0:
         return {"error": f"{engine} failed (exit {out.returncode}): see {log}"}
@@ -239,11 +241,12 @@ def markdown(path: str) -> str:
     rows = {}
     for line in Path(path).read_text().splitlines():
         r = json.loads(line)
-        rows[r["set"]] = r
+        rows[(r["set"], r.get("solver", "libsvm"))] = r
     out = ["| set | rows | dup. share | LIBSVM s | sklearnex s | RandSVM s (min/med/max) | "
            "vs LIBSVM | vs faster peer | acc LIBSVM / sklearnex / RandSVM | #SV | gap | "
            "load |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for name, r in rows.items():
+    for (name, solver), r in rows.items():
+        name = name if solver == "libsvm" else f"{name} (solver={solver})"
         e = r["engines"]
         lib, intel, ours = e.get("libsvm", {}), e.get("sklearnex", {}), e.get("randsvm", {})
         if "seconds" not in ours:
@@ -271,6 +274,8 @@ def main(argv=None) -> int:
     p.add_argument("--sets", nargs="+", default=["ringnorm:300000"])
     p.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
     p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--solver", default="libsvm", choices=("libsvm", "onedal", "auto"),
+                   help="RandSVM's solver backend (its working-set solves)")
     p.add_argument("--libsvm-reference", type=float, default=None,
                    help="LIBSVM seconds measured alone earlier (instead of running it)")
     p.add_argument("--out", default=None)
@@ -281,7 +286,7 @@ def main(argv=None) -> int:
         return 0
     for spec in args.sets:
         X, y, *_ = load_set(spec)
-        row = {"set": spec, "n": int(len(y)), "d": int(X.shape[1]),
+        row = {"set": spec, "solver": args.solver, "n": int(len(y)), "d": int(X.shape[1]),
                "sparse": hasattr(X, "tocsr"), "duplicate_share": duplicate_share(X, y),
                "engines": {}}
         del X, y
@@ -290,7 +295,7 @@ def main(argv=None) -> int:
                 row["engines"]["libsvm"] = {"seconds": args.libsvm_reference,
                                             "reference": True}
                 continue
-            r = row["engines"][engine] = _child(engine, spec, args.repeats)
+            r = row["engines"][engine] = _child(engine, spec, args.repeats, args.solver)
             print(f"{spec:22s} {engine:10s} " + (
                 f"{r['seconds']:8.1f} s  acc {r['accuracy']:.4f}  #SV {r['n_support']}"
                 + (f"  all {' '.join(f'{s:.1f}' for s in r['seconds_all'])}  gap "
@@ -305,8 +310,8 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "_one":
-        engine, spec, repeats = sys.argv[2], sys.argv[3], int(sys.argv[4])
+        engine, spec, repeats, solver = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
         fn = {"libsvm": engine_libsvm, "sklearnex": engine_sklearnex}.get(engine)
-        print(json.dumps(fn(spec) if fn else engine_randsvm(spec, repeats)))
+        print(json.dumps(fn(spec) if fn else engine_randsvm(spec, repeats, solver)))
     else:
         sys.exit(main())

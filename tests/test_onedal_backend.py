@@ -192,6 +192,7 @@ def test_auto_rule():
     X, y = _gaussian(2000)
     params = SolverParams(C=1.0, kernel=Kernel("rbf", 0.2), backend="auto")
     assert not prefer_onedal(X, params)  # dense, 6 features: LIBSVM was faster
+    assert prefer_onedal(X, params, weighted=True) == onedal_available()  # vs 1-thread SVC
     wide, _ = _gaussian(600, d=60)
     assert prefer_onedal(wide, params) == onedal_available()
     Xs = sp.csr_matrix(X)

@@ -62,7 +62,7 @@ def solve_rows(X, t: np.ndarray, box: np.ndarray | None, params: SolverParams,
     """
     backend = params.backend
     if (backend == "onedal" and onedal_solves(params)) or \
-            (backend == "auto" and prefer_onedal(X, params)):
+            (backend == "auto" and prefer_onedal(X, params, box is not None)):
         sol = solve_onedal(X, t, params, box, n_threads)
         if sol is not None:
             return sol

@@ -48,18 +48,25 @@ per process, and concurrent solves share it). sklearnex's warning about ``n_jobs
 main thread ("'Threading' parallel backend is not supported") is silenced.
 
 The 'auto' rule (``prefer_onedal``): oneDAL for working sets of at least AUTO_MIN_ROWS
-rows that are CSR with at least AUTO_MIN_SPARSE_NNZ non-zeros per row on average, or dense
-with at least AUTO_MIN_DENSE_FEATURES features; LIBSVM otherwise (and always for one-class
-and the sigmoid kernel). Why: LIBSVM evaluates the kernel one pair at a time (O(d) scalar
-work per entry, slower still through its sparse index merge), oneDAL evaluates kernel
-blocks with BLAS but pays ~0.2-0.4 s of fixed cost per solve at a few thousand rows; so
-oneDAL wins where kernel evaluations are expensive and loses on low-dimensional dense
-rows. Measured UNDER LOAD (this 2-core machine shared with three other engineers' jobs,
-load average 5-6, 2026-11-25), one process, the two solvers back to back on the same rows,
-float64 for both, tol 1e-3, one thread each (daal4py.daalinit(1), LIBSVM's OpenMP 1),
-best or median of 2-3; seconds LIBSVM / oneDAL (ratio > 1: oneDAL faster); dual
-objectives agreed to a relative 3e-6 or better in every case (5e-7 or better except on
-checkerboard, C=100):
+rows that carry per-row boxes, or are CSR with at least AUTO_MIN_SPARSE_NNZ non-zeros per
+row on average, or dense with at least AUTO_MIN_DENSE_FEATURES features; LIBSVM otherwise
+(and always for one-class and the sigmoid kernel). Why: LIBSVM evaluates the kernel one
+pair at a time (O(d) scalar work per entry, slower still through its sparse index merge),
+oneDAL evaluates kernel blocks with BLAS but pays ~0.2-0.4 s of fixed cost per solve at a
+few thousand rows; so oneDAL wins where kernel evaluations are expensive and loses on low-
+dimensional dense rows. Measured UNDER LOAD (this 2-core machine shared with three other
+engineers' jobs, load average 5-6, 2026-11-25), one process, the two solvers back to back
+on the same rows, float64 for both, tol 1e-3, one thread each (daal4py.daalinit(1),
+LIBSVM's OpenMP 1), best or median of 2-3; seconds LIBSVM / oneDAL (ratio > 1: oneDAL
+faster); dual objectives agreed to a relative 3e-6 or better in every case (5e-7 or better
+except on checkerboard, C=100):
+
+The threshold of 10 dense features (and the weighted case) come from whole RandSVM fits
+on a QUIET machine (2026-11-25, load < 1.5, 2 workers, ``benchmarks/bench_ahead.py``), which
+overrule the one-thread, under-load table below for d = 20: ringnorm 3e5 (d=20) 21.4 s with
+oneDAL solves vs 30.6 s with LIBSVM's; ijcnn1 (d=22) 5.5 s both; checkerboard 1e6 (d=2)
+44.9 vs 45.9 s; skin_nonskin (d=3, duplicates collapsed into weights) 77.8 vs 348.2 s;
+Fashion-MNIST 0 vs 6 (d=784) 6.6 vs 38.0 s; a9a (CSR) 13.4 vs 27.3 s.
 
     dense, few features (LIBSVM faster)        rows    LIBSVM   oneDAL  ratio
     checkerboard d=2 (C=100, g=1)               1k     0.021    0.040   0.52
@@ -125,7 +132,7 @@ ONEDAL_KERNELS = ("linear", "rbf", "poly")
 ONEDAL_SVM_TYPES = (C_SVC, EPSILON_SVR)
 MAX_ITER = 10_000  # oneDAL outer iterations (sklearnex's own default cap)
 AUTO_MIN_ROWS = 500
-AUTO_MIN_DENSE_FEATURES = 50
+AUTO_MIN_DENSE_FEATURES = 10
 AUTO_MIN_SPARSE_NNZ = 5  # mean non-zeros per row
 
 _ACCELERATED = "running accelerated version"
@@ -169,24 +176,26 @@ def onedal_solves(params: SolverParams) -> bool:
     return params.svm_type in ONEDAL_SVM_TYPES and params.kernel.name in ONEDAL_KERNELS
 
 
-def prefer_onedal(X, params: SolverParams) -> bool:
+def prefer_onedal(X, params: SolverParams, weighted: bool = False) -> bool:
     """The 'auto' rule: should oneDAL solve this working set (module docstring: why)?
 
     Args:
         X: the working set's rows (ndarray or CSR).
         params: the problem.
+        weighted: the rows carry per-row boxes (LIBSVM's alternative is then scikit-learn's
+            single-threaded copy, ``solvers.weighted``).
 
     Returns:
         True when oneDAL is installed, solves this problem (``onedal_solves``), and the
-        working set has at least AUTO_MIN_ROWS rows that are CSR with at least
+        working set has at least AUTO_MIN_ROWS rows that are weighted, or CSR with at least
         AUTO_MIN_SPARSE_NNZ non-zeros per row on average, or dense with at least
         AUTO_MIN_DENSE_FEATURES features.
     """
     n = X.shape[0]
     if n < AUTO_MIN_ROWS or not onedal_solves(params):
         return False
-    heavy = (X.nnz >= AUTO_MIN_SPARSE_NNZ * n if sp.issparse(X)
-             else X.shape[1] >= AUTO_MIN_DENSE_FEATURES)
+    heavy = weighted or (X.nnz >= AUTO_MIN_SPARSE_NNZ * n if sp.issparse(X)
+                         else X.shape[1] >= AUTO_MIN_DENSE_FEATURES)
     return heavy and onedal_available()
 
 

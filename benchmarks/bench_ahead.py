@@ -237,17 +237,25 @@ def best_peer(r: dict) -> tuple[str, float] | None:
 
 
 def markdown(path: str) -> str:
-    """A markdown table of a results file: the last row per set."""
-    rows = {}
+    """A markdown table of a results file: the last row per set and solver; a row run
+    without the peers takes theirs from the set's last row that has them (stated in the
+    load column)."""
+    rows, peers = {}, {}
     for line in Path(path).read_text().splitlines():
         r = json.loads(line)
+        for e in ("libsvm", "sklearnex"):
+            if e in r["engines"]:
+                peers.setdefault(r["set"], {})[e] = (r["engines"][e], r["load_average"])
         rows[(r["set"], r.get("solver", "libsvm"))] = r
     out = ["| set | rows | dup. share | LIBSVM s | sklearnex s | RandSVM s (min/med/max) | "
            "vs LIBSVM | vs faster peer | acc LIBSVM / sklearnex / RandSVM | #SV | gap | "
            "load |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (name, solver), r in rows.items():
         name = name if solver == "libsvm" else f"{name} (solver={solver})"
-        e = r["engines"]
+        e = dict(r["engines"])
+        for peer, (got, _load) in peers.get(r["set"], {}).items():
+            e.setdefault(peer, got)
+        r = {**r, "engines": e}
         lib, intel, ours = e.get("libsvm", {}), e.get("sklearnex", {}), e.get("randsvm", {})
         if "seconds" not in ours:
             continue

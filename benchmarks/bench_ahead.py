@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_randsvm import SCRATCH, SHARED, _cpu_seconds  # noqa: E402
+from bench_randsvm import SCRATCH, SHARED, _cpu_seconds, libsvm_fit_score  # noqa: E402
 
 # name: (C, gamma, loader); synthetic sets take their size after a colon (ringnorm:300000)
 SYNTHETIC = {"checkerboard": (100.0, 1.0), "ringnorm": (1.0, 0.05)}
@@ -143,20 +143,7 @@ def duplicate_share(X, y) -> float:
 # -- engines (each in its own process) -------------------------------------------------------
 def engine_libsvm(spec: str) -> dict:
     """libsvm-official on all training rows, its default OpenMP threads, -m 1000."""
-    import scipy.sparse as sp
-    from libsvm.svmutil import svm_predict, svm_problem, svm_train
-
-    X, y, Xt, yt, C, gamma = load_set(spec)
-    X64 = sp.csr_matrix(X, dtype=np.float64)
-    t0, c0 = time.perf_counter(), _cpu_seconds()
-    model = svm_train(svm_problem(np.asarray(y, float), X64),
-                      f"-s 0 -t 2 -c {C} -g {gamma} -m 1000 -q")
-    seconds, cpu = time.perf_counter() - t0, _cpu_seconds() - c0
-    pred, _, _ = svm_predict(np.asarray(yt, float), sp.csr_matrix(Xt, dtype=np.float64),
-                             model, "-q")
-    return {"seconds": seconds, "cpu_seconds": cpu,
-            "accuracy": float(np.mean(np.asarray(pred) == yt)),
-            "n_support": int(model.get_nr_sv())}
+    return libsvm_fit_score(*load_set(spec))
 
 
 def engine_sklearnex(spec: str) -> dict:

@@ -452,15 +452,20 @@ class PartitionSet:
         return [f"partition {i}" for i in range(self.n_partitions)]
 
 
+def per_owner(client, parts: PartitionSet, rows: np.ndarray, fn, what: str) -> list:
+    """``fn(partition, its rows)`` on the workers for every partition owning some of the
+    sorted global ``rows``, gathered in partition order (``what`` names them in errors)."""
+    owner = np.searchsorted(parts.offsets, rows, side="right") - 1
+    owners = np.unique(owner)
+    futures = [client.submit(fn, parts.partition(client, p), rows[owner == p], pure=False,
+                             retries=2) for p in owners]
+    return gather(client, futures, what, [f"partition {p}" for p in owners])
+
+
 def fetch_rows(client, parts: PartitionSet, rows: np.ndarray):
     """(rows, X, y, weight) at sorted global indices, fetched from the workers."""
     rows = np.unique(np.asarray(rows, np.int64))
-    owner = np.searchsorted(parts.offsets, rows, side="right") - 1
-    owners = np.unique(owner)
-    futures = [client.submit(take_rows, parts.partition(client, p), rows[owner == p],
-                             pure=False, retries=2) for p in owners]
-    got = gather(client, futures, "rows of the next working set",
-                 [f"partition {p}" for p in owners])
+    got = per_owner(client, parts, rows, take_rows, "rows of the next working set")
     X = vstack_rows([g[0] for g in got], parts.is_sparse)
     if X is None:
         X = empty_rows(parts.n_features, parts.is_sparse)
@@ -489,10 +494,5 @@ def original_rows(client, parts: PartitionSet, rows: np.ndarray) -> np.ndarray:
     if not parts.n_collapsed or not len(rows):
         return rows
     uniq, inverse = np.unique(rows, return_inverse=True)
-    owner = np.searchsorted(parts.offsets, uniq, side="right") - 1
-    owners = np.unique(owner)
-    futures = [client.submit(_original_of, parts.partition(client, p), uniq[owner == p],
-                             pure=False, retries=2) for p in owners]
-    got = gather(client, futures, "the original row indices",
-                 [f"partition {p}" for p in owners])
+    got = per_owner(client, parts, uniq, _original_of, "the original row indices")
     return np.concatenate(got)[inverse]

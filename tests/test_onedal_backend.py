@@ -239,7 +239,8 @@ def test_classifier_with_onedal_matches_libsvm(dask_client):
     from randsvm_dist import RandSVMClassifier
 
     X, y = _gaussian(1500)
-    common = dict(C=2.0, gamma=0.2, sample_size=400, random_state=0, client=dask_client)
+    common = dict(C=2.0, gamma=0.2, sample_size=400, random_state=0, client=dask_client,
+                  route="sample")  # oneDAL in the working-set solves
     ref = RandSVMClassifier(solver="libsvm", **common).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
@@ -248,6 +249,33 @@ def test_classifier_with_onedal_matches_libsvm(dask_client):
     assert fit.get_params()["solver"] == "onedal"
     np.testing.assert_array_equal(fit.predict(X), ref.predict(X))
     np.testing.assert_allclose(fit.decision_function(X), ref.decision_function(X), atol=2e-2)
+
+
+@needs_onedal
+def test_auto_route_solves_small_data_once_with_onedal(dask_client):
+    """With oneDAL solving all rows, small data takes one direct solve (measured faster
+    than sampling), says why, and is LIBSVM's optimum; LIBSVM's solver keeps sampling."""
+    from randsvm_dist import RandSVMClassifier
+
+    X, y = _gaussian(1500, d=12)
+    common = dict(C=2.0, gamma=0.1, sample_size=200, random_state=0, client=dask_client)
+    fast = RandSVMClassifier(solver="auto", **common).fit(X, y)
+    ref = RandSVMClassifier(solver="libsvm", **common).fit(X, y)
+    assert fast.history_[0]["route"] == "direct"
+    assert "one oneDAL solve of all rows" in fast.history_[0]["route_reason"]
+    assert "oneDAL" not in ref.history_[0]["route_reason"]
+    assert fast.certified_ and ref.certified_
+    np.testing.assert_allclose(fast.decision_function(X), ref.decision_function(X), atol=2e-2)
+
+
+def test_choose_route_with_onedal():
+    from randsvm_dist.exact.driver import ONEDAL_DIRECT_MAX_ROWS, choose_route
+    from randsvm_dist.exact.state import RunConfig
+
+    cfg = RunConfig(k=None, sample_size=1000)
+    assert choose_route(cfg, 50_000, 1000, onedal=True)[0] == "direct"
+    assert choose_route(cfg, 50_000, 1000, onedal=False)[0] == "sample"
+    assert choose_route(cfg, ONEDAL_DIRECT_MAX_ROWS + 1, 1000, onedal=True)[0] == "sample"
 
 
 @needs_onedal

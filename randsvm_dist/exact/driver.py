@@ -52,6 +52,11 @@ from randsvm_dist.exact.steps import (
 )
 from randsvm_dist.exact.steps import certify as certificate_of
 from randsvm_dist.exact.steps import decide as decided
+from randsvm_dist.solvers.onedal_backend import (
+    AUTO_MIN_DENSE_FEATURES,
+    onedal_available,
+    onedal_solves,
+)
 
 log = logging.getLogger("randsvm_dist")
 
@@ -73,6 +78,12 @@ SV_SHARE_ALWAYS_DIRECT = 0.6
 # r = 6,000 19.3 s, r = 3,000 35.0 s, one direct solve 66.6 s, same optimum).
 AUTO_SHARE = 8
 AUTO_FLOOR = 5_000
+# With oneDAL as the solver (solver='onedal', or 'auto' on rows it is preferred for), one
+# solve of all rows beats sampling up to ONEDAL_DIRECT_MAX_ROWS rows. Measured (quiet,
+# 2026-11-25, benchmarks/bench_ahead.py; scikit-learn-intelex's SVC on all rows vs
+# RandSVM sampling with oneDAL solves): ijcnn1 50k 2.4 vs 5.6 s, w8a 33k 1.5 vs 5.7 s;
+# ringnorm 3e5 25.7 vs 24.2 s (sampling wins from there on).
+ONEDAL_DIRECT_MAX_ROWS = 150_000
 
 
 def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
@@ -140,10 +151,27 @@ def auto_sample_size(n_rows: int, k: int) -> int:
     return int(min(2 * k, max(AUTO_FLOOR, n_rows // AUTO_SHARE)))
 
 
-def choose_route(cfg: RunConfig, n: int, r: int) -> tuple[str, str]:
-    """(route, why) before the first solve."""
+def onedal_solves_all(problems: list[ProblemState], parts: PartitionSet) -> bool:
+    """Whether the problems' backend would solve all rows with oneDAL ('onedal', or 'auto'
+    on weighted, sparse or at least AUTO_MIN_DENSE_FEATURES-feature rows) and oneDAL is
+    installed."""
+    p = problems[0]
+    params = p.kind.solver_params(p.solver, p.n_rows, p.n_rows)
+    if params.backend == "libsvm" or not onedal_solves(params):
+        return False
+    if params.backend == "auto" and not (parts.weighted or parts.is_sparse
+                                         or parts.n_features >= AUTO_MIN_DENSE_FEATURES):
+        return False
+    return onedal_available()
+
+
+def choose_route(cfg: RunConfig, n: int, r: int, onedal: bool = False) -> tuple[str, str]:
+    """(route, why) before the first solve (``onedal``: oneDAL would solve all rows)."""
     if cfg.route != "auto":
         return cfg.route, f"route={cfg.route!r} was asked for"
+    if onedal and n <= ONEDAL_DIRECT_MAX_ROWS:
+        return "direct", (f"{n} rows <= {ONEDAL_DIRECT_MAX_ROWS}: one oneDAL solve of all "
+                          "rows measured faster than sampling")
     if n <= DIRECT_SAMPLES * r:
         return "direct", f"{n} rows <= {DIRECT_SAMPLES} samples of {r}: sampling cannot pay"
     return "sample", f"{n} rows > {DIRECT_SAMPLES} samples of {r}"
@@ -170,7 +198,7 @@ def _run(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConf
     r = sample_size_for(problems, min(cfg.sample_size, n), n)
     kernel = problems[0].solver.kernel
     t0 = time.perf_counter()
-    route, why = choose_route(cfg, n, r)
+    route, why = choose_route(cfg, n, r, onedal_solves_all(problems, parts))
     it, history = 0, []
     problems = [replace(p, margin_tol=cfg.margin_tol) for p in problems]
     if resume is not None:

@@ -54,6 +54,7 @@ REAL = {
     "fmnist06": (10.0, None),    # Fashion-MNIST T-shirt (0) vs shirt (6); gamma='scale'
 }
 ENGINES = ("libsvm", "sklearnex", "randsvm")
+CACHE_MB = 1000   # kernel cache of every engine (LIBSVM's -m, SVC's cache_size)
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -154,7 +155,7 @@ def engine_sklearnex(spec: str) -> dict:
         return {"skipped": f"scikit-learn-intelex not importable: {e}"}
     X, y, Xt, yt, C, gamma = load_set(spec)
     t0, c0 = time.perf_counter(), _cpu_seconds()
-    est = SVC(C=C, gamma=gamma, cache_size=1000).fit(X, y)
+    est = SVC(C=C, gamma=gamma, cache_size=CACHE_MB).fit(X, y)
     seconds, cpu = time.perf_counter() - t0, _cpu_seconds() - c0
     if getattr(est, "_onedal_estimator", None) is None:
         return {"error": "scikit-learn-intelex fell back to scikit-learn's SVC"}
@@ -185,7 +186,8 @@ def engine_randsvm(spec: str, repeats: int, solver: str = "libsvm") -> dict:
     start = time.perf_counter() - t0
     fits = []
     for _ in range(repeats):
-        est = RandSVMClassifier(C=C, gamma=gamma, random_state=0, solver=solver)
+        est = RandSVMClassifier(C=C, gamma=gamma, random_state=0, solver=solver,
+                                cache_size=CACHE_MB)
         t0 = time.perf_counter()
         est.fit(X, y)
         seconds = time.perf_counter() - t0
@@ -281,7 +283,8 @@ def main(argv=None) -> int:
         return 0
     for spec in args.sets:
         X, y, *_ = load_set(spec)
-        row = {"set": spec, "solver": args.solver, "n": int(len(y)), "d": int(X.shape[1]),
+        row = {"set": spec, "solver": args.solver, "cache_mb": CACHE_MB, "n": int(len(y)),
+               "d": int(X.shape[1]),
                "sparse": hasattr(X, "tocsr"), "duplicate_share": duplicate_share(X, y),
                "engines": {}}
         del X, y

@@ -299,3 +299,21 @@ def test_cli_help_names_the_solver_option(capsys):
         main(["train", "--help"])
     out = capsys.readouterr().out
     assert "--solver {auto,libsvm,onedal}" in out
+
+
+def test_kkt_violation_tells_an_optimum_from_a_wrong_point(monkeypatch):
+    """The check a oneDAL solution must pass (else LIBSVM solves): LIBSVM's optimum passes,
+    a point with its coefficients halved does not; a failing check falls back."""
+    from randsvm_dist.solvers.onedal_backend import KKT_SLACK, kkt_violation
+
+    X, y = _gaussian(800)
+    params = SolverParams(C=2.0, kernel=Kernel("rbf", 0.2))
+    ref = solve_libsvm(X, y, params)
+    assert kkt_violation(X, y, ref.support, ref.dual_coef, ref.intercept, params,
+                         None) < KKT_SLACK
+    assert kkt_violation(X, y, ref.support, ref.dual_coef / 2, ref.intercept, params,
+                         None) > KKT_SLACK
+    if onedal_available():
+        monkeypatch.setattr(onedal_backend, "kkt_violation", lambda *a: 1.0)
+        with pytest.warns(RuntimeWarning, match="optimality conditions"):
+            assert solve_onedal(X, y, replace(params, backend="onedal"), None, 1) is None

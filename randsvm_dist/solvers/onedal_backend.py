@@ -113,6 +113,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.exceptions import ParameterError
+from randsvm_dist.kernels import decision_values
 from randsvm_dist.solvers.libsvm_adapter import (
     C_SVC,
     EPSILON_SVR,
@@ -131,6 +132,10 @@ INSTALL_HINT = "pip install randsvm-dist[fast]"
 ONEDAL_KERNELS = ("linear", "rbf", "poly")
 ONEDAL_SVM_TYPES = (C_SVC, EPSILON_SVR)
 MAX_ITER = 10_000  # oneDAL outer iterations (sklearnex's own default cap)
+# A C-SVC solution whose margins miss LIBSVM's optimality conditions by more than this
+# (or 100 x tol) on any row is not taken (measured: oneDAL returned a point with a
+# certified gap stuck at 0.39 on w8a's CSR rows with cache_size=1000, where 200 gave 1e-4).
+KKT_SLACK = 0.1
 AUTO_MIN_ROWS = 500
 AUTO_MIN_DENSE_FEATURES = 10
 AUTO_MIN_SPARSE_NNZ = 5  # mean non-zeros per row
@@ -346,7 +351,7 @@ def solve_onedal(X, t: np.ndarray, params: SolverParams, row_C=None,
     degenerate = degenerate_solution(t[keep], params)
     if degenerate is not None:
         return degenerate
-    Xk = X if len(keep) == n else X[keep]
+    Xk = rows = X if len(keep) == n else X[keep]
     # float64: in float32 oneDAL cannot reach small tolerances (module docstring)
     Xk = sp.csr_matrix(Xk, dtype=np.float64) if sp.issparse(Xk) else \
         np.ascontiguousarray(Xk, dtype=np.float64)
@@ -377,4 +382,36 @@ def solve_onedal(X, t: np.ndarray, params: SolverParams, row_C=None,
     # sklearn's public binary dual_coef_/intercept_ point towards classes_[1] = +1
     coef = np.asarray(coef.toarray() if sp.issparse(coef) else coef, dtype=np.float64)[0]
     support = keep[np.asarray(est.support_, dtype=np.int64)]
-    return finish_solution(X, t, support, coef, float(np.ravel(est.intercept_)[0]), params)
+    intercept = float(np.ravel(est.intercept_)[0])
+    if params.svm_type == 0:
+        worst = kkt_violation(rows, t[keep], np.asarray(est.support_, np.int64), coef,
+                              intercept, params, None if box is None else box[keep])
+        if worst > max(KKT_SLACK, 100 * params.tol):
+            warnings.warn(f"oneDAL's solution misses the optimality conditions by {worst:.3g} "
+                          "on some row; solving this working set with LIBSVM",
+                          RuntimeWarning, stacklevel=2)
+            return None
+    return finish_solution(X, t, support, coef, intercept, params)
+
+
+def kkt_violation(X, t: np.ndarray, support: np.ndarray, coef: np.ndarray, intercept: float,
+                  params: SolverParams, box: np.ndarray | None) -> float:
+    """The largest violation of C-SVC's optimality conditions over the rows X, t (+-1) of a
+    solution (support indices into X, coef = t alpha, intercept b): margin t f(x) >= 1 where
+    alpha = 0, <= 1 at the box, = 1 in between (float32 decision values).
+
+    Returns:
+        max over rows of the violation (0 at the exact optimum).
+    """
+    X = X.astype(np.float32) if sp.issparse(X) else np.asarray(X, np.float32)
+    f = decision_values(X, X[support], coef, intercept, params.kernel) if len(support) \
+        else np.full(X.shape[0], intercept)
+    margin = t * f
+    alpha = np.zeros(X.shape[0])
+    alpha[support] = np.abs(coef)
+    upper = (box if box is not None else
+             params.C * np.where(t > 0, params.weight_pos, params.weight_neg))
+    at_zero, at_box = alpha <= 0, alpha >= upper * (1 - 1e-9)
+    viol = np.where(at_zero, np.maximum(0.0, 1 - margin),
+                    np.where(at_box, np.maximum(0.0, margin - 1), np.abs(margin - 1)))
+    return float(viol.max()) if len(viol) else 0.0

@@ -118,7 +118,7 @@ def test_a_chunk_lost_with_its_worker_is_scattered_again_and_the_model_is_unchan
 
 
 def test_a_partition_task_fetches_its_chunk_from_another_worker(dask_client):
-    from randsvm_dist.engine.inputs import ChunkStore, fetch_chunk
+    from randsvm_dist.engine.chunk_store import ChunkStore, fetch_chunk
 
     X = np.arange(12, dtype=np.float32).reshape(4, 3)
     store = ChunkStore(dask_client, [(X, np.zeros(4), None)])

@@ -2,7 +2,7 @@
 
 A partition is built by pure tasks from its source (a Parquet partition, a Dask block, or
 an array chunk scattered to the workers once and named in the task by its key, never
-embedded in the task graph; see ``inputs.ChunkStore``), so when a worker dies Dask
+embedded in the task graph; see ``chunk_store.ChunkStore``), so when a worker dies Dask
 recomputes it on another worker from the same inputs: no data is lost and nothing differs.
 
 Building takes two steps: ``loaded`` (read and code the rows, find the duplicates) and
@@ -425,7 +425,7 @@ class PartitionSet:
     coding: LabelCoding = LabelCoding()
     weighted: bool = False   # rows carry sample weights
     n_collapsed: int = 0     # duplicate rows removed (collapsed into weighted rows)
-    source: object = None    # keeps the partitions' sources alive (``inputs.ChunkStore``)
+    source: object = None    # keeps the partitions' sources alive (``chunk_store.ChunkStore``)
 
     @property
     def n_rows(self) -> int:

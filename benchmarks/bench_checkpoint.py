@@ -20,9 +20,9 @@ import json
 import tempfile
 import time
 
-from randsvm_dist.checkpoint import Checkpoint
 from randsvm_dist.data import make
 from randsvm_dist.estimators import RandSVMClassifier
+from randsvm_dist.exact.checkpoint import Checkpoint
 
 
 class Killed(Exception):

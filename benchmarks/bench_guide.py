@@ -110,8 +110,8 @@ def libsvm_tools_steps(Xtr, ytr, Xte, yte, work: Path) -> dict:
 
 def our_steps(Xtr, ytr, Xte, yte, client) -> dict:
     """The same steps with FeatureScaler/GridSearch/RandSVMClassifier on the cluster."""
+    from randsvm_dist.app.grid_search import GridSearch
     from randsvm_dist.estimators import RandSVMClassifier
-    from randsvm_dist.model_selection import GridSearch
 
     def fit_score(**kw) -> float:
         est = RandSVMClassifier(C=1.0, gamma="auto", k=None, random_state=0, client=client,
@@ -144,14 +144,14 @@ def cmd_steps(args) -> None:
 
 
 def _german_grid():
-    from randsvm_dist.model_selection import GUIDE_LOG2C, GUIDE_LOG2GAMMA, exponent_range
+    from randsvm_dist.app.grid_search import GUIDE_LOG2C, GUIDE_LOG2GAMMA, exponent_range
 
     return exponent_range(*GUIDE_LOG2C), exponent_range(*GUIDE_LOG2GAMMA)
 
 
 def cmd_speedup(args) -> None:
-    from randsvm_dist.model_selection import GUIDE_LOG2C, GUIDE_LOG2GAMMA, GridSearch
-    from randsvm_dist.preprocessing import FeatureScaler
+    from randsvm_dist.app.grid_search import GUIDE_LOG2C, GUIDE_LOG2GAMMA, GridSearch
+    from randsvm_dist.distributed.scaling import FeatureScaler
 
     if args.which == "serial":  # one core, like one worker (libsvm-official uses OpenMP)
         os.environ["OMP_NUM_THREADS"] = "1"
@@ -180,7 +180,7 @@ def serial_grid(X, y, k: int) -> float:
     from libsvm.svmutil import svm_parameter, svm_predict, svm_problem, svm_train
     from scipy import sparse
 
-    from randsvm_dist.model_selection import assign_folds, libsvm_options
+    from randsvm_dist.app.grid_search import assign_folds, libsvm_options
 
     classes = np.unique(y)
     cls = np.searchsorted(classes, y).astype(float)
@@ -204,8 +204,8 @@ def serial_grid(X, y, k: int) -> float:
 def cmd_large(args) -> None:
     from distributed import Client, LocalCluster
 
+    from randsvm_dist.app.grid_search import GridSearch
     from randsvm_dist.data import make
-    from randsvm_dist.model_selection import GridSearch
 
     path = SCRATCH / f"checkerboard-{args.rows}"
     if not path.exists():

@@ -28,7 +28,7 @@ from threadpoolctl import threadpool_limits
 from randsvm_dist.engine.partitions import Partition
 from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.scan import ProblemRequest, ScanModel, scan_partition
-from randsvm_dist.kernels import Kernel, decision_values, row_sq_norms
+from randsvm_dist.numerics.kernels import Kernel, decision_values, row_sq_norms
 
 
 def gemm_rbf(X: np.ndarray, S: np.ndarray, coef: np.ndarray, gamma: float,

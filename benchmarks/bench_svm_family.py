@@ -245,8 +245,8 @@ NYC_GRID = {"log2C": (2.0, 10.0, 2.0), "log2gamma": (-1.0, -9.0, -2.0)}  # a che
 
 def run_grid(sample: Path, opts: dict) -> dict:
     """(C, gamma) of epsilon-SVR by 5-fold CV RMSE on the nycflights training sample."""
+    from randsvm_dist.app.grid_search import GridSearch
     from randsvm_dist.engine.client import launch
-    from randsvm_dist.model_selection import GridSearch
 
     procs = launch(opts["workers"], memory_limit="auto")
     try:

@@ -34,7 +34,7 @@ from unittest import mock
 import numpy as np
 
 from randsvm_dist.data.generators import make_arrays
-from randsvm_dist.kernels import Kernel
+from randsvm_dist.numerics.kernels import Kernel
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
 from randsvm_dist.solvers.warm_smo import solve_warm_counted
 

@@ -8,7 +8,7 @@ every compute node mounts (or an fsspec URL such as s3://...).
     python cluster/jobqueue_cluster.py slurm /scratch/$USER/cb-train /scratch/$USER/cb-test
 
 Every connection is TLS: the first run makes a CA and a certificate in ``~/.dask-tls``
-(``randsvm_dist.security.write_certificates``, keys mode 0600, on the shared home the
+(``randsvm_dist.engine.tls.write_certificates``, keys mode 0600, on the shared home the
 compute nodes mount) and dask-jobqueue passes them to the scheduler and every worker
 (``protocol="tls://"``, ``security=``).
 """
@@ -20,9 +20,9 @@ import sys
 
 from distributed import Client
 
-from randsvm_dist.security import make_security, write_certificates
+from randsvm_dist.distributed.streaming import fit_streaming
+from randsvm_dist.engine.tls import make_security, write_certificates
 from randsvm_dist.streaming import BudgetedSGD
-from randsvm_dist.streaming_dask import fit_streaming
 
 TLS_DIR = os.path.expanduser("~/.dask-tls")
 
@@ -60,7 +60,7 @@ def make_cluster(kind: str):
 
 def main(kind: str, train: str, test: str) -> None:
     """Start 4 node jobs, fit a budgeted SGD model in one pass, evaluate it."""
-    from randsvm_dist.distributed_predict import evaluate_dataset
+    from randsvm_dist.distributed.predict import evaluate_dataset
 
     with make_cluster(kind) as cluster, Client(cluster) as client:
         print(cluster.job_script())  # the batch script each job runs

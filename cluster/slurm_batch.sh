@@ -20,7 +20,7 @@ SCHED_FILE=$PWD/scheduler-$SLURM_JOB_ID.json       # on the shared filesystem
 
 CERTS=$PWD/tls-$SLURM_JOB_ID                       # private: mode 0700, keys 0600
 mkdir -m 700 "$CERTS"
-python -m randsvm_dist.security "$CERTS" $(scontrol show hostnames "$SLURM_JOB_NODELIST")
+python -m randsvm_dist.engine.tls "$CERTS" $(scontrol show hostnames "$SLURM_JOB_NODELIST")
 TLS=(--tls-ca-file "$CERTS/ca.pem" --tls-cert "$CERTS/cert.pem" --tls-key "$CERTS/key.pem")
 
 # TLS only; the dashboard on the first node's loopback (ssh -L 8787:localhost:8787 NODE)

@@ -5,7 +5,7 @@ checked: asyncssh's default; run ``ssh-keyscan`` once or ssh to each host by han
 ``pip install asyncssh`` here, and on every host the same Python environment with
 randsvm-dist installed (same dask/distributed versions as here).
 
-TLS: make a CA and a certificate once (``python -m randsvm_dist.security ~/.dask-tls
+TLS: make a CA and a certificate once (``python -m randsvm_dist.engine.tls ~/.dask-tls
 node0 node1 node2``), copy the directory to every host (same path), and put
 ``cluster/dask-tls.yaml`` into ``~/.config/dask/`` on every host: the scheduler and the
 workers started over SSH read it (Dask's configuration), this script reads the same
@@ -27,7 +27,7 @@ from distributed import Client
 from distributed.deploy.ssh import SSHCluster
 
 from randsvm_dist import RandSVMClassifier
-from randsvm_dist.security import make_security
+from randsvm_dist.engine.tls import make_security
 
 TLS_DIR = os.path.expanduser("~/.dask-tls")  # ca.pem, cert.pem, key.pem on every host
 

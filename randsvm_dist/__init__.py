@@ -10,9 +10,9 @@ from randsvm_dist.exceptions import (
 
 __version__ = "0.1.0"
 
-from randsvm_dist.progress import auto as _progress  # noqa: E402
+from randsvm_dist.core.progress import auto as _progress  # noqa: E402
 
-_progress()  # interactive sessions show the per-iteration lines (randsvm_dist.progress)
+_progress()  # interactive sessions show the per-iteration lines (randsvm_dist.core.progress)
 
 
 def __getattr__(name: str):

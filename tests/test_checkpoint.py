@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from randsvm_dist.checkpoint import STATE_FILE, Checkpoint
 from randsvm_dist.data import make_arrays, write_arrays
 from randsvm_dist.estimators import RandSVMClassifier
+from randsvm_dist.exact.checkpoint import STATE_FILE, Checkpoint
 from randsvm_dist.exceptions import ParameterError
 
 PARAMS = {"C": 10.0, "gamma": 1.0, "sample_size": 300, "random_state": 5, "max_iter": 12,

@@ -11,7 +11,7 @@ from sklearn.svm import SVC
 
 from randsvm_dist.data import make_arrays
 from randsvm_dist.estimators import RandSVMClassifier
-from randsvm_dist.kernels import Kernel, decision_values_float64
+from randsvm_dist.numerics.kernels import Kernel, decision_values_float64
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from randsvm_dist import jobs
+from randsvm_dist.app.grid_search import GridSearch
 from randsvm_dist.data import Dataset, make_arrays, write_arrays
 from randsvm_dist.estimators import RandSVMClassifier
 from randsvm_dist.exceptions import ParameterError
-from randsvm_dist.model_selection import GridSearch
 
 GRID = dict(log2C=(0, 2, 2), log2gamma=(-3, -5, -2), n_folds=3, refine=False,
             random_state=1)

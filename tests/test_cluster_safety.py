@@ -12,11 +12,11 @@ import pytest
 
 from randsvm_dist.cli import main as cli_main
 from randsvm_dist.data import make_arrays, write_arrays
-from randsvm_dist.distributed_predict import evaluate_dataset
+from randsvm_dist.distributed.predict import evaluate_dataset
 from randsvm_dist.engine.bounded_wait import gather
+from randsvm_dist.engine.tls import make_security, write_certificates
 from randsvm_dist.exceptions import ClusterError, DataFormatError
-from randsvm_dist.model_files import save_model
-from randsvm_dist.security import make_security, write_certificates
+from randsvm_dist.model_files.load import save_model
 from randsvm_dist.streaming import StreamSVM
 
 
@@ -97,7 +97,7 @@ def test_a_data_path_missing_on_the_worker_names_partition_and_worker(dask_clien
                                                                       model_and_data,
                                                                       tmp_path):
     from randsvm_dist.data import Dataset
-    from randsvm_dist.model_files import load_model
+    from randsvm_dist.model_files.load import load_model
 
     model, data = model_and_data
     copy = tmp_path / "copy"

@@ -11,9 +11,9 @@ import pytest
 
 from randsvm_dist import RandSVMClassifier
 from randsvm_dist.data import Dataset, make_arrays, write_arrays
+from randsvm_dist.distributed.streaming import DaskStreamingClassifier
 from randsvm_dist.exceptions import ParameterError, SchemaError
 from randsvm_dist.streaming import BudgetedSGD, StreamSVM
-from randsvm_dist.streaming_dask import DaskStreamingClassifier
 
 
 def _on_worker_only(block):

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from sklearn.metrics import brier_score_loss, confusion_matrix, log_loss
 
 from randsvm_dist.data import make_arrays, write_arrays
-from randsvm_dist.distributed_predict import evaluate_dataset, probability_metrics
+from randsvm_dist.distributed.predict import evaluate_dataset, probability_metrics
 from randsvm_dist.estimators import RandSVMClassifier
 
 
@@ -103,7 +103,7 @@ def test_stock_libsvm_b1_model_evaluates_to_its_own_probabilities(dask_client, w
     ``svm_predict(..., '-b 1')`` probabilities."""
     from libsvm.svmutil import svm_predict, svm_save_model, svm_train
 
-    from randsvm_dist.model_files import load_model
+    from randsvm_dist.model_files.load import load_model
 
     X, y, Xt, yt, path = waveform
     m = svm_train(list(y[:600].astype(float)), sp.csr_matrix(X[:600].astype(np.float64)),

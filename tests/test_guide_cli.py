@@ -8,7 +8,7 @@ import numpy as np
 
 from randsvm_dist.cli import main
 from randsvm_dist.data import Dataset, make_arrays, write_arrays
-from randsvm_dist.preprocessing import FeatureScaler
+from randsvm_dist.distributed.scaling import FeatureScaler
 
 
 def test_scale_grid_train_evaluate(dask_client, tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""Model files (randsvm_dist.model_files): every kind round-trips without pickle, stock LIBSVM reads
+"""Model files (model_files.load): every kind round-trips without pickle, stock LIBSVM reads
 RandSVM models, and crafted, truncated or corrupt files are refused with a clear error."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import joblib
 import numpy as np
 import pytest
 
-from randsvm_dist import model_files as model_io
 from randsvm_dist.cli import main as cli_main
 from randsvm_dist.data import make_arrays, write_arrays
 from randsvm_dist.estimators import RandSVMClassifier
-from randsvm_dist.estimators.persistence import model_text
 from randsvm_dist.exceptions import DataFormatError
-from randsvm_dist.solvers.model_file import END_TAG, META_TAG
+from randsvm_dist.model_files import load as model_io
+from randsvm_dist.model_files.estimator_files import model_text
+from randsvm_dist.model_files.libsvm_text import END_TAG, META_TAG
 from randsvm_dist.streaming import BlurredBallSVM, BudgetedSGD, OnlineRampSVM, StreamSVM
 
 LEARNERS = [
@@ -131,7 +131,7 @@ def test_crafted_metadata_is_refused(randsvm_binary, tmp_path, change, match):
 def test_a_meta_json_sidecar_is_ignored(randsvm_binary, tmp_path):
     """Sidecars of the earlier format are no longer read: a file beside the model cannot
     set any parameter (e.g. the scheduler)."""
-    from randsvm_dist.solvers.model_disk import BinaryModel, write_libsvm_model
+    from randsvm_dist.model_files.libsvm_disk import BinaryModel, write_libsvm_model
 
     est, _ = randsvm_binary
     path = tmp_path / "old.model"

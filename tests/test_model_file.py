@@ -19,11 +19,7 @@ from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kerne
 from sklearn.svm import SVC
 
 from randsvm_dist.exceptions import DataFormatError
-from randsvm_dist.kernels import Kernel
-from randsvm_dist.multiclass import ovo_predict
-from randsvm_dist.probability import predict_proba
-from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
-from randsvm_dist.solvers.model_disk import (
+from randsvm_dist.model_files.libsvm_disk import (
     BinaryModel,
     format_libsvm_model,
     parse_libsvm_model,
@@ -32,13 +28,17 @@ from randsvm_dist.solvers.model_disk import (
     write_libsvm_model,
     write_model_file,
 )
-from randsvm_dist.solvers.model_file import (
+from randsvm_dist.model_files.libsvm_text import (
     OVR_SVM_TYPE,
     LibsvmModel,
     check_stock_text,
     format_model_file,
     parse_model_file,
 )
+from randsvm_dist.numerics.kernels import Kernel
+from randsvm_dist.numerics.multiclass import ovo_predict
+from randsvm_dist.numerics.probability import predict_proba
+from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
 from randsvm_dist.solvers.ovo_layout import (
     coefficient_columns,
     libsvm_to_pairs,

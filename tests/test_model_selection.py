@@ -7,10 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from randsvm_dist.data import Dataset, make_arrays, write_arrays
-from randsvm_dist.engine.inputs import load_partitions
-from randsvm_dist.exceptions import DataFormatError, ParameterError
-from randsvm_dist.model_selection import (
+from randsvm_dist.app.grid_search import (
     GridSearch,
     assign_folds,
     distributed_folds,
@@ -19,6 +16,9 @@ from randsvm_dist.model_selection import (
     libsvm_options,
     parse_exponent_range,
 )
+from randsvm_dist.data import Dataset, make_arrays, write_arrays
+from randsvm_dist.engine.inputs import load_partitions
+from randsvm_dist.exceptions import DataFormatError, ParameterError
 
 GRID = dict(log2C=(-1, 5, 3), log2gamma=(1, -5, -3), n_folds=3, refine=False)
 

@@ -10,7 +10,7 @@ from sklearn.datasets import load_iris
 from sklearn.svm import SVC
 
 from randsvm_dist.exceptions import ParameterError
-from randsvm_dist.multiclass import (
+from randsvm_dist.numerics.multiclass import (
     decision_function,
     n_classes_of,
     ovo_predict,

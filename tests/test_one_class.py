@@ -229,7 +229,7 @@ PRODUCT = dict(nu=NU, gamma=GAMMA, route="sample", sample_size=300, random_state
 def test_evaluate_and_predict_on_the_workers(dask_client, blob_sets, tmp_path):
     from sklearn.metrics import roc_auc_score
 
-    from randsvm_dist.distributed_predict import read_predictions
+    from randsvm_dist.distributed.predict import read_predictions
 
     train, test = blob_sets
     est = RandSVMOneClass(**PRODUCT, client=dask_client).fit(train)
@@ -252,7 +252,7 @@ def test_evaluate_and_predict_on_the_workers(dask_client, blob_sets, tmp_path):
 
 
 def test_one_class_metrics_rule_for_the_normal_label():
-    from randsvm_dist.distributed_predict import one_class_metrics
+    from randsvm_dist.distributed.predict import one_class_metrics
 
     s = np.array([0.5, -0.2, 0.1, -1.0])
     assert one_class_metrics(s, np.array([1, -1, 1, -1]))["roc_auc"] == 1.0
@@ -265,7 +265,7 @@ def test_one_class_metrics_rule_for_the_normal_label():
 
 def test_checkpoint_resume_equals_uninterrupted(dask_client, blob_sets, tmp_path,
                                                 monkeypatch):
-    from randsvm_dist.checkpoint import Checkpoint
+    from randsvm_dist.exact.checkpoint import Checkpoint
 
     train, _ = blob_sets
     params = {**PRODUCT, "gap_tol": 0.0, "tol": 1e-5}

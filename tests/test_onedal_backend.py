@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from randsvm_dist.exact.solving import solve_rows
 from randsvm_dist.exceptions import ParameterError
-from randsvm_dist.kernels import Kernel, decision_values_float64
+from randsvm_dist.numerics.kernels import Kernel, decision_values_float64
 from randsvm_dist.solvers import onedal_backend
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
 from randsvm_dist.solvers.onedal_backend import (

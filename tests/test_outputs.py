@@ -15,7 +15,7 @@ import pytest
 from randsvm_dist.cli import main as cli_main
 from randsvm_dist.data import Dataset, make_arrays, write_arrays
 from randsvm_dist.data.storage import MANIFEST
-from randsvm_dist.distributed_predict import predict_dataset, read_predictions
+from randsvm_dist.distributed.predict import predict_dataset, read_predictions
 from randsvm_dist.exceptions import DataFormatError
 from randsvm_dist.streaming import StreamSVM
 
@@ -122,7 +122,7 @@ def test_stale_prediction_directory(arrays, dask_client, tmp_path):
 
 
 def test_predict_refuses_outputs_before_any_work(arrays, tmp_path, capsys):
-    from randsvm_dist.model_files import save_model
+    from randsvm_dist.model_files.load import save_model
 
     X, y = arrays
     save_model(StreamSVM(C=1.0).fit(X, y), tmp_path / "m.npz")

@@ -8,13 +8,13 @@ import scipy.sparse as sp
 
 from randsvm_dist.data import make_arrays, write_arrays
 from randsvm_dist.data.range_file import read_range_file
-from randsvm_dist.estimators import RandSVMClassifier
-from randsvm_dist.exceptions import DataFormatError, ParameterError
-from randsvm_dist.preprocessing import (
+from randsvm_dist.distributed.scaling import (
     FeatureScaler,
     combine_stats,
     feature_stats,
 )
+from randsvm_dist.estimators import RandSVMClassifier
+from randsvm_dist.exceptions import DataFormatError, ParameterError
 
 
 def _wild(n: int, seed: int):

@@ -1,4 +1,4 @@
-"""Probabilities (randsvm_dist.probability) against LIBSVM itself.
+"""Probabilities (randsvm_dist.numerics.probability) against LIBSVM itself.
 
 - sigmoid_train: reproduces the probA/probB that libsvm-official's ``svm_train(-b 1)``
   writes, bit for bit up to rounding: LIBSVM fits them on 5-fold cross-validated decision
@@ -23,7 +23,7 @@ from libsvm.svmutil import svm_predict, svm_train
 from sklearn.datasets import load_iris, make_moons
 
 from randsvm_dist.exceptions import ParameterError
-from randsvm_dist.probability import (
+from randsvm_dist.numerics.probability import (
     multiclass_probability,
     pairwise_probabilities,
     predict_proba,

@@ -15,7 +15,7 @@ from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.sampling import stream_id
 from randsvm_dist.exact.scan import ProblemRequest, ScanModel, scan_partition
 from randsvm_dist.exact.steps import merged_scan
-from randsvm_dist.kernels import Kernel, decision_values
+from randsvm_dist.numerics.kernels import Kernel, decision_values
 
 
 def full_libsvm_decision(X, y, C, gamma, X_eval):
@@ -192,7 +192,7 @@ def test_screening_is_exact():
 def test_other_kernels_reach_libsvm_optimum(dask_client, kernel, extra):
     from libsvm.svmutil import svm_parameter, svm_problem, svm_train
 
-    from randsvm_dist.kernels import LIBSVM_KERNEL_TYPE
+    from randsvm_dist.numerics.kernels import LIBSVM_KERNEL_TYPE
 
     X, y = make_arrays("twonorm", 1500, seed=4)
     X = X / 4.0

@@ -256,7 +256,7 @@ PRODUCT = dict(C=C, epsilon=EPS, gamma=GAMMA, route="sample", sample_size=300,
 def test_evaluate_and_predict_on_the_workers(dask_client, friedman_sets, tmp_path):
     from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
 
-    from randsvm_dist.distributed_predict import read_predictions
+    from randsvm_dist.distributed.predict import read_predictions
 
     train, test = friedman_sets
     est = RandSVMRegressor(**PRODUCT, client=dask_client).fit(train)
@@ -278,7 +278,7 @@ def test_evaluate_and_predict_on_the_workers(dask_client, friedman_sets, tmp_pat
 @pytest.mark.heavy  # about 30 s; the one-class twin runs in the default suite
 def test_checkpoint_resume_equals_uninterrupted(dask_client, friedman_sets, tmp_path,
                                                 monkeypatch):
-    from randsvm_dist.checkpoint import Checkpoint
+    from randsvm_dist.exact.checkpoint import Checkpoint
 
     train, _ = friedman_sets
     ref = RandSVMRegressor(**PRODUCT, gap_tol=1e-6, client=dask_client).fit(train)

@@ -15,7 +15,7 @@ from randsvm_dist.exact.kinds import CSVC, EpsilonSVR, OneClass
 from randsvm_dist.exact.scan import ProblemRequest, ScanModel, scan_partition
 from randsvm_dist.exact.state import SupportModel
 from randsvm_dist.exact.steps import model_delta, scan_model
-from randsvm_dist.kernels import Kernel, decision_values
+from randsvm_dist.numerics.kernels import Kernel, decision_values
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
 
 KERNEL = Kernel("rbf", 1.0)

@@ -13,7 +13,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.svm import SVC, SVR, OneClassSVM
 
 from randsvm_dist.exceptions import ParameterError
-from randsvm_dist.kernels import Kernel, decision_values
+from randsvm_dist.numerics.kernels import Kernel, decision_values
 from randsvm_dist.solvers.libsvm_adapter import (
     BinarySolution,
     SolverParams,

@@ -19,14 +19,14 @@ from sklearn.svm import LinearSVC
 
 from randsvm_dist.cli import main as cli_main
 from randsvm_dist.cli.stream import build_estimator
+from randsvm_dist.core.seeds import derive_seed
 from randsvm_dist.data import make, make_arrays, write_arrays
+from randsvm_dist.distributed.streaming import PARTITION_STREAM, fit_streaming
 from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
-from randsvm_dist.kernels import resolve_gamma
-from randsvm_dist.model_files import load_model
-from randsvm_dist.seeds import derive_seed
+from randsvm_dist.model_files.load import load_model
+from randsvm_dist.numerics.kernels import resolve_gamma
 from randsvm_dist.streaming import BudgetedSGD, StreamSVM
 from randsvm_dist.streaming import _meb as M
-from randsvm_dist.streaming_dask import PARTITION_STREAM, fit_streaming
 
 
 @pytest.fixture(scope="module")
@@ -272,7 +272,7 @@ def test_a_dead_worker_does_not_change_the_result(twonorm):
 
 # -- the Dask wrapper (DaskStreamingClassifier) ---------------------------------------------
 def test_wrapper_on_a_data_set_is_fit_streaming(dask_client, twonorm):
-    from randsvm_dist.streaming_dask import DaskStreamingClassifier
+    from randsvm_dist.distributed.streaming import DaskStreamingClassifier
 
     ds, test = twonorm
     est = BudgetedSGD(C=1.0, budget=30, gamma=0.05, random_state=3)
@@ -288,7 +288,7 @@ def test_wrapper_on_a_data_set_is_fit_streaming(dask_client, twonorm):
 
 def test_wrapper_on_dask_arrays_is_one_pass_over_the_blocks(dask_client, twonorm):
     da = pytest.importorskip("dask.array")
-    from randsvm_dist.streaming_dask import DaskStreamingClassifier
+    from randsvm_dist.distributed.streaming import DaskStreamingClassifier
 
     ds, test = twonorm
     X, y = ds.to_arrays()

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from sklearn.datasets import make_classification, make_moons
 from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel
 
-from randsvm_dist.kernels import Kernel
+from randsvm_dist.numerics.kernels import Kernel
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
 from randsvm_dist.solvers.warm_smo import feasible_start, solve_warm_counted
 

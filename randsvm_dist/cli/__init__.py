@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     args.session = None
     args.outputs = Outputs()
     try:
-        from randsvm_dist.security import make_security
+        from randsvm_dist.engine.tls import make_security
 
         args.session = Session(getattr(args, "scheduler", None), security=make_security(
             *(getattr(args, k, None) for k in ("tls_ca_file", "tls_cert", "tls_key"))))

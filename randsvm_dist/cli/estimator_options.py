@@ -63,7 +63,7 @@ def _literal(node):
     """A literal's value; ``set(NAME)`` of a tuple that ``kernels.py`` defines (KERNELS)."""
     if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "set" and \
             isinstance(node.args[0], ast.Name):
-        return set(_module_constant(ESTIMATORS.parent / "kernels.py", node.args[0].id))
+        return set(_module_constant(ESTIMATORS.parent / "numerics" / "kernels.py", node.args[0].id))
     try:
         return ast.literal_eval(node)
     except ValueError:

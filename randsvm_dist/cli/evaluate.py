@@ -16,7 +16,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     Returns:
         0.
     """
-    from randsvm_dist.distributed_predict import evaluate_dataset
+    from randsvm_dist.distributed.predict import evaluate_dataset
 
     t0 = time.perf_counter()
     check_report_path(args, (args.data, args.model))

@@ -25,11 +25,11 @@ def cmd_grid(args: argparse.Namespace) -> int:
         ParameterError: a bad grid or option; DataFormatError: a results file of another
         search.
     """
+    from randsvm_dist.app.grid_search import GridSearch
     from randsvm_dist.cli.outputs import publish, save_model_file
     from randsvm_dist.data.storage import check_not_input, makedirs
     from randsvm_dist.exceptions import DataFormatError
-    from randsvm_dist.model_files import check_model_path
-    from randsvm_dist.model_selection import GridSearch
+    from randsvm_dist.model_files.load import check_model_path
 
     if args.model:
         check_model_path(args.model, args.overwrite)
@@ -87,7 +87,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add the ``grid`` command."""
-    from randsvm_dist.model_selection import (
+    from randsvm_dist.app.grid_search import (
         GUIDE_FINE_STEP,
         GUIDE_LOG2C,
         GUIDE_LOG2GAMMA,

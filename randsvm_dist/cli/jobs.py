@@ -12,7 +12,7 @@ SUBMITTABLE = ("train", "stream", "predict")
 
 
 def _security(args):
-    from randsvm_dist.security import make_security
+    from randsvm_dist.engine.tls import make_security
 
     return make_security(args.tls_ca_file, args.tls_cert, args.tls_key)
 

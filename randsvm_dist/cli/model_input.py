@@ -14,7 +14,7 @@ def add_model_input(p: argparse.ArgumentParser) -> None:
 
 
 def load_model(args: argparse.Namespace):
-    """The model named by ``args.model`` (see :func:`randsvm_dist.model_files.load_model`).
+    """The model named by ``args.model`` (see :func:`randsvm_dist.model_files.load.load_model`).
 
     Returns:
         the fitted estimator.
@@ -24,7 +24,7 @@ def load_model(args: argparse.Namespace):
             ``--allow-pickle``.
     """
     from randsvm_dist.exceptions import DataFormatError
-    from randsvm_dist.model_files import load_model as load
+    from randsvm_dist.model_files.load import load_model as load
 
     try:
         return load(args.model, allow_pickle=args.allow_pickle)

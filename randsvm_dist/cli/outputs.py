@@ -84,7 +84,7 @@ def save_model_file(model, path: str | os.PathLike, *, overwrite: bool) -> None:
     Raises:
         DataFormatError: a file exists without ``overwrite``, or cannot be written.
     """
-    from randsvm_dist.model_files import RANGE_SUFFIX, save_model
+    from randsvm_dist.model_files.load import RANGE_SUFFIX, save_model
 
     def write(tmp: str) -> None:  # the library's own writer, at the temporary path
         save_model(model, tmp)

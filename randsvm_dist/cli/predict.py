@@ -15,7 +15,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     Returns:
         0.
     """
-    from randsvm_dist.distributed_predict import predict_dataset
+    from randsvm_dist.distributed.predict import predict_dataset
 
     args.outputs.directory(args.out, overwrite=args.overwrite, what="output",
                            inputs=(args.data, args.model))  # before the cluster starts

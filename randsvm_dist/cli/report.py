@@ -28,7 +28,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         report = json.loads(src.read_text())
     except (OSError, ValueError) as e:
         raise DataFormatError(f"{src}: not a readable JSON report ({e})") from None
-    from randsvm_dist.plots import history_records, plot_history
+    from randsvm_dist.app.plots import history_records, plot_history
 
     history = history_records(report, str(src))
     title = args.title if args.title is not None else _title(report, src)

@@ -18,8 +18,8 @@ def cmd_scale(args: argparse.Namespace) -> int:
         ParameterError, SchemaError, DataFormatError: bad options, data or range file.
     """
     from randsvm_dist.cli.outputs import publish
+    from randsvm_dist.distributed.scaling import FeatureScaler
     from randsvm_dist.engine.inputs import open_dataset
-    from randsvm_dist.preprocessing import FeatureScaler
 
     inputs = (args.data, args.restore)
     args.outputs.directory(args.out, overwrite=args.overwrite, what="output", inputs=inputs)

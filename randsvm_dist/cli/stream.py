@@ -1,8 +1,8 @@
 """``randsvm-dist stream``: one-pass training with a streaming learner on Dask.
 
 Every partition is learnt by its own task and the learners are tree-merged
-(:func:`randsvm_dist.streaming_dask.fit_streaming`). The model is a .npz file
-(JSON header and arrays, see :mod:`randsvm_dist.model_files`).
+(:func:`randsvm_dist.distributed.streaming.fit_streaming`). The model is a .npz file
+(JSON header and arrays, see :mod:`randsvm_dist.model_files.load`).
 """
 
 from __future__ import annotations
@@ -74,9 +74,9 @@ def cmd_stream(args: argparse.Namespace) -> int:
         SchemaError: ``--test`` does not match the training set.
     """
     from randsvm_dist.cli.outputs import save_model_file
-    from randsvm_dist.distributed_predict import evaluate_dataset
-    from randsvm_dist.model_files import check_model_path
-    from randsvm_dist.streaming_dask import fit_streaming
+    from randsvm_dist.distributed.predict import evaluate_dataset
+    from randsvm_dist.distributed.streaming import fit_streaming
+    from randsvm_dist.model_files.load import check_model_path
 
     est = build_estimator(args.method, C=args.C, random_state=args.random_state,
                           **{k: getattr(args, k) for k in OPTIONAL})

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
+from randsvm_dist.core.validation import check_classes
 from randsvm_dist.data.schema import INDICES, LABEL, META_KEY, VALUES
 from randsvm_dist.data.storage import (
     MANIFEST,
@@ -36,7 +37,6 @@ from randsvm_dist.data.storage import (
     verify_checksum,
 )
 from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
-from randsvm_dist.validation import check_classes
 
 DEFAULT_MAX_BYTES = 2 << 30
 

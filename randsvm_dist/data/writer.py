@@ -21,11 +21,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
+from randsvm_dist.core.validation import check_features, check_labels
 from randsvm_dist.data.dataset import Dataset
 from randsvm_dist.data.schema import FORMAT_VERSION, INDICES, LABEL, META_KEY, VALUES
 from randsvm_dist.data.storage import AtomicDir
 from randsvm_dist.exceptions import ParameterError, SchemaError
-from randsvm_dist.validation import check_features, check_labels
 
 DEFAULT_ROWS_PER_PARTITION = 1_000_000
 ROW_GROUP_ROWS = 1 << 18  # bounds the Parquet writer's buffers

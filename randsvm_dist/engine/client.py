@@ -139,7 +139,7 @@ def launch(n_workers: int | None = None, threads_per_worker: int = 1, *,
                   "--host", LOOPBACK, "--no-dashboard", "--dashboard-address", f"{LOOPBACK}:0",
                   "--death-timeout", "60",
                   "--memory-limit", str(memory_limit),
-                  "--preload", "randsvm_dist.worker_preload"]  # imports while the caller works
+                  "--preload", "randsvm_dist.app.worker_preload"]  # imports while the caller works
     with open(log_path, "ab") as out:
         popen = dict(stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                      start_new_session=detach, env=_child_environ())
@@ -361,7 +361,7 @@ def connect(address: str, security=None):
 
     Args:
         address: e.g. "tcp://host:8786" or "tls://host:8786".
-        security: a ``distributed.Security`` (TLS; see ``randsvm_dist.security``); None:
+        security: a ``distributed.Security`` (TLS; see ``randsvm_dist.engine.tls``); None:
             Dask's configuration.
 
     Raises:
@@ -394,7 +394,7 @@ def dask_client(client=None, security=None):
         client: None (see the module docstring for the order tried), a scheduler address
             ("tcp://host:8786"), or a Client.
         security: a ``distributed.Security`` for an address (TLS; see
-            ``randsvm_dist.security``); None: Dask's configuration.
+            ``randsvm_dist.engine.tls``); None: Dask's configuration.
 
     Raises:
         ClusterError: the address cannot be reached, or the cluster has no workers.

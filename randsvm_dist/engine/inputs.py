@@ -20,6 +20,7 @@ from dataclasses import replace
 import numpy as np
 import scipy.sparse as sp
 
+from randsvm_dist.core.validation import check_classes, check_features, check_labels
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.chunk_store import ChunkStore, loaded_chunk
 from randsvm_dist.engine.partitions import (
@@ -38,8 +39,7 @@ from randsvm_dist.engine.partitions import (
     survey,
 )
 from randsvm_dist.exceptions import ParameterError, SchemaError
-from randsvm_dist.kernels import moments_variance, value_moments
-from randsvm_dist.validation import check_classes, check_features, check_labels
+from randsvm_dist.numerics.kernels import moments_variance, value_moments
 
 
 def open_dataset(data, **kwargs):

@@ -27,9 +27,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
+from randsvm_dist.core.validation import class_index
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.exceptions import SchemaError
-from randsvm_dist.validation import class_index
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 
+from randsvm_dist.core.seeds import resolve_seed
+from randsvm_dist.core.validation import check_features
 from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.inputs import apply_to_dask, is_dask_collection
 from randsvm_dist.engine.partitions import original_rows
@@ -27,17 +29,15 @@ from randsvm_dist.exact.bounds import support_bound
 from randsvm_dist.exact.driver import auto_sample_size, run_randsvm
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.exceptions import NotFittedError, ParameterError
-from randsvm_dist.kernels import (
+from randsvm_dist.numerics.kernels import (
     KERNELS,
     Kernel,
     decision_values,
     decision_values_float64,
     resolve_gamma,
 )
-from randsvm_dist.seeds import resolve_seed
 from randsvm_dist.solvers.libsvm_adapter import SolverParams
 from randsvm_dist.solvers.onedal_backend import check_backend
-from randsvm_dist.validation import check_features
 
 log = logging.getLogger("randsvm_dist")
 
@@ -238,7 +238,7 @@ class RandSVMBase(BaseEstimator):
         self.random_seed_ = rs = resolve_seed(self.random_state)
         self.scaler_ = None
         if self.scale is not None:
-            from randsvm_dist.preprocessing import make_scaler
+            from randsvm_dist.distributed.scaling import make_scaler
 
             self.scaler_ = make_scaler(self.scale).fit_partitions(client, parts)
             parts = self.scaler_.transform_partitions(client, parts)
@@ -273,7 +273,7 @@ class RandSVMBase(BaseEstimator):
                  len(problems), k, r, self.gap_tol)
         ckpt = None
         if checkpoint is not None:
-            from randsvm_dist.checkpoint import Checkpoint, run_fingerprint
+            from randsvm_dist.exact.checkpoint import Checkpoint, run_fingerprint
 
             ckpt = Checkpoint(checkpoint, run_fingerprint(cfg, problems, parts, classes))
         states, history = run_randsvm(client, parts, problems, cfg, progress=log_iteration,
@@ -361,7 +361,7 @@ class RandSVMBase(BaseEstimator):
     def predict_dataset(self, data, out_dir, client=None, *, overwrite: bool = False) -> dict:
         """Predict a Parquet data set on the workers; see
         ``distributed_predict.predict_dataset``."""
-        from randsvm_dist.distributed_predict import predict_dataset
+        from randsvm_dist.distributed.predict import predict_dataset
 
         self._check_fitted()
         return predict_dataset(self, data, out_dir, client if client is not None
@@ -370,7 +370,7 @@ class RandSVMBase(BaseEstimator):
     def evaluate(self, data, client=None) -> dict:
         """Quality figures on a Parquet data set, computed on the workers (see
         ``distributed_predict.evaluate_dataset``)."""
-        from randsvm_dist.distributed_predict import evaluate_dataset
+        from randsvm_dist.distributed.predict import evaluate_dataset
 
         self._check_fitted()
         out = evaluate_dataset(self, data, client if client is not None else self.client)
@@ -379,12 +379,12 @@ class RandSVMBase(BaseEstimator):
 
     def save(self, path: str | os.PathLike) -> None:
         """Save as one LIBSVM model file that stock LIBSVM reads, with this package's
-        allow-listed metadata in a trailer (see ``randsvm_dist.model_files``).
+        allow-listed metadata in a trailer (see ``randsvm_dist.model_files.load``).
 
         Raises:
             NotFittedError: not fitted.
         """
-        from randsvm_dist.estimators.persistence import save_estimator
+        from randsvm_dist.model_files.estimator_files import save_estimator
 
         save_estimator(self, path)
 
@@ -396,7 +396,7 @@ class RandSVMBase(BaseEstimator):
             FileNotFoundError, DataFormatError (truncated, corrupt or disallowed metadata),
             ParameterError (the file holds another kind of model than this class).
         """
-        from randsvm_dist.estimators.persistence import load_estimator
+        from randsvm_dist.model_files.estimator_files import load_estimator
 
         est = load_estimator(path)
         if not isinstance(est, cls):
@@ -408,7 +408,7 @@ class RandSVMBase(BaseEstimator):
 def binary_libsvm(kernel, sv, coef: np.ndarray, intercept: float, svm_type: str
                   ):
     """A one-column LIBSVM model (epsilon_svr, one_class): f = coef k(sv, x) + intercept."""
-    from randsvm_dist.solvers.model_file import LibsvmModel
+    from randsvm_dist.model_files.libsvm_text import LibsvmModel
 
     return LibsvmModel(svm_type, kernel, sv, np.asarray(coef, np.float64).reshape(-1, 1),
                        np.array([-float(intercept)]))

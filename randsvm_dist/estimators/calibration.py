@@ -6,7 +6,7 @@ rows' random keys, so the split is the same for any partitioning) is held out, t
 classifier is fitted on the other rows (one more RandSVM fit of 80% of the data, on the
 workers), its decision values of the held-out rows are computed on the workers, and each
 pair's sigmoid is fitted to them (LIBSVM's ``sigmoid_train``, Lin, Lin & Weng's stable
-Newton method, ``randsvm_dist.probability``). Cost: about 0.8 of a fit plus one pass over
+Newton method, ``randsvm_dist.numerics.probability``). Cost: about 0.8 of a fit plus one pass over
 the held-out rows, instead of LIBSVM's five fits. The final model is still trained on all
 rows; like LIBSVM's cross-validation models, the calibration model differs from it only by
 the rows it did not see.
@@ -22,7 +22,7 @@ from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.partitions import Partition, PartitionSet
 from randsvm_dist.exact.sampling import row_keys, stream_id
 from randsvm_dist.exceptions import ParameterError
-from randsvm_dist.probability import sigmoid_train
+from randsvm_dist.numerics.probability import sigmoid_train
 
 HOLDOUT = 0.2
 CALIBRATION_STREAM = 0xCA11B

@@ -15,9 +15,9 @@ from randsvm_dist.estimators.base import RandSVMBase
 from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.state import ProblemState
 from randsvm_dist.exceptions import ParameterError
-from randsvm_dist.multiclass import ovr_decision_function, ovr_predict, predict
+from randsvm_dist.model_files.libsvm_text import CLASSIFICATION_TYPES, OVR_SVM_TYPE
+from randsvm_dist.numerics.multiclass import ovr_decision_function, ovr_predict, predict
 from randsvm_dist.solvers.libsvm_adapter import SolverParams
-from randsvm_dist.solvers.model_file import CLASSIFICATION_TYPES, OVR_SVM_TYPE
 from randsvm_dist.solvers.ovo_layout import (
     linear_coef,
     ovo_pairs,
@@ -90,7 +90,7 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
             dataset_kwargs: options of ``Dataset.open`` for a path/URL (label_column,
                 feature_columns, n_features).
             checkpoint: a directory (path or URL) where the driver's state is written
-                after every iteration (see ``randsvm_dist.checkpoint``).
+                after every iteration (see ``randsvm_dist.exact.checkpoint``).
             resume: go on from the state in ``checkpoint`` if there is one (same data and
                 settings, random_state included); the model is the uninterrupted run's.
 
@@ -270,7 +270,7 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         Raises:
             NotFittedError, SchemaError; AttributeError without probability=True.
         """
-        from randsvm_dist.probability import predict_proba
+        from randsvm_dist.numerics.probability import predict_proba
 
         lazy = self._on_dask("predict_proba", X)
         if lazy is not None:

@@ -101,7 +101,7 @@ class RandSVMOneClass(OutlierMixin, RandSVMBase):
         """Predicted outlier fraction and ROC AUC (normal rows: label ``normal_label``,
         default 1) on a Parquet data set, computed on the workers (see
         ``distributed_predict.evaluate_dataset``)."""
-        from randsvm_dist.distributed_predict import evaluate_dataset
+        from randsvm_dist.distributed.predict import evaluate_dataset
 
         self._check_fitted()
         out = evaluate_dataset(self, data, client if client is not None else self.client,

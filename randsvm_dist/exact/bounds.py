@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from randsvm_dist.validation import check_positive
+from randsvm_dist.core.validation import check_positive
 
 
 def support_bound(n_rows: int, epsilon: float = 0.2, delta: float = 0.9,

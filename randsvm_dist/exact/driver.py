@@ -98,7 +98,7 @@ def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: 
         cfg: RunConfig.
         progress: optional callable(record) called once per iteration and problem.
         checkpoint: optional callable(DriverState) called after every iteration that does
-            not end the run (e.g. ``randsvm_dist.checkpoint.Checkpoint.save``).
+            not end the run (e.g. ``randsvm_dist.exact.checkpoint.Checkpoint.save``).
         resume: a DriverState given to ``checkpoint``: go on from there (same data and
             settings); the result is the uninterrupted run's.
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from randsvm_dist.seeds import derive_seed
+from randsvm_dist.core.seeds import derive_seed
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from randsvm_dist.engine.partitions import Partition
 from randsvm_dist.exact.sampling import keys_of, smallest_keys
-from randsvm_dist.kernels import Kernel, decision_values, row_sq_norms
+from randsvm_dist.numerics.kernels import Kernel, decision_values, row_sq_norms
 
 DENSE_SV_BYTES = 256 << 20
 # Screened rows keep -s >= band + SCREEN_SLACK + SCREEN_SLACK: beyond every threshold a

@@ -100,8 +100,8 @@ def seed_rows(client, parts, seed, classes: np.ndarray, kinds: list, r: int,
     """
     from sklearn.base import clone
 
+    from randsvm_dist.distributed.streaming import fit_streaming
     from randsvm_dist.streaming.base import StreamingClassifier
-    from randsvm_dist.streaming_dask import fit_streaming
 
     t0 = time.perf_counter()
     model = seed

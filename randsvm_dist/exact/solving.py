@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.partitions import Partition, vstack_rows
 from randsvm_dist.exact.sampling import keys_of
-from randsvm_dist.kernels import decision_values
+from randsvm_dist.numerics.kernels import decision_values
 from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams, solve_libsvm
 from randsvm_dist.solvers.onedal_backend import onedal_solves, prefer_onedal, solve_onedal
 from randsvm_dist.solvers.weighted import solve_weighted

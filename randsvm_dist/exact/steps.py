@@ -42,7 +42,7 @@ from randsvm_dist.exact.solving import (
     total_threads,
 )
 from randsvm_dist.exact.state import ProblemState, RunConfig, SupportModel, WorkingSet
-from randsvm_dist.kernels import decision_values, kernel_matrix, single_threaded_blas
+from randsvm_dist.numerics.kernels import decision_values, kernel_matrix, single_threaded_blas
 
 # LIBSVM's tol is never tightened below this (its -e; 1e-3 is its default).
 MIN_TOL = 1e-7

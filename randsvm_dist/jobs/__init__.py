@@ -55,7 +55,7 @@ def _absolute(value):
 def _preflight(kind: str, spec: dict) -> None:
     """The job's own output checks, before anything is submitted."""
     from randsvm_dist.data.storage import check_not_input, check_output_dir
-    from randsvm_dist.model_files import check_model_path
+    from randsvm_dist.model_files.load import check_model_path
 
     inputs = (spec.get("data"), spec.get("test"))
     if kind in ("train", "stream") and spec.get("model"):

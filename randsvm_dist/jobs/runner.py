@@ -98,7 +98,7 @@ def run_train(client, *, data: str, model: str, params: dict | None = None,
         RandSVMError: bad parameters, data or outputs.
     """
     from randsvm_dist import estimators
-    from randsvm_dist.model_files import check_model_path, save_model
+    from randsvm_dist.model_files.load import check_model_path, save_model
 
     kinds = {"c_svc": estimators.RandSVMClassifier, "epsilon_svr": estimators.RandSVMRegressor,
              "one_class": estimators.RandSVMOneClass}
@@ -143,9 +143,9 @@ def run_stream(client, *, data: str, estimator: str, params: dict | None = None,
     Raises:
         RandSVMError: bad parameters, data or outputs.
     """
-    from randsvm_dist.distributed_predict import evaluate_dataset
-    from randsvm_dist.model_files import check_model_path, save_model
-    from randsvm_dist.streaming_dask import fit_streaming
+    from randsvm_dist.distributed.predict import evaluate_dataset
+    from randsvm_dist.distributed.streaming import fit_streaming
+    from randsvm_dist.model_files.load import check_model_path, save_model
 
     est = _streaming_class(estimator)(**(params or {}))
     if model:
@@ -170,8 +170,8 @@ def run_predict(client, *, model: str, data: str, out: str, overwrite: bool = Fa
     Raises:
         RandSVMError: a bad model, data or output.
     """
-    from randsvm_dist.distributed_predict import predict_dataset
-    from randsvm_dist.model_files import load_model
+    from randsvm_dist.distributed.predict import predict_dataset
+    from randsvm_dist.model_files.load import load_model
 
     return predict_dataset(load_model(model, allow_pickle=allow_pickle), data, out,
                            client=client, overwrite=overwrite)

@@ -1,5 +1,6 @@
 """Solvers: the LIBSVM adapter (train on a sample, model arrays, LIBSVM model files)."""
 
+from randsvm_dist.model_files.libsvm_disk import read_libsvm_model, write_libsvm_model
 from randsvm_dist.solvers.libsvm_adapter import (
     BinarySolution,
     Solution,
@@ -7,7 +8,6 @@ from randsvm_dist.solvers.libsvm_adapter import (
     solve_binary,
     solve_libsvm,
 )
-from randsvm_dist.solvers.model_disk import read_libsvm_model, write_libsvm_model
 
 __all__ = [
     "BinarySolution",

@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.exceptions import ParameterError
-from randsvm_dist.kernels import LIBSVM_KERNEL_TYPE, Kernel, decision_values
+from randsvm_dist.numerics.kernels import LIBSVM_KERNEL_TYPE, Kernel, decision_values
 
 C_SVC, ONE_CLASS, EPSILON_SVR = 0, 2, 3
 SVM_TYPES = {C_SVC: "c_svc", ONE_CLASS: "one_class", EPSILON_SVR: "epsilon_svr"}

@@ -113,7 +113,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.exceptions import ParameterError
-from randsvm_dist.kernels import decision_values
+from randsvm_dist.numerics.kernels import decision_values
 from randsvm_dist.solvers.libsvm_adapter import (
     C_SVC,
     EPSILON_SVR,

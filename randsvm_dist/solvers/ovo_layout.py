@@ -28,12 +28,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.exceptions import DataFormatError
-from randsvm_dist.kernels import Kernel
-from randsvm_dist.solvers.model_file import (
+from randsvm_dist.model_files.libsvm_text import (
     CLASSIFICATION_TYPES,
     OVR_SVM_TYPE,
     LibsvmModel,
 )
+from randsvm_dist.numerics.kernels import Kernel
 
 
 def ovo_pairs(n_classes: int) -> list[tuple[int, int]]:
@@ -354,7 +354,7 @@ def model_decision_values(model: LibsvmModel, X) -> np.ndarray:
         (n, n_rho) float64: per pair (c_svc; positive towards the pair's first class), per
         class (ovr), or one column (SVR prediction, one-class score f(x) = g(x) - rho).
     """
-    from randsvm_dist.kernels import decision_values
+    from randsvm_dist.numerics.kernels import decision_values
 
     S = model.support_vectors
     if S.shape[1] < X.shape[1]:

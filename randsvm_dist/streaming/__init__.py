@@ -9,7 +9,7 @@
 ``stream --method``, the model files and the RandSVM seeding read it. ``MODEL_CLASSES``
 (class name -> class) lists every class a saved streaming model may hold.
 
-Nothing here imports Dask; the Dask side is :mod:`randsvm_dist.streaming_dask`.
+Nothing here imports Dask; the Dask side is :mod:`randsvm_dist.distributed.streaming`.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from randsvm_dist.kernels import Kernel, kernel_matrix, row_sq_norms
+from randsvm_dist.numerics.kernels import Kernel, kernel_matrix, row_sq_norms
 from randsvm_dist.streaming import _meb as M
 from randsvm_dist.streaming.base import gamma_moments, learner_gamma
 

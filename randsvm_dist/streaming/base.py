@@ -22,12 +22,12 @@ rows of weight zero **or negative** are dropped (LIBSVM, hence SVC, removes them
 dict {label: weight} (labels not in it weigh 1) or 'balanced'. On a stream 'balanced' is
 fixed once, from the labels of the **first** ``partial_fit`` batch:
 ``n_rows / (n_classes * count(label))``, as scikit-learn computes it from ``y`` (``fit``
-passes all of y as that batch; :func:`randsvm_dist.streaming_dask.fit_streaming` counts the
+passes all of y as that batch; :func:`randsvm_dist.distributed.streaming.fit_streaming` counts the
 labels of the whole data set first). A class missing from the first batch weighs 1. The
 resolved weights are ``class_weight_`` (one per ``classes_``).
 
 No module of this package imports Dask: distributed fitting, prediction and scoring on Dask
-collections and Parquet data sets is :mod:`randsvm_dist.streaming_dask`'s
+collections and Parquet data sets is :mod:`randsvm_dist.distributed.streaming`'s
 (``DaskStreamingClassifier``, ``fit_streaming``).
 """
 
@@ -39,16 +39,21 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from randsvm_dist.core.seeds import derive_seed, resolve_seed
+from randsvm_dist.core.validation import check_classes, check_features, check_labels, class_index
 from randsvm_dist.exceptions import NotFittedError, ParameterError, SchemaError
-from randsvm_dist.kernels import moments_variance, resolve_gamma, row_sq_norms, value_moments
-from randsvm_dist.multiclass import ovr_predict
-from randsvm_dist.seeds import derive_seed, resolve_seed
-from randsvm_dist.validation import check_classes, check_features, check_labels, class_index
+from randsvm_dist.numerics.kernels import (
+    moments_variance,
+    resolve_gamma,
+    row_sq_norms,
+    value_moments,
+)
+from randsvm_dist.numerics.multiclass import ovr_predict
 
 DASK_HINT = ("the streaming learners take in-memory arrays; for Dask collections or Parquet "
-             "data sets wrap the learner: randsvm_dist.streaming_dask."
+             "data sets wrap the learner: randsvm_dist.distributed.streaming."
              "DaskStreamingClassifier(learner) (or use fit_streaming / "
-             "randsvm_dist.distributed_predict)")
+             "randsvm_dist.distributed.predict)")
 
 
 def is_dask_like(obj) -> bool:
@@ -89,7 +94,7 @@ def gamma_moments(X, normalize: bool = False) -> tuple[int, float, float]:
 
 def learner_gamma(gamma, n_features: int, moments=None) -> float:
     """THE resolution of a streaming learner's kernel width (every learner and
-    :mod:`randsvm_dist.streaming_dask` call this one function).
+    :mod:`randsvm_dist.distributed.streaming` call this one function).
 
     Args:
         gamma: a number, 'scale' (1 / (n_features * variance of all feature values), as

@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from randsvm_dist.core.validation import check_choice, check_int
 from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.streaming._meb_cover import BallCover
 from randsvm_dist.streaming.base import StreamingClassifier
 from randsvm_dist.streaming.streamsvm import check_cover_params, resolve_normalize
-from randsvm_dist.validation import check_choice, check_int
 
 RULES = ("score", "support", "largest")
 COVERS = ("points", "balls")

@@ -57,11 +57,17 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
+from randsvm_dist.core.validation import (
+    check_choice,
+    check_flag,
+    check_gamma,
+    check_int,
+    check_positive,
+)
 from randsvm_dist.exceptions import ParameterError, SchemaError
-from randsvm_dist.kernels import Kernel, decision_values
+from randsvm_dist.numerics.kernels import Kernel, decision_values
 from randsvm_dist.streaming import _bsgd_kernels as _k
 from randsvm_dist.streaming.base import StreamingClassifier, gamma_moments, learner_gamma
-from randsvm_dist.validation import check_choice, check_flag, check_gamma, check_int, check_positive
 
 # averaging: the iterate is folded into the averaged model every
 # max(FOLD_MIN_STEPS, min(FOLD_BUDGETS * budget, FOLD_MAX_STEPS)) steps

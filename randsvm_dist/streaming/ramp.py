@@ -56,16 +56,16 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from randsvm_dist.exceptions import ParameterError, SchemaError
-from randsvm_dist.kernels import KERNELS, Kernel, decision_values
-from randsvm_dist.streaming import _ramp_kernels as rk
-from randsvm_dist.streaming.base import StreamingClassifier, gamma_moments, learner_gamma
-from randsvm_dist.validation import (
+from randsvm_dist.core.validation import (
     check_choice,
     check_flag,
     check_int,
     check_positive,
 )
+from randsvm_dist.exceptions import ParameterError, SchemaError
+from randsvm_dist.numerics.kernels import KERNELS, Kernel, decision_values
+from randsvm_dist.streaming import _ramp_kernels as rk
+from randsvm_dist.streaming.base import StreamingClassifier, gamma_moments, learner_gamma
 
 CHUNK = 256
 MAX_OUTER = 1000
@@ -75,7 +75,7 @@ class _RampBinary:
     """One binary OnlineSVMR learner (labels +1/-1) with its kept points and Gram cache.
 
     Args:
-        kernel: resolved :class:`~randsvm_dist.kernels.Kernel`.
+        kernel: resolved :class:`~randsvm_dist.numerics.kernels.Kernel`.
         C: box bound (> 0).
         s: ramp parameter (< 1).
         max_non_sv: m of the removal step, or None to keep every point.

@@ -71,11 +71,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from randsvm_dist.core.validation import check_choice, check_int, check_positive
 from randsvm_dist.exceptions import ParameterError
-from randsvm_dist.kernels import KERNELS
+from randsvm_dist.numerics.kernels import KERNELS
 from randsvm_dist.streaming._meb_cover import BallCover
 from randsvm_dist.streaming.base import StreamingClassifier
-from randsvm_dist.validation import check_choice, check_int, check_positive
 
 
 def check_cover_params(est) -> None:

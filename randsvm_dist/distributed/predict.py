@@ -15,10 +15,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from randsvm_dist.core.validation import class_index
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.client import dask_client, put
 from randsvm_dist.exceptions import SchemaError
-from randsvm_dist.validation import class_index
 
 
 def _labels(ds) -> list[str]:

@@ -18,12 +18,12 @@ import numpy as np
 
 from randsvm_dist.data.storage import read_bytes, write_bytes_atomic
 from randsvm_dist.exceptions import DataFormatError
-from randsvm_dist.kernels import dense_if_compact
-from randsvm_dist.solvers.model_file import (
+from randsvm_dist.model_files.libsvm_text import (
     OVR_SVM_TYPE,
     format_model_file,
     parse_model_file,
 )
+from randsvm_dist.numerics.kernels import dense_if_compact
 
 RANDSVM_FORMAT = "randsvm-dist/3"
 RANGE_SUFFIX = ".range"  # svm-scale range file of a model trained with scale=
@@ -132,7 +132,7 @@ def load_randsvm_model(data: bytes, where: str):
     est.history_ = meta.get("history", [])
     est.scaler_ = None
     if meta.get("scaling"):
-        from randsvm_dist.preprocessing import FeatureScaler
+        from randsvm_dist.distributed.scaling import FeatureScaler
 
         est.scaler_ = FeatureScaler.from_dict(meta["scaling"])
     return est

@@ -1,7 +1,7 @@
 """Checkpoints of the RandSVM driver: its state after each iteration, written atomically.
 
 ``<dir>/state.npz`` holds the ``DriverState`` (JSON header plus arrays, no pickle; see
-``randsvm_dist.serialization.pack_objects``) and a fingerprint of the run (data shape, classes,
+``model_files.packing.pack_objects``) and a fingerprint of the run (data shape, classes,
 settings). It is replaced as one unit after every iteration, so a crash leaves the last
 complete state. A run started again with the same data and settings and ``resume`` goes on
 from there and ends with the model the uninterrupted run would have given; a checkpoint of
@@ -18,7 +18,7 @@ import time
 
 from randsvm_dist.data.storage import makedirs, read_bytes, write_bytes_atomic
 from randsvm_dist.exceptions import DataFormatError, ParameterError
-from randsvm_dist.serialization import pack_objects, unpack_objects
+from randsvm_dist.model_files.packing import pack_objects, unpack_objects
 
 log = logging.getLogger("randsvm_dist")
 
@@ -30,7 +30,7 @@ STATE_FILE = "state.npz"
 def _classes() -> dict[str, type]:
     from randsvm_dist.exact.kinds import KINDS
     from randsvm_dist.exact.state import DriverState, ProblemState, SupportModel, WorkingSet
-    from randsvm_dist.kernels import Kernel
+    from randsvm_dist.numerics.kernels import Kernel
     from randsvm_dist.solvers.libsvm_adapter import SolverParams
 
     return {c.__name__: c for c in (DriverState, ProblemState, SupportModel, WorkingSet,

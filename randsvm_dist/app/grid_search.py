@@ -48,10 +48,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
+from randsvm_dist.core.seeds import resolve_seed
 from randsvm_dist.engine.bounded_wait import gather, n_workers
 from randsvm_dist.exact.sampling import row_keys, stream_id
 from randsvm_dist.exceptions import DataFormatError, ParameterError
-from randsvm_dist.seeds import resolve_seed
 
 log = logging.getLogger("randsvm_dist")
 
@@ -412,7 +412,7 @@ class GridSearch:
             self._normal = self._normal_index(classes)
             self.scaler_ = None
             if self.scale is not None:
-                from randsvm_dist.preprocessing import make_scaler
+                from randsvm_dist.distributed.scaling import make_scaler
 
                 self.scaler_ = make_scaler(self.scale).fit_partitions(client, parts)
                 parts = self.scaler_.transform_partitions(client, parts)
@@ -481,7 +481,7 @@ class GridSearch:
         """
         if self.task_ != "one_class":
             return None
-        from randsvm_dist.distributed_predict import normal_label_of
+        from randsvm_dist.distributed.predict import normal_label_of
 
         normal = normal_label_of(classes, self.normal_label)
         if isinstance(normal, str) and classes.dtype.kind in "iuf":

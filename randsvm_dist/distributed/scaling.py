@@ -34,10 +34,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from randsvm_dist.core.validation import check_features
 from randsvm_dist.data.range_file import read_range_file, write_range_file
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.exceptions import DataFormatError, NotFittedError, ParameterError, SchemaError
-from randsvm_dist.validation import check_features
 
 log = logging.getLogger("randsvm_dist")
 

@@ -230,7 +230,7 @@ def _accumulate(X, support_vectors, coef2: np.ndarray, kernel: Kernel, chunk_row
         for s in range(0, n, chunk_rows):
             out[s:s + chunk_rows] = np.asarray(X[s:s + chunk_rows] @ w)
     elif kernel.name == "rbf":
-        from randsvm_dist.rbf_fused import (
+        from randsvm_dist.numerics.rbf_fused import (
             DIRECT_MAX_FEATURES,
             rbf_accumulate,
             rbf_direct_accumulate,

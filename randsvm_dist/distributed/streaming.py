@@ -32,6 +32,8 @@ import time
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
+from randsvm_dist.core.seeds import derive_seed, resolve_seed
+from randsvm_dist.core.validation import check_classes, check_int, check_labels
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.inputs import (
@@ -43,7 +45,6 @@ from randsvm_dist.engine.inputs import (
     open_dataset,
 )
 from randsvm_dist.exceptions import DataFormatError, NotFittedError, ParameterError, SchemaError
-from randsvm_dist.seeds import derive_seed, resolve_seed
 from randsvm_dist.streaming.base import (
     StreamingClassifier,
     gamma_moments,
@@ -51,7 +52,6 @@ from randsvm_dist.streaming.base import (
     resolve_class_weight,
 )
 from randsvm_dist.streaming.streamsvm import resolve_normalize
-from randsvm_dist.validation import check_classes, check_int, check_labels
 
 log = logging.getLogger("randsvm_dist")
 
@@ -471,7 +471,7 @@ class DaskStreamingClassifier(ClassifierMixin, BaseEstimator):
             return dask_accuracy(est, X, y)
         ds = None if is_dask_collection(X) else open_dataset(X)
         if ds is not None:
-            from randsvm_dist.distributed_predict import evaluate_dataset
+            from randsvm_dist.distributed.predict import evaluate_dataset
 
             return float(evaluate_dataset(est, ds, client=self.client)["accuracy"])
         return est.score(X, check_labels(y, X.shape[0]), sample_weight=sample_weight)

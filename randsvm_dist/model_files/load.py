@@ -24,7 +24,7 @@ import numpy as np
 
 from randsvm_dist.data.storage import is_url, read_bytes, write_bytes_atomic  # noqa: F401
 from randsvm_dist.exceptions import DataFormatError, ParameterError
-from randsvm_dist.serialization import pack_objects, unpack_objects
+from randsvm_dist.model_files.packing import pack_objects, unpack_objects
 
 RANDSVM_FORMAT = "randsvm-dist/2"
 STREAM_FORMAT = "randsvm-dist-stream"
@@ -49,7 +49,7 @@ def save_model(model, path: str | os.PathLike) -> None:
         DataFormatError: the model holds something these formats cannot store.
     """
     from randsvm_dist.estimators.base import RandSVMBase
-    from randsvm_dist.estimators.persistence import save_estimator
+    from randsvm_dist.model_files.estimator_files import save_estimator
 
     if isinstance(model, RandSVMBase):
         save_estimator(model, path)
@@ -74,7 +74,7 @@ def load_model(path: str | os.PathLike, *, allow_pickle: bool = False):
     if data.startswith(b"PK"):
         return load_streaming_model(data, where)
     if data.startswith(b"svm_type"):
-        from randsvm_dist.estimators.persistence import load_randsvm_model
+        from randsvm_dist.model_files.estimator_files import load_randsvm_model
 
         return load_randsvm_model(data, where)
     if data.startswith(b"\x80"):
@@ -97,7 +97,7 @@ def load_model(path: str | os.PathLike, *, allow_pickle: bool = False):
 def _streaming_classes() -> dict[str, type]:
     """The classes a streaming model file may rebuild, by name."""
     from randsvm_dist import streaming
-    from randsvm_dist.kernels import Kernel
+    from randsvm_dist.numerics.kernels import Kernel
     from randsvm_dist.streaming import blurred_ball, bsgd, ramp, streamsvm
 
     out = {c.__name__: c for c in (Kernel, blurred_ball._BlurredCover, bsgd._BinaryBSGD,

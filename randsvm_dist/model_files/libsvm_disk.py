@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from randsvm_dist.exceptions import DataFormatError
-from randsvm_dist.kernels import Kernel
-from randsvm_dist.solvers.model_file import (
+from randsvm_dist.model_files.libsvm_text import (
     CLASSIFICATION_TYPES,
     LibsvmModel,
     format_model,
@@ -24,6 +23,7 @@ from randsvm_dist.solvers.model_file import (
     parse_model,
     parse_model_file,
 )
+from randsvm_dist.numerics.kernels import Kernel
 
 
 def write_model_file(path: str | os.PathLike, model: LibsvmModel,

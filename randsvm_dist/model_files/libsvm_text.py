@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.exceptions import DataFormatError
-from randsvm_dist.kernels import Kernel
+from randsvm_dist.numerics.kernels import Kernel
 
 OVR_SVM_TYPE = "randsvm_ovr"
 CLASSIFICATION_TYPES = ("c_svc", "nu_svc")

@@ -14,9 +14,9 @@ import threading
 
 def _warm() -> None:
     try:
-        import randsvm_dist.distributed_predict  # noqa: F401
+        import randsvm_dist.distributed.predict  # noqa: F401
         import randsvm_dist.estimators  # noqa: F401
-        import randsvm_dist.rbf_fused  # noqa: F401
+        import randsvm_dist.numerics.rbf_fused  # noqa: F401
         import randsvm_dist.streaming  # noqa: F401
     except Exception:  # noqa: BLE001 - a warm-up only: the task itself reports errors
         pass

@@ -6,7 +6,7 @@ the CA signed. randsvm-dist clients take the same three files from ``--tls-ca-fi
 ``--tls-cert`` and ``--tls-key`` or, without flags, from Dask's own configuration
 (``distributed.comm.tls.ca-file``, ``.client.cert``, ``.client.key``, e.g. the environment
 variables ``DASK_DISTRIBUTED__COMM__TLS__CA_FILE`` ...), which ``distributed.Client`` reads
-itself. ``python -m randsvm_dist.security DIR`` writes a CA and one certificate/key pair
+itself. ``python -m randsvm_dist.engine.tls DIR`` writes a CA and one certificate/key pair
 for a private cluster (see cluster/README.md).
 """
 
@@ -121,14 +121,14 @@ def write_certificates(directory: str | os.PathLike, hosts: tuple[str, ...] = ("
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m randsvm_dist.security DIR [HOST ...]``: write a CA and a certificate.
+    """``python -m randsvm_dist.engine.tls DIR [HOST ...]``: write a CA and a certificate.
 
     Returns:
         0.
     """
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m randsvm_dist.security",
+    p = argparse.ArgumentParser(prog="python -m randsvm_dist.engine.tls",
                                 description="write ca.pem, cert.pem and key.pem (a private "
                                             "CA and one certificate it signs) into DIR")
     p.add_argument("directory", metavar="DIR")

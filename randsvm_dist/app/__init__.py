@@ -1,0 +1,2 @@
+"""The application (layer 6): grid search, plots, the imports an embedded worker does at start;
+the library calls that the command line and the jobs share."""

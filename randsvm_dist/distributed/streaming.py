@@ -8,8 +8,9 @@ The per-partition learners are then combined by ``merge`` in a tree of fan-in ``
 to the client. Within a tree node the children merge left to right, in partition order, so
 the result is a fixed function of the data set and the estimator's parameters.
 
-Every task is pure and retried (``retries=2``); inputs travel inside the tasks, never by
-``scatter``, so a dead worker's results are recomputed from the same inputs.
+Every task is pure and retried (``retries=2``): a task reads its own Parquet partition (or
+takes its block of a Dask array from the graph) and nothing is scattered, so a dead
+worker's results are recomputed from the same inputs.
 
 A kernel width ``gamma='scale'`` is resolved once from the whole data set (one moments pass
 over the partitions, then :func:`randsvm_dist.streaming.base.learner_gamma`, the same function

@@ -24,7 +24,8 @@ KERNELS = ("linear", "poly", "rbf", "sigmoid")
 LIBSVM_KERNEL_TYPE = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3}
 CHUNK_ROWS = 16384
 # Kernel blocks of about this many entries stay in cache: 4x faster than 16k-row blocks
-# against thousands of SVs (measured on this 2-core machine).
+# against thousands of SVs (measured by hand on 2 cores; benchmarks/bench_scan_rate.py times
+# the scan built on them).
 BLOCK_ENTRIES = 1 << 20
 
 
@@ -39,7 +40,7 @@ def single_threaded_blas():
 
     The kernel blocks are small by design (BLOCK_ENTRIES): a multi-threaded GEMM per block
     spends its time waking and syncing threads, and far more when the cores are busy
-    (measured on this 2-core machine under load: 4-10x slower decision values in a process
+    (measured by hand on 2 busy cores: 4-10x slower decision values in a process
     whose BLAS had 2 threads, as a driver or an in-process worker has). Dask's worker
     processes already run one BLAS thread. Nested and concurrent uses share one limit; the
     last to leave restores the count.

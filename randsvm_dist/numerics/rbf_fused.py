@@ -9,8 +9,9 @@ Two ways to get a row's squared distances ||x - s_j||^2 to every support vector:
 - ``rbf_direct_accumulate``: directly from the features, for data with at most
   ``DIRECT_MAX_FEATURES`` features. There the GEMM has an inner dimension of 2-4, so it
   only writes G to memory for the exp pass to read back; computing the distances in the
-  same loop skips that round trip (measured on this machine, one core, 93,000 support
-  vectors: 0.75 vs 0.50 G evaluations/s at d=2, 0.66 vs 0.49 at d=4, 0.46 vs 0.54 at d=8).
+  same loop skips that round trip (one core, 93,000 support vectors: 0.75 vs 0.50 G
+  evaluations/s at d=2, 0.66 vs 0.49 at d=4, 0.46 vs 0.54 at d=8; ``benchmarks/
+  bench_scan_rate.py`` measures both kernels).
 
 Either way each row's kernel values are formed, exponentiated and summed against the
 coefficients while they are in cache, with an ``exp`` the compiler vectorises:

@@ -9,7 +9,7 @@ alpha_i* (SVR), intercept = -rho, the dual objective computed from the duals wit
 project's kernel over the support vectors (``libsvm_adapter.finish_solution``, as for
 LIBSVM), so the certificate is built from the same quantities.
 
-What runs where (scikit-learn-intelex 2026.2, checked on this machine):
+What runs where (scikit-learn-intelex 2026.2; ``tests/test_onedal_backend.py``):
 
 - C-SVC, linear/rbf/poly kernels, dense or CSR, with or without sample_weight: oneDAL.
   Per-row boxes (C x class weight x sample weight) go in as ``sample_weight`` with C = 1:
@@ -54,19 +54,19 @@ row on average, or dense with at least AUTO_MIN_DENSE_FEATURES features; LIBSVM 
 pair at a time (O(d) scalar work per entry, slower still through its sparse index merge),
 oneDAL evaluates kernel blocks with BLAS but pays ~0.2-0.4 s of fixed cost per solve at a
 few thousand rows; so oneDAL wins where kernel evaluations are expensive and loses on low-
-dimensional dense rows. Measured UNDER LOAD (this 2-core machine shared with three other
-engineers' jobs, load average 5-6, 2026-11-25), one process, the two solvers back to back
-on the same rows, float64 for both, tol 1e-3, one thread each (daal4py.daalinit(1),
+dimensional dense rows. Measured by hand (no script in benchmarks/) on 2 cores with other
+jobs running, so the ratios matter, not the seconds: one process, the two solvers back to
+back on the same rows, float64 for both, tol 1e-3, one thread each (daal4py.daalinit(1),
 LIBSVM's OpenMP 1), best or median of 2-3; seconds LIBSVM / oneDAL (ratio > 1: oneDAL
 faster); dual objectives agreed to a relative 3e-6 or better in every case (5e-7 or better
 except on checkerboard, C=100):
 
 The threshold of 10 dense features (and the weighted case) come from whole RandSVM fits
-on a QUIET machine (2026-11-25, load < 1.5, 2 workers, ``benchmarks/bench_ahead.py``), which
-overrule the one-thread, under-load table below for d = 20: ringnorm 3e5 (d=20) 21.4 s with
-oneDAL solves vs 30.6 s with LIBSVM's; ijcnn1 (d=22) 5.5 s both; checkerboard 1e6 (d=2)
-44.9 vs 45.9 s; skin_nonskin (d=3, duplicates collapsed into weights) 77.8 vs 348.2 s;
-Fashion-MNIST 0 vs 6 (d=784) 6.6 vs 38.0 s; a9a (CSR) 13.4 vs 27.3 s.
+with nothing else running (2 workers, ``benchmarks/bench_ahead.py``; its table is in
+benchmarks/README.md), which overrule the one-thread table below (measured with other jobs
+running) for d = 20: ringnorm 3e5 (d=20), the weighted skin_nonskin (d=3, duplicates
+collapsed into weights), Fashion-MNIST 0 vs 6 (d=784) and a9a (CSR) fit faster with oneDAL
+solves; checkerboard 1e6 (d=2) about as fast.
 
     dense, few features (LIBSVM faster)        rows    LIBSVM   oneDAL  ratio
     checkerboard d=2 (C=100, g=1)               1k     0.021    0.040   0.52
@@ -95,11 +95,10 @@ Fashion-MNIST 0 vs 6 (d=784) 6.6 vs 38.0 s; a9a (CSR) 13.4 vs 27.3 s.
     binary, 50 per row (g=0.02)                 3k     6.937    0.543   12.8
     real-valued, 20 per row (g=0.5)            10k    66.4      4.87    13.6
 
-With two threads each, under the same load, LIBSVM's OpenMP suffered much more than
-oneDAL's TBB (checkerboard 10k: 1.42 s vs 1.09 s; Gaussian d=20 3k: 5.7 s vs 0.47 s;
-d=50 3k: 4.9 s vs 0.60 s), but a loaded machine is no basis for a rule about threads: the
-rule above rests on the one-thread rows, and a quiet two-thread run may move the
-thresholds.
+With two threads each, with the same other jobs running, LIBSVM's OpenMP suffered much
+more than oneDAL's TBB (checkerboard 10k: 1.42 s vs 1.09 s; Gaussian d=20 3k: 5.7 s vs 0.47 s;
+d=50 3k: 4.9 s vs 0.60 s), but a busy machine is no basis for a rule about threads: the
+rule above rests on the one-thread rows and the whole fits of bench_ahead.py.
 """
 
 from __future__ import annotations
@@ -133,8 +132,8 @@ ONEDAL_KERNELS = ("linear", "rbf", "poly")
 ONEDAL_SVM_TYPES = (C_SVC, EPSILON_SVR)
 MAX_ITER = 10_000  # oneDAL outer iterations (sklearnex's own default cap)
 # A C-SVC solution whose margins miss LIBSVM's optimality conditions by more than this
-# (or 100 x tol) on any row is not taken (measured: oneDAL returned a point with a
-# certified gap stuck at 0.39 on w8a's CSR rows with cache_size=1000, where 200 gave 1e-4).
+# (or 100 x tol) on any row is not taken (benchmarks/bench_ahead.py: oneDAL returned a point
+# with a certified gap stuck at 0.39 on w8a's CSR rows with cache_size=1000, 1e-4 with 200).
 KKT_SLACK = 0.1
 AUTO_MIN_ROWS = 500
 AUTO_MIN_DENSE_FEATURES = 10

@@ -9,8 +9,8 @@ sample_weight=)``. ``solve_weighted`` calls that API with C = 1 and sample_weigh
 so LIBSVM's box of row i is exactly C_i.
 
 Why scikit-learn and not the project's warm-start SMO (``warm_smo``, which takes per-row
-bounds for C-SVC too): measured once on this shared 2-core machine (2026-11-25; rough
-ratios, not a benchmark), cold solves at tol 1e-3, weights uniform in [0.5, 2]:
+bounds for C-SVC too): measured once by hand on 2 cores (rough ratios; no script in
+benchmarks/), cold solves at tol 1e-3, weights uniform in [0.5, 2]:
 checkerboard 4,000 rows (C=100, gamma=1, ~420 SVs): libsvm-official unweighted 0.05 s,
 scikit-learn weighted 0.05 s, warm_smo weighted 0.16 s (~3x slower; measured before
 warm_smo had shrinking);
@@ -20,8 +20,8 @@ from a warm start (``solve_weighted_warm`` keeps that for C-SVC re-solves), and
 scikit-learn covers epsilon-SVR and one-class with the very LIBSVM code and its
 zero/negative-weight semantics by construction. Its costs: a float64 copy of the working
 set (libsvm-official copies to float64 too), and no OpenMP: scikit-learn's LIBSVM computes
-kernel columns on one core, where libsvm-official with ``n_threads=2`` uses two (DESIGN.md:
-4.8 s vs 6.5 s on ijcnn1 alone on this machine). So unweighted problems should keep using
+kernel columns on one core, where libsvm-official with ``n_threads=2`` uses two (4.8 s vs
+6.5 s on ijcnn1, measured by hand). So unweighted problems should keep using
 ``libsvm_adapter.solve_libsvm``. Tests: ``tests/test_solvers_weighted.py``.
 
 Zero and negative weights behave as in scikit-learn: a row with C_i <= 0 is removed from

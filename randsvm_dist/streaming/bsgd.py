@@ -30,10 +30,10 @@ Departures from the paper
   ``eta_t = 1/(lambda t) = n C / t`` is still about C at the end of the stream, so the last
   iterate moves by ~C per margin violation and its accuracy depends on which rows came last:
   on a9a (C=32, gamma=0.008, B=500, one epoch) the last iterate gave 72.8-83.2% over 5 row
-  orders with M=2 (70.1% in the issue's run; BudgetedSVM's own C++ gives 76.4%, the majority
-  class, DESIGN.md), the average 84.9-85.1% (LIBSVM 85.1%); on ijcnn1 at B=5% of LIBSVM's
-  SVs 95.8% -> 97.1%. lambda = 1/(nC), the 1/(lambda t) schedule, the smallest-|alpha|
-  partner rule and the merge maths were checked and are as in the paper (the M=2 test
+  orders with M=2 (BudgetedSVM's own C++ gives 76.4%, the majority class), the average
+  84.9-85.1% (LIBSVM 85.1%); on ijcnn1 at B=5% of LIBSVM's SVs 95.8% -> 97.1%
+  (``benchmarks/bench_streaming_papers.py --suite bsgd``). lambda = 1/(nC), the
+  1/(lambda t) schedule, the smallest-|alpha| partner rule and the merge maths were checked and are as in the paper (the M=2 test
   against an independent plain-BSGD reference still holds with ``average=False``). The
   average is kept on the iterate's own support vectors: every ``min(4 B, 500)`` steps
   (at least 100) the iterate is folded in with weight (steps since the last fold) x t; an
@@ -78,7 +78,7 @@ FOLD_NEIGHBOURS = 16  # nearest SVs each merged-away averaged point is projected
 FOLD_RIDGE = 1e-6  # ridge of the projection in a fold (kernel matrices of broad kernels
 # are near singular; this keeps the projected coefficients moderate)
 # the averaged model is shrunk by pairwise merges (M = 2) whatever merge_size is: measured
-# on a9a (B=500), multi-merging it (even near partners only) loses 3-6 points, because the
+# on a9a (B=500, benchmarks/bench_streaming_papers.py --suite bsgd), multi-merging it (even near partners only) loses 3-6 points, because the
 # averaged model has no SGD steps after it to repair a merge
 MERGE_METHODS = {"golden": _k.MERGE_GOLDEN, "gradient": _k.MERGE_GRADIENT}
 

@@ -34,9 +34,9 @@ Departures from the paper
   84.9-85.1% (LIBSVM 85.1%); on ijcnn1 at B=5% of LIBSVM's SVs 95.8% -> 97.1%
   (``benchmarks/bench_streaming_papers.py --suite bsgd``). lambda = 1/(nC), the
   1/(lambda t) schedule, the smallest-|alpha| partner rule and the merge maths were
-  checked and are as in the paper (the M=2 test against an independent plain-BSGD reference still holds with ``average=False``). The
-  average is kept on the iterate's own support vectors: every ``min(4 B, 500)`` steps
-  (at least 100) the iterate is folded in with weight (steps since the last fold) x t; an
+  checked and are as in the paper (the M=2 test against an independent plain-BSGD
+  reference still holds with ``average=False``). The average is kept on the iterate's own
+  support vectors: every ``min(4 B, 500)`` steps (at least 100) the iterate is folded in with weight (steps since the last fold) x t; an
   averaged point the iterate still holds keeps its coefficient, the ones the iterate merged
   away are projected (least squares in the RKHS, ridge 1e-6) onto their 16 nearest support
   vectors: Wang et al.'s projection maintenance, done locally and once per fold instead of
@@ -79,7 +79,8 @@ FOLD_RIDGE = 1e-6  # ridge of the projection in a fold (kernel matrices of broad
 # are near singular; this keeps the projected coefficients moderate)
 # the averaged model is shrunk by pairwise merges (M = 2) whatever merge_size is: measured
 # on a9a (B=500, benchmarks/bench_streaming_papers.py --suite bsgd), multi-merging it
-# (even near partners only) loses 3-6 points, because the averaged model has no SGD steps after it to repair a merge
+# (even near partners only) loses 3-6 points, because the averaged model has no SGD steps
+# after it to repair a merge
 MERGE_METHODS = {"golden": _k.MERGE_GOLDEN, "gradient": _k.MERGE_GRADIENT}
 
 

@@ -26,25 +26,25 @@ Departures from the paper
 -------------------------
 
 - **The model is the t-weighted average of the SGD iterates** (``average=True``, the
-  default), not the last iterate. Why (issue 19): with ``lambda = 1/(n C)`` the step
-  ``eta_t = 1/(lambda t) = n C / t`` is still about C at the end of the stream, so the last
-  iterate moves by ~C per margin violation and its accuracy depends on which rows came last:
-  on a9a (C=32, gamma=0.008, B=500, one epoch) the last iterate gave 72.8-83.2% over 5 row
-  orders with M=2 (BudgetedSVM's own C++ gives 76.4%, the majority class), the average
-  84.9-85.1% (LIBSVM 85.1%); on ijcnn1 at B=5% of LIBSVM's SVs 95.8% -> 97.1%
-  (``benchmarks/bench_streaming_papers.py --suite bsgd``). lambda = 1/(nC), the
-  1/(lambda t) schedule, the smallest-|alpha| partner rule and the merge maths were
-  checked and are as in the paper (the M=2 test against an independent plain-BSGD
-  reference still holds with ``average=False``). The average is kept on the iterate's own
-  support vectors: every ``min(4 B, 500)`` steps (at least 100) the iterate is folded in with weight (steps since the last fold) x t; an
-  averaged point the iterate still holds keeps its coefficient, the ones the iterate merged
-  away are projected (least squares in the RKHS, ridge 1e-6) onto their 16 nearest support
-  vectors: Wang et al.'s projection maintenance, done locally and once per fold instead of
-  every step. It gives the accuracy of the projection onto all B support vectors (tested
-  on a9a and ijcnn1, to 0.1 point) at O(merged-away x B) cost. Multi-merging the averaged
-  model instead lost 3-6 points for M >= 3, moving each merged-away point to its nearest
-  SV lost 2-10 (it has no SGD steps after it to repair the error). ``average=False`` gives
-  the paper's last iterate.
+  default), not the last iterate. Why (issue 19): with ``lambda = 1/(n C)`` the step ``eta_t
+  = 1/(lambda t) = n C / t`` is still about C at the end of the stream, so the last iterate
+  moves by ~C per margin violation and its accuracy depends on which rows came last: on a9a
+  (C=32, gamma=0.008, B=500, one epoch) the last iterate gave 72.8-83.2% over 5 row orders
+  with M=2 (BudgetedSVM's own C++ gives 76.4%, the majority class), the average 84.9-85.1%
+  (LIBSVM 85.1%); on ijcnn1 at B=5% of LIBSVM's SVs 95.8% -> 97.1%
+  (``benchmarks/bench_streaming_papers.py --suite bsgd``). lambda = 1/(nC), the 1/(lambda t)
+  schedule, the smallest-|alpha| partner rule and the merge maths were checked and are as in
+  the paper (the M=2 test against an independent plain-BSGD reference still holds with
+  ``average=False``). The average is kept on the iterate's own support vectors: every
+  ``min(4 B, 500)`` steps (at least 100) the iterate is folded in with weight (steps since
+  the last fold) x t; an averaged point the iterate still holds keeps its coefficient, the
+  ones the iterate merged away are projected (least squares in the RKHS, ridge 1e-6) onto
+  their 16 nearest support vectors: Wang et al.'s projection maintenance, done locally and
+  once per fold instead of every step. It gives the accuracy of the projection onto all B
+  support vectors (tested on a9a and ijcnn1, to 0.1 point) at O(merged-away x B) cost.
+  Multi-merging the averaged model instead lost 3-6 points for M >= 3, moving each
+  merged-away point to its nearest SV lost 2-10 (it has no SGD steps after it to repair the
+  error). ``average=False`` gives the paper's last iterate.
 - Per-row weights (``sample_weight`` x ``class_weight``): a row of weight w adds
   ``beta = w y`` on a margin violation (the gradient of ``w * hinge``), and counts as one
   SGD step.

@@ -44,3 +44,15 @@ def test_check_mode_fails_on_a_changed_record(tmp_path, monkeypatch):
 
 def test_readme_is_at_most_400_lines():
     assert len((ROOT / "benchmarks" / "README.md").read_text().splitlines()) <= 400
+
+
+def test_readme_results_table_figures_come_from_the_benchmarks_readme():
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    bench = (ROOT / "benchmarks" / "README.md").read_text()
+    start = readme.index("| data set | rows |")
+    rows = readme[start:readme.index("\n\n", start)].splitlines()[2:]
+    figures = [f for row in rows for f in re.findall(r"\d[\d,]*\.\d+", row)]
+    assert len(figures) >= 15
+    assert [f for f in figures if f not in bench] == []

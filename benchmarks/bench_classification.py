@@ -25,8 +25,8 @@ over the process and its children: for RandSVM the driver, the scheduler and the
         --out benchmarks/results/classification.jsonl
     python benchmarks/bench_classification.py --report benchmarks/results/classification.jsonl
 
-Time only on a quiet machine: nothing else running (see ../shared/DESIGN.md: a busy second
-core slows LIBSVM's OpenMP threads ~3x).
+Time only on a quiet machine: nothing else running (a busy second core slows LIBSVM's
+OpenMP threads several times over).
 """
 
 from __future__ import annotations

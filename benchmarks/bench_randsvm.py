@@ -14,7 +14,7 @@ for RandSVM), test accuracy, #SV, iterations, driver peak RSS, and the time rati
 
 RandSVM runs with its defaults (certified relative gap 1e-3, no k bound) unless told.
 LIBSVM above --libsvm-max-rows is not rerun: the table then shows the reference figure
-recorded for this machine (../shared/DESIGN.md, measured 2026-11-21), marked as such, or
+recorded for this kind of machine (LIBSVM_REFERENCE below), marked as such, or
 extrapolates from the set's two largest measured sizes (t = a n^b), marked as such.
 """
 
@@ -39,7 +39,7 @@ REAL = {  # name: (C, gamma, train file, test file or None for a 2/3 split)
     "a9a": (32.0, 0.008, "a9a/a9a.train.svm.gz", "a9a/a9a.test.svm.gz"),
     "skin_nonskin": (8.0, 0.03, "skin_nonskin/skin_nonskin.svm.gz", None),
 }
-# LIBSVM on all rows, recorded on this kind of machine (../shared/DESIGN.md, 2026-11-21)
+# LIBSVM on all rows, measured once on this kind of machine (2 cores), too long to rerun
 LIBSVM_REFERENCE = {
     ("checkerboard", 1_000_000): {"seconds": 220.0, "accuracy": 0.9992, "n_support": 20737},
     ("ringnorm", 1_000_000): {"seconds": 2725.0, "accuracy": 0.9890, "n_support": 38800},
@@ -321,7 +321,7 @@ def main(argv=None) -> int:
                         "too long to certify here (the table then says 'not cert.')")
     p.add_argument("--libsvm-max-rows", type=int, default=300_000,
                    help="above this, LIBSVM is not run: the reference figure of "
-                        "../shared/DESIGN.md, or extrapolated in the table")
+                        "LIBSVM_REFERENCE, or extrapolated in the table")
     p.add_argument("--libsvm-threads", type=int, default=None,
                    help="OMP_NUM_THREADS for LIBSVM (default: its own, as a user runs it)")
     p.add_argument("--libsvm-only", action="store_true",
@@ -361,7 +361,7 @@ def main(argv=None) -> int:
                 lib = _subprocess(["libsvm", *common], env)
                 lib["source"] = "run"
             elif (name, rows) in LIBSVM_REFERENCE:
-                lib = {**LIBSVM_REFERENCE[(name, rows)], "source": "DESIGN.md 2026-11-21"}
+                lib = {**LIBSVM_REFERENCE[(name, rows)], "source": "reference"}
             else:
                 lib = {"source": "skipped"}
             if args.libsvm_only:

@@ -38,7 +38,7 @@ from randsvm_dist.numerics.kernels import Kernel
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
 from randsvm_dist.solvers.warm_smo import solve_warm_counted
 
-# the sets' usual parameters (benchmarks/README, DESIGN.md)
+# the sets' usual parameters (as in bench_randsvm.py)
 SETS = {
     "ringnorm": dict(C=1.0, gamma=0.05),
     "checkerboard": dict(C=100.0, gamma=1.0),

@@ -38,7 +38,7 @@ SOLVER_BACKENDS = ("libsvm", "onedal", "auto")
 # columns kept gaining up to 16 threads on 22k rows x 20 features, the warm SMO's numba
 # kernel rows were fastest at 2-4 threads on 16-22k rows and 5-7x slower at 16.
 KERNEL_ROW_TERMS = 8
-LIBSVM_SYNC_TERMS = 200.0
+LIBSVM_SYNC_TERMS = 400.0
 
 
 @dataclass(frozen=True)
@@ -272,9 +272,14 @@ def step_threads(work_per_step: float, offered: int, sync_terms: float) -> int:
     Returns:
         the thread count (at least 1).
     """
-    top = max(1, min(int(offered), host_cores()))
+    return best_threads(work_per_step, min(int(offered), host_cores()), sync_terms)
+
+
+def best_threads(work_per_step: float, most: int, sync_terms: float) -> int:
+    """The p in 1..most minimising work_per_step / p + sync_terms x (p - 1)^2 (the rule of
+    ``step_threads`` without the host's cap, for models of other machines)."""
     w = max(float(work_per_step), 0.0)
-    costs = [w / p + sync_terms * (p - 1) ** 2 for p in range(1, top + 1)]
+    costs = [w / p + sync_terms * (p - 1) ** 2 for p in range(1, max(1, int(most)) + 1)]
     return 1 + int(np.argmin(costs))
 
 

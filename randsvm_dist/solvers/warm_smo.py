@@ -72,7 +72,7 @@ PARALLEL_MIN_WORK = 60_000
 # kernel row's length, with this wait per step and extra thread (numba's fork-join); fitted
 # to the 16-core reference, where the warm re-solves of 16-22k rows were fastest at 2-4
 # threads and 5-7x slower with all 16 (``exact.cost_model``)
-WARM_SYNC_TERMS = 15_000.0
+WARM_SYNC_TERMS = 4_000.0
 # iterations between shrinking passes: LIBSVM's min(n, 1000) from alpha = 0, where the first
 # gradients say little about the final bounds; from a warm start they do, and shrinking
 # every 100 iterations did 2-3x fewer kernel evaluations than every 1000 (ringnorm and

@@ -130,7 +130,7 @@ def sizes_of(fit: RecordedFit) -> list[IterationSizes]:
                             and fresh <= WARM_MAX_FRESH_SHARE * m))
         evaluated = int(rec.get("rows_evaluated",
                                 max(fit.n_rows - m - int(rec.get("rows_screened", 0)), 0)))
-        solve, scan = float(rec["solve_seconds"]), float(rec["scan_seconds"])
+        solve, scan = float(rec.get("solve_seconds", 0.0)), float(rec.get("scan_seconds", 0.0))
         t = float(rec.get("seconds", prev_t + solve + scan))
         out.append(IterationSizes(m, int(rec["n_support"]), prev_sv, fresh, warm, evaluated,
                                   solve, scan, max(t - prev_t - solve - scan, 0.0)))

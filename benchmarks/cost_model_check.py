@@ -53,17 +53,21 @@ def reference_fits(path: Path) -> list[dict]:
 
 
 def local_fits(path: Path) -> list:
-    """RecordedFit values of a bench_scaleout.py results file (its RandSVM rows)."""
+    """RecordedFit values of a bench_scaleout.py results file (its RandSVM rows of one
+    problem: regression, one-class, binary classification)."""
     from randsvm_dist.exact.cost_model import RecordedFit
 
     out = []
     for line in path.read_text().splitlines():
-        r = json.loads(line)
-        if r.get("engine") == "randsvm" and r.get("history") and len(r["history"]) and \
-                {h.get("problem", 0) for h in r["history"]} == {0}:
-            out.append(RecordedFit(int(r["workers"]), int(r["n_rows"]) - int(
-                r["history"][0].get("duplicates_collapsed", 0)), float(r["n_features"]),
-                tuple(r["history"]), float(r["fit_seconds"]), r.get("backend", "libsvm")))
+        row = json.loads(line)
+        r = row.get("result", {})
+        h = r.get("history") or []
+        if row.get("engine") != "randsvm" or not h or {x.get("problem", 0) for x in h} != {0}:
+            continue
+        n = int(r["n_rows"]) - int(h[0].get("duplicates_collapsed", 0))
+        backend = "onedal" if r.get("solver") == "onedal" else "libsvm"
+        out.append(RecordedFit(int(row["workers"]), n, float(r["n_features"]), tuple(h),
+                               float(r["seconds"]), backend))
     return out
 
 

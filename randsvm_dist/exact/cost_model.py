@@ -22,8 +22,9 @@ q = d + KERNEL_ROW_TERMS terms per kernel value:
 ``fit_coefficients`` fits a, b_f, b_g, c, task, scan0, o0, o1 and setup to recorded
 histories (``history_`` of fits at 1 and 2 workers here) by non-negative least squares on
 relative errors, and k and rho by a grid where the histories span two or more worker
-counts; the thread-wait costs (``sync``) stay the solvers' own constants, fitted to the
-16-core reference (more threads than this machine has cannot be fitted here).
+counts; the thread-wait costs (``sync``) only from fits on more than 2 workers (the
+16-core reference: ``benchmarks/cost_model_check.py --fit-reference``), else they stay the
+solvers' own constants, which were fitted so.
 ``predict_fit`` replays one recorded history at another W (its per-iteration sizes
 reused), ``choose_route`` compares one solve of all rows with sampling.
 """
@@ -47,6 +48,10 @@ THREAD_POLICIES = ("chosen", "all")
 # grids of the two non-linear coefficients (fitted where the histories span two or more W)
 SERIAL_GRID = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 40.0)
 RHO_GRID = tuple(np.round(np.linspace(0.0, 1.0, 21), 3))
+# the thread waits are fitted only from fits on more workers than this
+MIN_WORKERS_FOR_SYNC = 2
+WARM_SYNC_GRID = (1_000.0, 2_000.0, 4_000.0, 8_000.0, 15_000.0, 30_000.0)
+LIBSVM_SYNC_GRID = (0.0, 50.0, 100.0, 200.0, 400.0, 800.0)
 
 
 @dataclass(frozen=True)
@@ -55,15 +60,16 @@ class Coefficients:
 
     Defaults: fitted (``fit_coefficients``, rounded) to the 16-core reference's fits with a
     warm numba cache (ringnorm 3e5 at 2, 4, 8, 16 workers, checkerboard 1e6 at 2 and 16,
-    the 494k-row real set at 16), the thread waits by a grid over the same fits: e.g.
+    the 494k-row real set at 16), the thread waits by a grid over the same fits (LIBSVM's,
+    which the fits hardly tell apart, as ``solvers.libsvm_adapter`` says): e.g.
     ringnorm's cold solve of 22.6k rows with 12.6k support vectors (8e9 terms) took
     15.4 s on 2 threads, its warm re-solve of 16.6k rows 2.3-2.6 s on 2-4 threads and
     12.6 s on 16; scans ran at ~1.3e-10 s per term on one core.
     """
 
-    cold_per_term: float = 4.4e-9       # a: cold solve, per m x s x q (one thread)
-    warm_fresh_per_term: float = 2.1e-9  # b_f: warm solve, per m x f x q
-    warm_start_per_term: float = 3.4e-10  # b_g: warm start's gradient, per m x s0 x q
+    cold_per_term: float = 4.1e-9       # a: cold solve, per m x s x q (one thread)
+    warm_fresh_per_term: float = 1.7e-9  # b_f: warm solve, per m x f x q
+    warm_start_per_term: float = 3.8e-10  # b_g: warm start's gradient, per m x s0 x q
     scan_per_term: float = 1.3e-10      # c: scan, per e x s x q (one core)
     scan_contention: float = 0.1        # rho
     task_seconds: float = 0.0           # per scan task (handled serially)
@@ -71,7 +77,7 @@ class Coefficients:
     iteration_seconds: float = 0.04     # o0
     iteration_per_row: float = 1.2e-6   # o1: per working-set row
     setup_seconds: float = 1.9          # per fit
-    serial_terms: float = 2.0           # k: serial terms per kernel value
+    serial_terms: float = 5.0           # k: serial terms per kernel value
     libsvm_sync_terms: float = LIBSVM_SYNC_TERMS
     warm_sync_terms: float = WARM_SYNC_TERMS
     onedal_sync_terms: float = ONEDAL_SYNC_TERMS
@@ -261,10 +267,13 @@ def fit_coefficients(fits: list[RecordedFit], base: Coefficients | None = None
 
     The linear coefficients by non-negative least squares on relative errors; a
     coefficient no record informs (e.g. no warm solve) keeps ``base``'s value. k (serial
-    terms) and rho by grid search when the fits span two or more worker counts, else ``base``'s.
+    terms) and rho by grid search when the fits span two or more worker counts, else
+    ``base``'s; the thread waits (LIBSVM's and the warm SMO's sync terms) by a grid too
+    when some fit ran on more than MIN_WORKERS_FOR_SYNC workers (at 1 and 2 they barely
+    show).
 
     Args:
-        fits: RecordedFit values (1- and 2-worker runs here).
+        fits: RecordedFit values (1- and 2-worker runs here; the 16-core reference).
         base: starting values (default: ``Coefficients()``).
 
     Returns:
@@ -273,24 +282,44 @@ def fit_coefficients(fits: list[RecordedFit], base: Coefficients | None = None
     Raises:
         ValueError: no iterations to fit.
     """
-    from scipy.optimize import nnls
-
     base = base or Coefficients()
     if not any(f.iterations for f in fits):
         raise ValueError("fit_coefficients needs at least one fit with iterations")
     spans = len({f.workers for f in fits}) > 1
+    serials = SERIAL_GRID if spans else (base.serial_terms,)
+    rhos = RHO_GRID if spans else (base.scan_contention,)
+    res, coef = _best_linear(fits, base, serials, rhos)
+    if max(f.workers for f in fits) > MIN_WORKERS_FOR_SYNC:
+        for warm in WARM_SYNC_GRID:
+            for libsvm in LIBSVM_SYNC_GRID:
+                trial = replace(coef, warm_sync_terms=warm, libsvm_sync_terms=libsvm)
+                got = _best_linear(fits, trial, (coef.serial_terms,),
+                                   (coef.scan_contention,))
+                if got[0] < res:
+                    res, best = got[0], trial
+        if res < _best_linear(fits, coef, (coef.serial_terms,), (coef.scan_contention,))[0]:
+            res, coef = _best_linear(fits, best, serials, rhos)
+    return coef
+
+
+def _best_linear(fits: list[RecordedFit], base: Coefficients, serials, rhos
+                 ) -> tuple[float, Coefficients]:
+    """(residual, coefficients) of the best NNLS fit over the grids of k and rho."""
+    from scipy.optimize import nnls
+
     best = None
-    for serial in (SERIAL_GRID if spans else (base.serial_terms,)):
-        for rho in (RHO_GRID if spans else (base.scan_contention,)):
+    for serial in serials:
+        for rho in rhos:
             A, b = _rows(fits, serial, rho, base)
             x, res = nnls(A, b)
             if best is None or res < best[0]:
                 best = (res, serial, rho, x, A)
-    _, serial, rho, x, A = best
+    res, serial, rho, x, A = best
     informed = np.abs(A).sum(axis=0) > 0
     values = {name: (float(v) if informed[k] else getattr(base, name))
               for k, (name, v) in enumerate(zip(LINEAR, x))}
-    return replace(base, serial_terms=float(serial), scan_contention=float(rho), **values)
+    return float(res), replace(base, serial_terms=float(serial), scan_contention=float(rho),
+                               **values)
 
 
 def coefficients_dict(coef: Coefficients) -> dict:

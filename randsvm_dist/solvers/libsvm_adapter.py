@@ -33,12 +33,14 @@ SOLVER_BACKENDS = ("libsvm", "onedal", "auto")
 # Threads of a solve (``step_threads``). A solver's parallel loops each do one step's work
 # w (a kernel row or column: rows x (features + KERNEL_ROW_TERMS) terms) and then every
 # thread waits for the slowest; that wait grows with the threads, so a step with p threads
-# costs about w / p + sync x (p - 1)^2 terms. The sync costs are fitted to the per-thread
-# solve times of the 16-core reference fits (``exact.cost_model``): LIBSVM's OpenMP kernel
-# columns kept gaining up to 16 threads on 22k rows x 20 features, the warm SMO's numba
-# kernel rows were fastest at 2-4 threads on 16-22k rows and 5-7x slower at 16.
+# costs about w / p + sync x (p - 1)^2 terms. The sync costs come from the solve times of
+# the 16-core reference fits (``exact.cost_model``): the warm SMO's numba kernel rows were
+# fastest at 2-4 threads on 16-22k rows and 5-7x slower at 16; LIBSVM's OpenMP kernel
+# columns kept gaining up to 16 threads on 22k rows x 20 features. The reference hardly
+# tells LIBSVM's apart (its fit is within 2% from 0 to 400 terms): 100, about an OpenMP
+# barrier, which leaves 11-15 of 16 threads to the reference's 22-25k-row solves.
 KERNEL_ROW_TERMS = 8
-LIBSVM_SYNC_TERMS = 400.0
+LIBSVM_SYNC_TERMS = 100.0
 
 
 @dataclass(frozen=True)

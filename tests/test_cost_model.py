@@ -22,7 +22,8 @@ from randsvm_dist.exact.cost_model import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-TRUE = replace(Coefficients(), cold_per_term=3e-9, warm_fresh_per_term=1.5e-9,
+TRUE = replace(Coefficients(), cold_per_term=3e-9, onedal_per_term=1e-9,
+               warm_fresh_per_term=1.5e-9,
                warm_start_per_term=4e-10, scan_per_term=2e-10, scan_contention=0.2,
                task_seconds=0.004, scan_seconds=0.1, iteration_seconds=0.03,
                iteration_per_row=2e-6, setup_seconds=1.5, serial_terms=5.0)
@@ -46,9 +47,10 @@ def shape(seed: int) -> list[dict]:
     return recs
 
 
-def recorded(sizes: list[dict], workers: int, d: float, coef: Coefficients) -> RecordedFit:
+def recorded(sizes: list[dict], workers: int, d: float, coef: Coefficients,
+             backend: str = "libsvm") -> RecordedFit:
     """A fit whose seconds are the model's own (policy 'all': every solve on W threads)."""
-    fit = RecordedFit(workers, 400_000, d, tuple(sizes))
+    fit = RecordedFit(workers, 400_000, d, tuple(sizes), backend=backend)
     t, history = 0.0, []
     for rec, got in zip(sizes, predict_iterations(fit, workers, coef, "all")):
         t += got["solve"] + got["scan"] + got["other"]
@@ -58,7 +60,9 @@ def recorded(sizes: list[dict], workers: int, d: float, coef: Coefficients) -> R
 
 
 def test_fit_recovers_known_coefficients_from_one_and_two_worker_runs():
-    fits = [recorded(shape(s), w, d, TRUE) for s, d in enumerate((2, 10, 20, 50))
+    fits = [recorded(shape(s), w, d, TRUE, backend)
+            for s, (d, backend) in enumerate(((2, "libsvm"), (10, "libsvm"), (20, "onedal"),
+                                              (50, "libsvm"), (50, "onedal")))
             for w in (1, 2)]
     got = fit_coefficients(fits)
     for name in LINEAR:
@@ -73,6 +77,7 @@ def test_fit_keeps_what_no_record_informs():
     cold_only = [recorded(shape(s)[:2], w, 20, TRUE) for s in range(3) for w in (1, 2)]
     got = fit_coefficients(cold_only, base=Coefficients())
     assert got.warm_fresh_per_term == Coefficients().warm_fresh_per_term
+    assert got.onedal_per_term == Coefficients().onedal_per_term
     assert got.cold_per_term == pytest.approx(TRUE.cold_per_term, rel=1e-6)
     with pytest.raises(ValueError, match="at least one fit"):
         fit_coefficients([RecordedFit(1, 10, 2, ())])

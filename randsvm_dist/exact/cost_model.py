@@ -6,8 +6,9 @@ rows, the model's delta). Per iteration, with m working-set rows, s support vect
 the solve, s0 before it, f fresh rows, d features, e rows scanned in full and
 q = d + KERNEL_ROW_TERMS terms per kernel value:
 
-- cold solve (LIBSVM, the weighted solver, oneDAL): ``a x m x s x q`` seconds on one
-  thread (the SMO's kernel columns: about one per support vector, each m long);
+- cold solve: ``a x m x s x q`` seconds on one thread for LIBSVM and the weighted solver,
+  ``a_o x m x s x q`` for oneDAL (the SMO's kernel columns: about one per support vector,
+  each m long);
 - warm solve (``solvers.warm_smo``): ``b_f x m x f x q + b_g x m x s0 x q`` (the SMO's
   steps are driven by the fresh rows; the starting gradient is m x s0 kernel values);
 - with p threads a solve takes ``t1 x (k + q x (1 / p + sync x (p - 1)^2 / (m q))) /
@@ -19,7 +20,7 @@ q = d + KERNEL_ROW_TERMS terms per kernel value:
   and client handle tasks one at a time) plus ``scan0``;
 - driver: ``o0 + o1 x m`` per iteration; ``setup`` per fit (placement, final assembly).
 
-``fit_coefficients`` fits a, b_f, b_g, c, task, scan0, o0, o1 and setup to recorded
+``fit_coefficients`` fits a, a_o, b_f, b_g, c, task, scan0, o0, o1 and setup to recorded
 histories (``history_`` of fits at 1 and 2 workers here) by non-negative least squares on
 relative errors, and k and rho by a grid where the histories span two or more worker
 counts; the thread-wait costs (``sync``) only from fits on more than 2 workers (the
@@ -64,10 +65,14 @@ class Coefficients:
     which the fits hardly tell apart, as ``solvers.libsvm_adapter`` says): e.g.
     ringnorm's cold solve of 22.6k rows with 12.6k support vectors (8e9 terms) took
     15.4 s on 2 threads, its warm re-solve of 16.6k rows 2.3-2.6 s on 2-4 threads and
-    12.6 s on 16; scans ran at ~1.3e-10 s per term on one core.
+    12.6 s on 16; scans ran at ~1.3e-10 s per term on one core. The reference has no
+    oneDAL solves: a_o is 0.7 a, as ringnorm 3e5 on 2 workers took 21.4 s with oneDAL's
+    solves and 30.6 s with LIBSVM's (``solvers.onedal_backend``); fit it from local runs
+    with ``solver='onedal'``.
     """
 
     cold_per_term: float = 4.1e-9       # a: cold solve, per m x s x q (one thread)
+    onedal_per_term: float = 2.9e-9     # a_o: the same with oneDAL (0.7 a, see below)
     warm_fresh_per_term: float = 1.7e-9  # b_f: warm solve, per m x f x q
     warm_start_per_term: float = 3.8e-10  # b_g: warm start's gradient, per m x s0 x q
     scan_per_term: float = 1.3e-10      # c: scan, per e x s x q (one core)
@@ -168,12 +173,13 @@ def thread_factor(m: int, d: float, threads: int, sync_terms: float,
     return (serial_terms + q * (1 / p + sync_terms * (p - 1) ** 2 / w)) / (serial_terms + q)
 
 
-def _solve_terms(it: IterationSizes, d: float) -> np.ndarray:
-    """Per-thread-1 solve terms for (a, b_f, b_g)."""
+def _solve_terms(it: IterationSizes, d: float, backend: str) -> np.ndarray:
+    """One-thread solve terms for (a, a_o, b_f, b_g)."""
     q = d + KERNEL_ROW_TERMS
     if it.warm:
-        return np.array([0.0, it.m * it.n_fresh * q, it.m * it.prev_support * q])
-    return np.array([it.m * it.n_support * q, 0.0, 0.0])
+        return np.array([0.0, 0.0, it.m * it.n_fresh * q, it.m * it.prev_support * q])
+    cold = it.m * it.n_support * q
+    return np.array([0.0, cold, 0.0, 0.0] if backend == "onedal" else [cold, 0.0, 0.0, 0.0])
 
 
 def _scan_terms(it: IterationSizes, d: float, workers: int, rho: float) -> np.ndarray:
@@ -200,8 +206,9 @@ def predict_iterations(fit: RecordedFit, workers: int, coef: Coefficients,
 
 def _solve_seconds(it: IterationSizes, fit: RecordedFit, threads: int,
                    coef: Coefficients) -> float:
-    t1 = _solve_terms(it, fit.n_features) @ np.array(
-        [coef.cold_per_term, coef.warm_fresh_per_term, coef.warm_start_per_term])
+    t1 = _solve_terms(it, fit.n_features, fit.backend) @ np.array(
+        [coef.cold_per_term, coef.onedal_per_term, coef.warm_fresh_per_term,
+         coef.warm_start_per_term])
     return float(t1 * thread_factor(it.m, fit.n_features, threads,
                                     _sync(it, coef, fit.backend), coef.serial_terms))
 
@@ -237,18 +244,18 @@ def _rows(fits: list[RecordedFit], serial: float, rho: float, coef: Coefficients
         for it in sizes_of(fit):
             p = solve_threads(it, d, W, coef, fit.backend, "all")
             f = thread_factor(it.m, d, p, _sync(it, coef, fit.backend), serial)
-            row = np.zeros(9)
-            row[0:3] = _solve_terms(it, d) * f
+            row = np.zeros(len(LINEAR))
+            row[0:4] = _solve_terms(it, d, fit.backend) * f
             A.append(row), b.append(it.solve_seconds)
-            row = np.zeros(9)
-            row[3:6] = _scan_terms(it, d, W, rho)
+            row = np.zeros(len(LINEAR))
+            row[4:7] = _scan_terms(it, d, W, rho)
             A.append(row), b.append(it.scan_seconds)
-            row = np.zeros(9)
-            row[6:8] = (1.0, it.m)
+            row = np.zeros(len(LINEAR))
+            row[7:9] = (1.0, it.m)
             A.append(row), b.append(it.other_seconds)
         if fit.fit_seconds is not None and fit.iterations:
-            row = np.zeros(9)
-            row[8] = 1.0
+            row = np.zeros(len(LINEAR))
+            row[9] = 1.0
             A.append(row), b.append(max(fit.fit_seconds - float(
                 fit.iterations[-1].get("seconds", 0.0)), 0.0))
     A, b = np.array(A), np.array(b)
@@ -256,8 +263,8 @@ def _rows(fits: list[RecordedFit], serial: float, rho: float, coef: Coefficients
     return A * scale[:, None], b * scale
 
 
-LINEAR = ("cold_per_term", "warm_fresh_per_term", "warm_start_per_term", "scan_per_term",
-          "task_seconds", "scan_seconds", "iteration_seconds", "iteration_per_row",
+LINEAR = ("cold_per_term", "onedal_per_term", "warm_fresh_per_term", "warm_start_per_term",
+          "scan_per_term", "task_seconds", "scan_seconds", "iteration_seconds", "iteration_per_row",
           "setup_seconds")
 
 

@@ -194,7 +194,13 @@ def solve_working_set(client, kind, X, y: np.ndarray, box: np.ndarray | None,
 
 
 def threads_per_solve(client, n_solves: int) -> int:
-    """Cores each of n concurrent solves gets (at least one)."""
+    """Cores offered to each of n concurrent solves (at least one): the host's worker
+    threads shared by the solves that land on it.
+
+    An offer, not an order: every backend takes only as many of them as its work per
+    step pays for, and never more than the cores of the process it runs in
+    (``solvers.libsvm_adapter.step_threads``; the rule's cost per thread is
+    ``exact.cost_model``'s), so more cores never make a solve slower."""
     hosts_threads = host_threads(client)
     per_host = math.ceil(n_solves / max(1, total_threads(client) // hosts_threads))
     return max(1, hosts_threads // max(1, per_host))

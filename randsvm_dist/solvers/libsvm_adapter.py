@@ -17,6 +17,7 @@ Per-row box constraints (sample weights) are in ``randsvm_dist.solvers.weighted`
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,17 @@ C_SVC, ONE_CLASS, EPSILON_SVR = 0, 2, 3
 SVM_TYPES = {C_SVC: "c_svc", ONE_CLASS: "one_class", EPSILON_SVR: "epsilon_svr"}
 # who solves a working set (``exact.solving.solve_rows``; ``solvers.onedal_backend``)
 SOLVER_BACKENDS = ("libsvm", "onedal", "auto")
+# Threads of a solve (``step_threads``). A solver's parallel loops each do one step's work
+# w (a kernel row or column: rows x (features + KERNEL_ROW_TERMS) terms) and then every
+# thread waits for the slowest; that wait grows with the threads, so a step with p threads
+# costs about w / p + sync x (p - 1)^2 terms. The sync costs come from the solve times of
+# the 16-core reference fits (``exact.cost_model``): the warm SMO's numba kernel rows were
+# fastest at 2-4 threads on 16-22k rows and 5-7x slower at 16; LIBSVM's OpenMP kernel
+# columns kept gaining up to 16 threads on 22k rows x 20 features. The reference hardly
+# tells LIBSVM's apart (its fit is within 2% from 0 to 400 terms): 100, about an OpenMP
+# barrier, which leaves 11-15 of 16 threads to the reference's 22-25k-row solves.
+KERNEL_ROW_TERMS = 8
+LIBSVM_SYNC_TERMS = 100.0
 
 
 @dataclass(frozen=True)
@@ -238,6 +250,49 @@ def finish_solution(X, t: np.ndarray, support: np.ndarray, coef: np.ndarray,
                                          targets, params.epsilon))
 
 
+def host_cores() -> int:
+    """Cores this process may run on: its CPU affinity (a worker pinned with ``taskset``
+    has the cores it was given), else ``os.cpu_count()``."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def step_threads(work_per_step: float, offered: int, sync_terms: float) -> int:
+    """Threads for a solve whose parallel loops each do ``work_per_step`` terms.
+
+    The p in 1..min(offered, host_cores()) minimising w / p + sync_terms x (p - 1)^2
+    (a step's share per thread plus the wait for the slowest thread): more threads only
+    while each still has enough work, never more than the host's cores.
+
+    Args:
+        work_per_step: terms of one parallel step (rows x (features + KERNEL_ROW_TERMS)).
+        offered: threads the caller offers (``exact.solving.threads_per_solve``).
+        sync_terms: the backend's wait per step and extra thread, in terms.
+
+    Returns:
+        the thread count (at least 1).
+    """
+    return best_threads(work_per_step, min(int(offered), host_cores()), sync_terms)
+
+
+def best_threads(work_per_step: float, most: int, sync_terms: float) -> int:
+    """The p in 1..most minimising work_per_step / p + sync_terms x (p - 1)^2 (the rule of
+    ``step_threads`` without the host's cap, for models of other machines)."""
+    w = max(float(work_per_step), 0.0)
+    costs = [w / p + sync_terms * (p - 1) ** 2 for p in range(1, max(1, int(most)) + 1)]
+    return 1 + int(np.argmin(costs))
+
+
+def kernel_row_terms(X) -> float:
+    """Terms of one kernel row or column over the rows of X: rows x (stored features per
+    row + KERNEL_ROW_TERMS)."""
+    n = X.shape[0]
+    per_row = X.nnz / max(n, 1) if sp.issparse(X) else X.shape[1]
+    return float(n) * (per_row + KERNEL_ROW_TERMS)
+
+
 def solve_libsvm(X, t: np.ndarray | None, params: SolverParams,
                  n_threads: int = 1) -> BinarySolution:
     """Solve one LIBSVM problem (C-SVC, epsilon-SVR or one-class) on (X, t).
@@ -247,9 +302,10 @@ def solve_libsvm(X, t: np.ndarray | None, params: SolverParams,
         t: (n,) targets: labels in {-1, +1} (C-SVC), real values (SVR), ignored
             (one-class; any array of length n, e.g. ones).
         params: SolverParams; ``params.svm_type`` selects the problem.
-        n_threads: OpenMP threads of this solve (LIBSVM computes kernel columns in
-            parallel). Set for this call only, whatever OMP_NUM_THREADS says (a Dask nanny
-            sets it to 1): the driver gives a solve the cores that would otherwise idle.
+        n_threads: OpenMP threads offered to this solve (LIBSVM computes kernel columns in
+            parallel); it takes ``step_threads`` of them for its columns' length. Set for
+            this call only, whatever OMP_NUM_THREADS says (a Dask nanny sets it to 1): the
+            driver offers a solve the cores that would otherwise idle.
 
     Returns:
         BinarySolution. C-SVC with one class present: no support vectors and intercept +1
@@ -267,7 +323,8 @@ def solve_libsvm(X, t: np.ndarray | None, params: SolverParams,
     Xc = sp.csr_matrix(Xc, dtype=np.float64)
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=max(1, int(n_threads)), user_api="openmp"):
+    threads = step_threads(kernel_row_terms(X), n_threads, LIBSVM_SYNC_TERMS)
+    with threadpool_limits(limits=threads, user_api="openmp"):
         model = svm_train(svm_problem(t, Xc), svm_parameter(params.options()))
     return from_libsvm_model(model, X, t, params)
 

@@ -44,7 +44,10 @@ sklearnex's ``n_jobs`` is ignored off the main thread (a Dask task's thread). A 
 oneDAL's process-wide thread count (``daal4py.daalinit``) to the sum of the ``n_threads``
 of the oneDAL solves running in this process (one solve: its own ``n_threads``) and puts
 back the previous count when the last one ends (a sum, not a maximum: TBB has one pool
-per process, and concurrent solves share it). sklearnex's warning about ``n_jobs`` off the
+per process, and concurrent solves share it). Of the threads offered a solve takes
+``libsvm_adapter.step_threads`` for its rows (ONEDAL_SYNC_TERMS: oneDAL's steps work on
+blocks of kernel rows, so its wait weighs less than LIBSVM's per column; not yet measured
+beyond 2 threads, the rule caps small problems only). sklearnex's warning about ``n_jobs`` off the
 main thread ("'Threading' parallel backend is not supported") is silenced.
 
 The 'auto' rule (``prefer_onedal``): oneDAL for working sets of at least AUTO_MIN_ROWS
@@ -121,6 +124,8 @@ from randsvm_dist.solvers.libsvm_adapter import (
     SolverParams,
     degenerate_solution,
     finish_solution,
+    kernel_row_terms,
+    step_threads,
 )
 from randsvm_dist.solvers.weighted import check_row_C
 
@@ -131,6 +136,7 @@ INSTALL_HINT = "pip install randsvm-dist[fast]"
 ONEDAL_KERNELS = ("linear", "rbf", "poly")
 ONEDAL_SVM_TYPES = (C_SVC, EPSILON_SVR)
 MAX_ITER = 10_000  # oneDAL outer iterations (sklearnex's own default cap)
+ONEDAL_SYNC_TERMS = 50.0
 # A C-SVC solution whose margins miss LIBSVM's optimality conditions by more than this
 # (or 100 x tol) on any row is not taken (benchmarks/bench_ahead.py: oneDAL returned a point
 # with a certified gap stuck at 0.39 on w8a's CSR rows with cache_size=1000, 1e-4 with 200).
@@ -326,7 +332,8 @@ def solve_onedal(X, t: np.ndarray, params: SolverParams, row_C=None,
             be in row_C (as ``weighted.solve_weighted``).
         row_C: None, or (n,) per-row boxes C_i (C x class weight x sample weight);
             rows with C_i <= 0 are dropped.
-        n_threads: oneDAL threads of this solve.
+        n_threads: oneDAL threads offered to this solve; it takes
+            ``libsvm_adapter.step_threads`` of them (ONEDAL_SYNC_TERMS).
 
     Returns:
         BinarySolution as ``libsvm_adapter.solve_libsvm`` returns it (support indices
@@ -358,7 +365,7 @@ def solve_onedal(X, t: np.ndarray, params: SolverParams, row_C=None,
     est = _estimator(params, C)
     logger = logging.getLogger("sklearnex")
     capture = _capture_start(logger)
-    key = _THREADS.enter(n_threads)
+    key = _THREADS.enter(step_threads(kernel_row_terms(Xk), n_threads, ONEDAL_SYNC_TERMS))
     try:
         est.fit(Xk, t[keep], sample_weight=weights)
     finally:

@@ -31,10 +31,13 @@ previous optimum again from alpha = 0. This solver is LIBSVM's own algorithm
 Faster than LIBSVM per kernel value: the rows are held transposed and dense in float64,
 so a kernel row is summed feature by feature across positions (vectorised, no sum
 reordered), and exp is a vectorisable polynomial exact to 3e-16 (``_exp_inplace``);
-LIBSVM walks sparse index/value pairs and calls libm's exp. With ``n_threads`` > 1 long
-kernel rows and the gradient blocks are split over threads (numba ``prange``, only when
+LIBSVM walks sparse index/value pairs and calls libm's exp. Of the ``n_threads`` offered a
+solve takes ``libsvm_adapter.step_threads`` for its rows (WARM_SYNC_TERMS: each parallel
+loop is short, and waiting for many threads cost more than they gave); with more than one,
+long kernel rows and the gradient blocks are split over them (numba ``prange``, only when
 numba's threading layer is OpenMP or TBB, safe under concurrent calls from Dask worker
-threads; else one thread).
+threads; else one thread). The threads never change the result: every value is computed
+the same way whatever the split.
 
 The starting gradient G = Q alpha0 - 1 and G_bar are computed once over the nonzero
 alphas (float64; dot products by BLAS, or directly for at most DIRECT_MAX_FEATURES
@@ -51,7 +54,13 @@ import numba as nb
 import numpy as np
 import scipy.sparse as sp
 
-from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams, dual_objective
+from randsvm_dist.solvers.libsvm_adapter import (
+    KERNEL_ROW_TERMS,
+    BinarySolution,
+    SolverParams,
+    dual_objective,
+    step_threads,
+)
 
 TAU = 1e-12
 KERNEL_CODE = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3}
@@ -59,6 +68,11 @@ KERNEL_CODE = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3}
 MAX_DENSE_BYTES = 1 << 30
 # a kernel row is split over threads when it costs at least this many (row x feature) terms
 PARALLEL_MIN_WORK = 60_000
+# a solve's threads: ``libsvm_adapter.step_threads`` of the offered ones for its first
+# kernel row's length, with this wait per step and extra thread (numba's fork-join); fitted
+# to the 16-core reference, where the warm re-solves of 16-22k rows were fastest at 2-4
+# threads and 5-7x slower with all 16 (``exact.cost_model``)
+WARM_SYNC_TERMS = 4_000.0
 # iterations between shrinking passes: LIBSVM's min(n, 1000) from alpha = 0, where the first
 # gradients say little about the final bounds; from a warm start they do, and shrinking
 # every 100 iterations did 2-3x fewer kernel evaluations than every 1000 (ringnorm and
@@ -748,8 +762,9 @@ def solve_warm_counted(X, y: np.ndarray, params: SolverParams,
         stats: a dict that receives ``iterations``, ``kernel_evals`` (kernel values the
             SMO loop computed), ``mean_active`` (the active set's mean size over the
             iterations), ``start_s`` (seconds for the starting gradient), ``smo_s``
-            (seconds in the SMO loop with its gradient rebuilds) and ``rebuild_s``
-            (seconds of those rebuilds); None: none.
+            (seconds in the SMO loop with its gradient rebuilds), ``rebuild_s``
+            (seconds of those rebuilds) and ``threads`` (the threads it took of the
+            offered); None: none.
 
     Raises: as ``solve_warm``.
 
@@ -775,7 +790,7 @@ def solve_warm_counted(X, y: np.ndarray, params: SolverParams,
                              "solve with solvers.weighted.solve_weighted")
         return solve_binary(X, y, params, n_threads), 0
     alpha = np.zeros(n) if alpha0 is None else feasible_start(alpha0, y, Cb)
-    threads = max(1, int(n_threads))
+    threads = step_threads(n * (X.shape[1] + KERNEL_ROW_TERMS), n_threads, WARM_SYNC_TERMS)
     nb_threads = min(threads, nb.config.NUMBA_NUM_THREADS)
     before = nb.get_num_threads()
     try:
@@ -786,6 +801,8 @@ def solve_warm_counted(X, y: np.ndarray, params: SolverParams,
                                   max(10_000_000, 100 * n), {} if stats is None else stats)
     finally:
         nb.set_num_threads(before)
+    if stats is not None:
+        stats["threads"] = threads
     support = np.flatnonzero(alpha > 0)
     coef = y[support] * alpha[support]
     return BinarySolution(support, coef, -float(rho),
@@ -802,7 +819,8 @@ def solve_warm(X, y: np.ndarray, params: SolverParams, alpha0: np.ndarray | None
         y: (n,) labels in {-1, +1}.
         params: SolverParams (C, kernel, class weights, tol, cache_size in MB, shrinking).
         alpha0: (n,) starting alphas (repaired to a feasible point); None: zeros.
-        n_threads: threads for the starting gradient (BLAS) and for long kernel rows.
+        n_threads: threads offered for the starting gradient (BLAS) and long kernel rows
+            (the solve takes ``libsvm_adapter.step_threads`` of them).
         row_C: (n,) per-row upper bounds C_i > 0 replacing C x class weight (sample
             weights; ``params.C`` and the class weights are then not applied). Rows with
             C_i <= 0 must be dropped by the caller (``weighted.solve_weighted_warm``).

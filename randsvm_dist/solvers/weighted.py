@@ -38,12 +38,15 @@ from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.solvers.libsvm_adapter import (
     C_SVC,
     EPSILON_SVR,
+    LIBSVM_SYNC_TERMS,
     ONE_CLASS,
     BinarySolution,
     SolverParams,
     degenerate_solution,
     finish_solution,
+    kernel_row_terms,
     solve_libsvm,
+    step_threads,
 )
 
 
@@ -99,7 +102,8 @@ def solve_weighted(X, t: np.ndarray | None, params: SolverParams, row_C,
         row_C: (n,) the box of each row: C x class weight x sample weight (C-SVC, SVR);
             for one-class the weight in LIBSVM's scaling (1 = an unweighted row), with
             sum_i alpha_i = nu sum_{C_i > 0} C_i. Rows with C_i <= 0 are dropped.
-        n_threads: BLAS threads (scikit-learn's dense kernel rows use BLAS) for this call.
+        n_threads: BLAS threads offered (scikit-learn's dense kernel rows use BLAS) for
+            this call; it takes ``libsvm_adapter.step_threads`` of them.
 
     Returns:
         BinarySolution with support indices into the rows of X (ascending; dropped rows
@@ -131,7 +135,8 @@ def solve_weighted(X, t: np.ndarray | None, params: SolverParams, row_C,
     Xk = sp.csr_matrix(Xk, dtype=np.float64) if sp.issparse(Xk) else \
         np.ascontiguousarray(Xk, dtype=np.float64)
     est = _estimator(params)
-    with threadpool_limits(limits=max(1, int(n_threads))):
+    threads = step_threads(kernel_row_terms(Xk), n_threads, LIBSVM_SYNC_TERMS)
+    with threadpool_limits(limits=threads):
         if params.svm_type == ONE_CLASS:
             est.fit(Xk, sample_weight=c[keep])
         else:

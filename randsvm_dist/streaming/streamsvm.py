@@ -45,14 +45,15 @@ Departures from the paper (beyond the corrected formulas above):
   and a9a). The paper's own Figure 3 shows the same trend (accuracy up, spread down as L
   grows); L = 10 is where *its* MNIST 8vs9 curve flattens, not ours.
 - Weights: a row of weight w (``sample_weight`` x ``class_weight``) has slack cost ``C w``;
-  it enters the ball as w copies of itself, each with its own e_n (:mod:`._meb`,
+  it enters the ball as w copies of itself, each with its own e_n (:mod:`._meb_solver`,
   "Weights"), so with a lookahead longer than the stream the ball is exactly the weighted
   l2-SVM (tested against repeated rows). The paper has no weights.
 
 Algorithm 2 (lookahead L): points with ``d > R`` (against the ball at their arrival) are
 buffered; when L are buffered, the ball becomes the exact MEB of the old ball and the
-buffer (``_meb.meb_of_balls``: a root find on the radius over a Frank-Wolfe dual, exact
-to ~1e-12), and at the end of the stream the remaining buffer is enclosed the same way.
+buffer (``_meb_solver.meb_of_balls``: a root find on the radius over a Frank-Wolfe dual,
+exact to ~1e-12), and at the end of the stream the remaining buffer is enclosed the same
+way.
 The buffer persists across ``partial_fit`` calls; ``predict`` uses a flushed copy, so
 results do not depend on batch boundaries. With ``L = 1`` this is Algorithm 1.
 

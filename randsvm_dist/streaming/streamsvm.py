@@ -102,7 +102,39 @@ def resolve_normalize(est) -> bool:
     return bool(est.normalize)
 
 
-class StreamSVM(StreamingClassifier):
+class BallCoverSVM(StreamingClassifier):
+    """The parameters StreamSVM and BlurredBallSVM share (documented there) and the
+    arguments of their binary :class:`BallCover` learners."""
+
+    def __init__(self, C: float = 1.0, lookahead: int = 1000, kernel: str = "rbf",
+                 gamma="scale", degree: int = 3, coef0: float = 0.0,
+                 fit_intercept: bool = True, normalize="auto", class_weight=None,
+                 random_state=None):
+        self.C = C
+        self.lookahead = lookahead
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.fit_intercept = fit_intercept
+        self.normalize = normalize
+        self.class_weight = class_weight
+        self.random_state = random_state
+
+    def _cover_args(self) -> dict:
+        """The shared keyword arguments of a binary BallCover (validates them first).
+
+        Raises:
+            ParameterError: as check_cover_params.
+        """
+        check_cover_params(self)
+        return {"C": self.C, "lookahead": int(self.lookahead), "kernel": self.kernel,
+                "gamma": self.gamma, "degree": self.degree, "coef0": self.coef0,
+                "fit_intercept": bool(self.fit_intercept),
+                "normalize": resolve_normalize(self)}
+
+
+class StreamSVM(BallCoverSVM):
     """One-pass l2-SVM by a streaming minimum enclosing ball (Algorithms 1 and 2).
 
     Args:
@@ -132,29 +164,9 @@ class StreamSVM(StreamingClassifier):
     ``class_weight_``.
     """
 
-    def __init__(self, C: float = 1.0, lookahead: int = 1000, kernel: str = "rbf",
-                 gamma="scale", degree: int = 3, coef0: float = 0.0,
-                 fit_intercept: bool = True, normalize="auto", class_weight=None,
-                 random_state=None):
-        self.C = C
-        self.lookahead = lookahead
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.fit_intercept = fit_intercept
-        self.normalize = normalize
-        self.class_weight = class_weight
-        self.random_state = random_state
-
     def _new_binary(self, n_features: int, seed: int):
         """A binary ball learner (validates the parameters; raises ParameterError)."""
-        check_cover_params(self)
-        return _StreamBall(n_features, C=self.C, lookahead=int(self.lookahead), epsilon=0.0,
-                           max_balls=1, kernel=self.kernel, gamma=self.gamma,
-                           degree=self.degree, coef0=self.coef0,
-                           fit_intercept=bool(self.fit_intercept),
-                           normalize=resolve_normalize(self))
+        return _StreamBall(n_features, epsilon=0.0, max_balls=1, **self._cover_args())
 
     @property
     def radius_(self) -> float:

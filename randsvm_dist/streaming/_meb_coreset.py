@@ -3,6 +3,10 @@
 A new ball is the exact MEB of the core points of every live ball (the stored points some
 ball's centre uses) plus the lookahead buffer; its core set is the points of weight > 0.
 The state layout and the geometry are ``_meb_balls``'s, the solver ``_meb_solver``'s.
+
+numba's on-disk cache (``cache=True``) keys a kernel on its own file only: after editing
+this module, clear the ``__pycache__`` of ``streaming/`` so that ``_meb_dual.dual_pass``,
+which calls it, is compiled again.
 """
 
 from __future__ import annotations

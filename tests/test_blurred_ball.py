@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from randsvm_dist.exceptions import ParameterError, SchemaError
 from randsvm_dist.streaming import BlurredBallSVM, StreamSVM
-from randsvm_dist.streaming import _meb as M
+from randsvm_dist.streaming._meb_balls import ST_NSTORE
 from randsvm_dist.streaming._meb_cover import BallCover
 from randsvm_dist.streaming.blurred_ball import _BlurredCover
 
@@ -50,7 +50,7 @@ def exact_meb(P):
 
 def explicit_centers(cov: BallCover, X, y):
     """All ball centres of a flushed dual linear cover as explicit augmented vectors."""
-    m = int(cov.st[M.ST_NSTORE])
+    m = int(cov.st[ST_NSTORE])
     X64 = np.asarray(X, np.float64)
     rows = [int(np.flatnonzero(np.all(X64 == cov.S[s], axis=1))[0]) for s in range(m)]
     out = []
@@ -96,7 +96,7 @@ def test_cover_invariants_after_every_point(L, eps):
 
 def core_rows(cov, X):
     """Row indices (into X) of each live ball's core points."""
-    m = int(cov.st[M.ST_NSTORE])
+    m = int(cov.st[ST_NSTORE])
     X64 = np.asarray(X, np.float64)
     rows = [int(np.flatnonzero(np.all(X64 == cov.S[s], axis=1))[0]) for s in range(m)]
     return [[rows[s] for s in range(m) if cov.A[j, s] != 0] for j in range(cov.n_balls)]

@@ -26,7 +26,7 @@ from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
 from randsvm_dist.model_files.load import load_model
 from randsvm_dist.numerics.kernels import resolve_gamma
 from randsvm_dist.streaming import BudgetedSGD, StreamSVM
-from randsvm_dist.streaming import _meb as M
+from randsvm_dist.streaming._meb_balls import ST_NSTORE
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +123,7 @@ def true_sq_distances(cover, X, y):
     that entered the centre with weight a_n is closer by 2 a_n / C.
     """
     d2 = cover.sq_distances(X, y)[:, -1]
-    m = int(cover.st[M.ST_NSTORE])
+    m = int(cover.st[ST_NSTORE])
     weight = {cover.S[s].astype(np.float32).tobytes(): abs(cover.A[0, s]) for s in range(m)}
     a = np.array([weight.get(np.asarray(x, dtype=np.float32).tobytes(), 0.0) for x in X])
     assert np.count_nonzero(a) == np.count_nonzero(cover.A[0, :m])  # every core point found

@@ -14,8 +14,9 @@ from scipy.optimize import minimize
 
 from randsvm_dist.exceptions import ParameterError, SchemaError
 from randsvm_dist.streaming import StreamSVM
-from randsvm_dist.streaming import _meb as M
+from randsvm_dist.streaming._meb_balls import ST_NSTORE
 from randsvm_dist.streaming._meb_cover import BallCover
+from randsvm_dist.streaming._meb_solver import meb_of_balls
 
 TOL = 1e-9
 
@@ -61,7 +62,7 @@ def explicit_center(cov, X, y, ball=-1):
     The store rows are matched back to the rows of X (continuous random data: unique).
     """
     cov = cov.flushed()
-    m = int(cov.st[M.ST_NSTORE])
+    m = int(cov.st[ST_NSTORE])
     n = len(y)
     c = np.zeros(X.shape[1] + 1 + n)
     j = cov.n_balls - 1 if ball == -1 else ball
@@ -146,7 +147,7 @@ def test_meb_of_balls_solver_against_slsqp():
         Cn = rng.normal(size=(7, 5))
         radii = np.zeros(7)
         radii[0] = rng.uniform(0.2, 2.0)
-        mu, R = M.meb_of_balls(Cn @ Cn.T, radii, np.zeros(len(radii)))
+        mu, R = meb_of_balls(Cn @ Cn.T, radii, np.zeros(len(radii)))
         x = mu @ Cn
         assert np.all(np.linalg.norm(Cn - x, axis=1) + radii <= R * (1 + 1e-12))
         cons = [{"type": "ineq",
@@ -197,7 +198,7 @@ def test_kernel_form_with_linear_kernel_matches_primal():
         p.partial_fit(X, y)
         d = dual_cover(5, C=3.0, L=L).partial_fit(X, y)
         pf, df = p.flushed(), d.flushed()
-        m = int(df.st[M.ST_NSTORE])
+        m = int(df.st[ST_NSTORE])
         np.testing.assert_allclose(df.A[0, :m] @ df.S[:m], pf.W[0], rtol=1e-8, atol=1e-10)
         assert df.radius() == pytest.approx(pf.radius(), rel=1e-9)
         np.testing.assert_allclose(df.ball_scores(X), pf.ball_scores(X), rtol=1e-5,
@@ -266,7 +267,7 @@ def test_rbf_kernel_learns_a_circle():
     assert rbf.score(X, y) > 0.85
     assert rbf.score(X, y) > lin.score(X, y) + 0.1
     f = rbf.learners_[0].flushed()
-    assert rbf.n_core_ == int((f.A[0, : int(f.st[M.ST_NSTORE])] != 0).sum())
+    assert rbf.n_core_ == int((f.A[0, : int(f.st[ST_NSTORE])] != 0).sum())
 
 
 def test_multiclass_one_vs_rest():

@@ -35,6 +35,14 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from randsvm_dist.core.seeds import derive_seed, resolve_seed
 from randsvm_dist.core.validation import check_classes, check_int, check_labels
+from randsvm_dist.distributed._streaming_tasks import (
+    fit_partition,
+    merge_nodes,
+    node_stats,
+    partition_gamma_moments,
+    partition_labels,
+    uses_normalized_rows,
+)
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.inputs import (
@@ -48,105 +56,15 @@ from randsvm_dist.engine.inputs import (
 from randsvm_dist.exceptions import DataFormatError, NotFittedError, ParameterError, SchemaError
 from randsvm_dist.streaming.base import (
     StreamingClassifier,
-    gamma_moments,
     learner_gamma,
     resolve_class_weight,
 )
-from randsvm_dist.streaming.streamsvm import resolve_normalize
 
 log = logging.getLogger("randsvm_dist")
 
 # Second key of the per-partition seed (derive_seed(seed, PARTITION_STREAM, i)), so
 # partition streams never coincide with the per-class streams derive_seed(seed, k).
 PARTITION_STREAM = 0x5EED
-
-
-# -- tasks (run on the workers; pure functions of their inputs) ---------------------------
-def _worker_name() -> str:
-    try:
-        from distributed import get_worker
-
-        return get_worker().address
-    except ValueError:  # not on a worker (called in-process)
-        return "local"
-
-
-def _normalizes(estimator) -> bool:
-    """Whether the learner scales rows to unit norm before resolving gamma."""
-    if getattr(estimator, "normalize", None) is None:
-        return False
-    return bool(resolve_normalize(estimator))
-
-
-def partition_gamma_moments(ds, i: int, normalize: bool = False) -> tuple[int, float, float]:
-    """:func:`~randsvm_dist.streaming.base.gamma_moments` of partition i (runs on a worker).
-
-    Args:
-        ds: Dataset.
-        i: partition index.
-        normalize: scale rows to unit L2 norm first (as learners with normalize=True do).
-
-    Returns:
-        (values incl. implicit zeros, sum, sum of squares).
-    """
-    X, _ = ds.read_partition(i)
-    return gamma_moments(X, normalize)
-
-
-def partition_labels(ds, i: int) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct labels of partition i and their counts (runs on a worker)."""
-    _, y = ds.read_partition(i)
-    return np.unique(np.asarray(y), return_counts=True)
-
-
-def fit_partition(estimator: StreamingClassifier, ds, i: int, seed: int | None,
-                  classes: np.ndarray) -> tuple[StreamingClassifier, dict]:
-    """Learn partition i with a fresh clone of estimator (one pass, rows in file order).
-
-    Args:
-        estimator: unfitted template (its parameters are used, not its fitted state).
-        ds: Dataset.
-        i: partition index.
-        seed: random_state of the clone (None: leave the estimator's).
-        classes: every label of the data set.
-
-    Returns:
-        (fitted learner, stats {"rows", "n_core", "seconds", "worker", "partitions"}).
-
-    Raises:
-        SchemaError: a label outside classes, or bad rows (names the partition's file).
-    """
-    t0 = time.perf_counter()
-    est = clone(estimator)
-    if seed is not None:
-        est.set_params(random_state=seed)
-    X, y = ds.read_partition(i)
-    try:
-        est.partial_fit(X, np.asarray(y), classes=classes)
-    except SchemaError as e:
-        raise SchemaError(f"{ds.paths[i]} (partition {i}): {e}") from None
-    return est, {"rows": int(X.shape[0]), "n_core": est.n_core_, "partitions": 1,
-                 "seconds": time.perf_counter() - t0, "worker": _worker_name()}
-
-
-def merge_nodes(*nodes: tuple[StreamingClassifier, dict]) -> tuple[StreamingClassifier, dict]:
-    """Merge (learner, stats) nodes left to right into one node.
-
-    Returns:
-        (merged learner, stats {"rows", "n_core", "seconds", "worker", "partitions"}).
-    """
-    t0 = time.perf_counter()
-    model = nodes[0][0]
-    for other, _ in nodes[1:]:
-        model = model.merge(other)
-    return model, {"rows": int(sum(s["rows"] for _, s in nodes)), "n_core": model.n_core_,
-                   "partitions": int(sum(s["partitions"] for _, s in nodes)),
-                   "seconds": time.perf_counter() - t0, "worker": _worker_name()}
-
-
-def node_stats(node: tuple[StreamingClassifier, dict]) -> dict:
-    """The stats half of a node (so the client gathers numbers, not models)."""
-    return node[1]
 
 
 # -- the driver -----------------------------------------------------------------------------
@@ -179,7 +97,7 @@ def _data_gamma(client, estimator, ds, parts: list[int]):
         return None
     if gamma != "scale":
         return learner_gamma(gamma, ds.n_features)  # 'auto', or ParameterError
-    norm = _normalizes(estimator)
+    norm = uses_normalized_rows(estimator)
     got = gather(client, [client.submit(partition_gamma_moments, ds, i, norm, pure=False,
                                         retries=2) for i in parts],
                  "the feature moments (gamma='scale')", [f"partition {i}" for i in parts])
@@ -239,6 +157,38 @@ def fit_streaming(estimator: StreamingClassifier, data, client=None,
         DataFormatError: data not a Dataset/path, or a data set without rows.
         ClusterError: the scheduler cannot be reached.
     """
+    ds, fan_in, rs, classes, parts = _checked_inputs(estimator, data, fan_in)
+    fitted = hasattr(estimator, "learners_")
+    t0 = time.perf_counter()
+    with dask_client(client) as c:
+        template, gamma = _learner_template(c, estimator, ds, parts, classes, fitted)
+        seeds = {i: None if "random_state" not in estimator.get_params(deep=False)
+                 else derive_seed(rs, PARTITION_STREAM, i) for i in parts}
+        root, tree = _submit_tree(c, template, ds, parts, seeds, classes, fan_in)
+        stats = _gather_stats(c, tree, parts, ds)
+        model = gather(c, [root], f"the merged model of {ds.url}")[0][0]
+    seconds = time.perf_counter() - t0
+    if fitted:
+        model = estimator.merge(model)
+    else:
+        model.set_params(**estimator.get_params(deep=False))
+        model.random_seed_ = rs
+    model.reduce_info_ = _reduce_info(ds, parts, fan_in, stats, seconds, gamma, model)
+    log.debug("fit_streaming: %d rows, %d partitions, tree depth %d, %.2f s, n_core %d",
+              model.reduce_info_["rows"], len(parts), len(tree) - 1, seconds, model.n_core_)
+    return model
+
+
+def _checked_inputs(estimator, data, fan_in):
+    """The checked inputs of fit_streaming.
+
+    Returns:
+        (Dataset, fan_in, seed (None without random_state), classes, indices of the
+        partitions holding rows).
+
+    Raises:
+        as fit_streaming (everything but ClusterError).
+    """
     if not isinstance(estimator, StreamingClassifier):
         raise ParameterError(
             "fit_streaming needs a randsvm_dist.streaming.StreamingClassifier (StreamSVM, "
@@ -250,71 +200,97 @@ def fit_streaming(estimator: StreamingClassifier, data, client=None,
                               f"{type(data).__name__}")
     rs = _check_random_state(estimator)
     classes = check_classes(ds.classes, where=f"the labels of {ds}")
-    fitted = hasattr(estimator, "learners_")
-    if fitted:
+    if hasattr(estimator, "learners_"):
         _check_against_fitted(estimator, ds, classes)
     parts = [i for i, r in enumerate(ds.partition_rows) if r > 0]
     if not parts:
         raise DataFormatError(f"{ds} holds no rows")
+    return ds, fan_in, rs, classes, parts
 
-    t0 = time.perf_counter()
-    with dask_client(client) as c:
-        gamma = _data_gamma(c, estimator, ds, parts)
-        cw = None if fitted else _data_class_weight(c, estimator, ds, parts, classes)
-        template = estimator if not fitted else _unfitted_copy(estimator)
-        if gamma is not None or cw is not None:
-            template = _unfitted_copy(template)
-            template.set_params(**({"gamma": gamma} if gamma is not None else {}),
-                                **({"class_weight": cw} if cw is not None else {}))
-        seeds = {i: None if "random_state" not in estimator.get_params(deep=False)
-                 else derive_seed(rs, PARTITION_STREAM, i) for i in parts}
-        level = [c.submit(fit_partition, template, ds, i, seeds[i], classes, pure=False,
-                          retries=2) for i in parts]
-        tree = [list(level)]  # per level: the nodes computed there (not carried ones)
-        while len(level) > 1:
-            groups = [level[j:j + fan_in] for j in range(0, len(level), fan_in)]
-            level = [c.submit(merge_nodes, *g, pure=False, retries=2) if len(g) > 1
-                     else g[0] for g in groups]
-            tree.append([f for f, g in zip(level, groups) if len(g) > 1])
-        stat_futures = [[c.submit(node_stats, f, pure=False, retries=2) for f in lv]
-                        for lv in tree]
-        labels = [f"partition {i}" if d == 0 else f"merge node {j} of level {d}"
-                  for d, lv in enumerate(stat_futures)
-                  for j, i in enumerate(parts if d == 0 else range(len(lv)))]
-        flat = gather(c, [f for lv in stat_futures for f in lv],
-                      f"streaming fit of {ds.url}", labels)
-        stats, at = [], 0
-        for lv in stat_futures:
-            stats.append(flat[at:at + len(lv)])
-            at += len(lv)
-        model = gather(c, [level[0]], f"the merged model of {ds.url}")[0][0]
-    seconds = time.perf_counter() - t0
 
-    if fitted:
-        model = estimator.merge(model)
-    else:
-        model.set_params(**estimator.get_params(deep=False))
-        model.random_seed_ = rs
+def _learner_template(client, estimator, ds, parts: list[int], classes: np.ndarray,
+                      fitted: bool):
+    """The unfitted estimator every partition clones, with gamma='scale' and
+    class_weight='balanced' resolved from the whole data set (class weights only for a
+    new fit: a fitted estimator keeps its own).
+
+    Returns:
+        (template, the resolved gamma or None).
+    """
+    gamma = _data_gamma(client, estimator, ds, parts)
+    cw = None if fitted else _data_class_weight(client, estimator, ds, parts, classes)
+    template = clone(estimator) if fitted else estimator
+    if gamma is not None or cw is not None:
+        template = clone(template)
+        template.set_params(**({"gamma": gamma} if gamma is not None else {}),
+                            **({"class_weight": cw} if cw is not None else {}))
+    return template, gamma
+
+
+def _submit_tree(client, template, ds, parts: list[int], seeds: dict, classes: np.ndarray,
+                 fan_in: int):
+    """Submit a learner per partition and their merge tree (children merged left to
+    right; a lone child is carried up a level unmerged).
+
+    Returns:
+        (future of the root node, per level the futures of the nodes computed there).
+    """
+    level = [client.submit(fit_partition, template, ds, i, seeds[i], classes, pure=False,
+                           retries=2) for i in parts]
+    tree = [list(level)]
+    while len(level) > 1:
+        groups = [level[j:j + fan_in] for j in range(0, len(level), fan_in)]
+        level = [client.submit(merge_nodes, *g, pure=False, retries=2) if len(g) > 1
+                 else g[0] for g in groups]
+        tree.append([f for f, g in zip(level, groups) if len(g) > 1])
+    return level[0], tree
+
+
+def _gather_stats(client, tree: list[list], parts: list[int], ds) -> list[list[dict]]:
+    """The stats of every node of the tree, per level (the models stay on the workers)."""
+    stat_futures = [[client.submit(node_stats, f, pure=False, retries=2) for f in lv]
+                    for lv in tree]
+    labels = [f"partition {i}" if d == 0 else f"merge node {j} of level {d}"
+              for d, lv in enumerate(stat_futures)
+              for j, i in enumerate(parts if d == 0 else range(len(lv)))]
+    flat = gather(client, [f for lv in stat_futures for f in lv],
+                  f"streaming fit of {ds.url}", labels)
+    stats, at = [], 0
+    for lv in stat_futures:
+        stats.append(flat[at:at + len(lv)])
+        at += len(lv)
+    return stats
+
+
+def _reduce_info(ds, parts: list[int], fan_in: int, stats: list[list[dict]],
+                 seconds: float, gamma, model) -> dict:
+    """fit_streaming's ``reduce_info_`` (see there)."""
     levels = [{"nodes": len(lv), "rows": [s["rows"] for s in lv],
                "n_core": [s["n_core"] for s in lv],
                "seconds": [s["seconds"] for s in lv],
                "worker": [s["worker"] for s in lv]} for lv in stats]
-    model.reduce_info_ = {
+    return {
         "rows": int(sum(ds.partition_rows)), "partitions": ds.n_partitions,
-        "partitions_used": len(parts), "fan_in": fan_in, "depth": len(tree) - 1,
-        "seconds": seconds, "fit_seconds": float(sum(stats[0][k]["seconds"]
-                                                     for k in range(len(parts)))),
+        "partitions_used": len(parts), "fan_in": fan_in, "depth": len(stats) - 1,
+        "seconds": seconds, "fit_seconds": float(sum(s["seconds"] for s in stats[0])),
         "merge_seconds": float(sum(s["seconds"] for lv in stats[1:] for s in lv)),
         "gamma": gamma, "n_core_": model.n_core_, "levels": levels,
     }
-    log.debug("fit_streaming: %d rows, %d partitions, tree depth %d, %.2f s, n_core %d",
-              model.reduce_info_["rows"], len(parts), len(tree) - 1, seconds, model.n_core_)
-    return model
 
 
-def _unfitted_copy(estimator: StreamingClassifier) -> StreamingClassifier:
-    return clone(estimator)
+def _feed_blocks(est: StreamingClassifier, Xa, ya, sample_weight, classes) -> None:
+    """``est.partial_fit`` on aligned Dask row blocks in order, one block (with its
+    sample_weight block) in memory at a time."""
+    import dask
 
+    wb = None
+    if sample_weight is not None:
+        wa = as_dask_array(sample_weight, "sample_weight").rechunk((Xa.chunks[0],))
+        wb = wa.to_delayed().ravel()
+    for k, (xb, yb) in enumerate(zip(Xa.to_delayed().ravel(), ya.to_delayed().ravel())):
+        got = dask.compute(xb, yb) if wb is None else dask.compute(xb, yb, wb[k])
+        est.partial_fit(got[0], got[1], classes=classes,
+                        sample_weight=got[2] if wb is not None else None)
 
 
 # -- the one Dask wrapper of a streaming learner ------------------------------------------
@@ -386,22 +362,11 @@ class DaskStreamingClassifier(ClassifierMixin, BaseEstimator):
     @staticmethod
     def _fit_blocks(est: StreamingClassifier, X, y, sample_weight) -> StreamingClassifier:
         """One pass over aligned Dask row blocks in order."""
-        import dask
         import dask.array as da
 
         Xa, ya = aligned_blocks(as_dask_array(X, "X"), as_dask_array(y, "y"))
         classes = check_classes(da.unique(ya).compute(), where="y")
-        wb = None
-        if sample_weight is not None:
-            wa = as_dask_array(sample_weight, "sample_weight").rechunk((Xa.chunks[0],))
-            wb = wa.to_delayed().ravel()
-        for k, (xb, yb) in enumerate(zip(Xa.to_delayed().ravel(), ya.to_delayed().ravel())):
-            if wb is None:
-                xb, yb = dask.compute(xb, yb)
-                wk = None
-            else:
-                xb, yb, wk = dask.compute(xb, yb, wb[k])
-            est.partial_fit(xb, yb, classes=classes, sample_weight=wk)
+        _feed_blocks(est, Xa, ya, sample_weight, classes)
         return est
 
     def partial_fit(self, X, y, classes=None, sample_weight=None) -> DaskStreamingClassifier:
@@ -418,18 +383,8 @@ class DaskStreamingClassifier(ClassifierMixin, BaseEstimator):
             self.estimator_ = clone(self._template())
         est = self.estimator_
         if is_dask_collection(X) or is_dask_collection(y):
-            import dask
-
             Xa, ya = aligned_blocks(as_dask_array(X, "X"), as_dask_array(y, "y"))
-            wb = None
-            if sample_weight is not None:
-                wa = as_dask_array(sample_weight, "sample_weight").rechunk((Xa.chunks[0],))
-                wb = wa.to_delayed().ravel()
-            for k, (xb, yb) in enumerate(zip(Xa.to_delayed().ravel(),
-                                             ya.to_delayed().ravel())):
-                parts = dask.compute(xb, yb) if wb is None else dask.compute(xb, yb, wb[k])
-                est.partial_fit(parts[0], parts[1], classes=classes,
-                                sample_weight=parts[2] if wb is not None else None)
+            _feed_blocks(est, Xa, ya, sample_weight, classes)
         else:
             est.partial_fit(X, y, classes=classes, sample_weight=sample_weight)
         self.classes_ = est.classes_

@@ -1,6 +1,6 @@
 """The binary learner behind StreamSVM and Blurred Ball SVM: a cover of enclosing balls.
 
-One object holds up to ``max_balls`` balls in the augmented space (see ``_meb``), a
+One object holds up to ``max_balls`` balls in the augmented space (see ``_meb_balls``), a
 lookahead buffer of ``lookahead`` points and, for kernels, a store of the kept points.
 StreamSVM is the case ``max_balls=1, epsilon=0``; Blurred Ball SVM keeps several balls and
 ignores points inside the union of the (1+epsilon)-expanded balls.
@@ -19,7 +19,20 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.numerics.kernels import Kernel, kernel_matrix, row_sq_norms
-from randsvm_dist.streaming import _meb as M
+from randsvm_dist.streaming._meb_balls import (
+    KERNEL_IDS,
+    ST_NB,
+    ST_NBUF,
+    ST_NCORE,
+    ST_NSTORE,
+    ST_SIZE,
+    ST_STARTED,
+    discard_small,
+)
+from randsvm_dist.streaming._meb_coreset import coreset_flush
+from randsvm_dist.streaming._meb_dual import cross_gram, dual_flush, dual_pass
+from randsvm_dist.streaming._meb_primal import primal_flush, primal_pass_csr, primal_pass_dense
+from randsvm_dist.streaming._meb_solver import meb_of_balls
 from randsvm_dist.streaming.base import gamma_moments, learner_gamma
 
 DENSE_CHUNK_VALUES = 1 << 22  # values per densified chunk of sparse rows (kernel form)
@@ -66,7 +79,7 @@ class BallCover:
         self.normalize = bool(normalize)
         self.kernel: Kernel | None = None
         D, k = self.n_features, self.kmax
-        self.st = np.zeros(M.ST_SIZE)
+        self.st = np.zeros(ST_SIZE)
         self.bb = np.zeros(k)
         self.Q = np.zeros(k)
         self.ee = np.zeros(k)
@@ -94,18 +107,18 @@ class BallCover:
     @property
     def n_balls(self) -> int:
         """Live balls in the cover."""
-        return int(self.st[M.ST_NB])
+        return int(self.st[ST_NB])
 
     @property
     def n_core(self) -> int:
         """Core points, counted after enclosing the lookahead buffer: in the primal form
         the points that entered a centre with non-zero weight; in the kernel/store form
         the stored points some live ball uses."""
-        if self.st[M.ST_NBUF] > 0:
+        if self.st[ST_NBUF] > 0:
             return self.flushed().n_core
         if not self.dual:
-            return int(self.st[M.ST_NCORE])
-        m = int(self.st[M.ST_NSTORE])
+            return int(self.st[ST_NCORE])
+        m = int(self.st[ST_NSTORE])
         return int((self.A[: self.n_balls, :m] != 0).any(axis=0).sum())
 
     def _resolve_kernel(self, X) -> None:
@@ -119,11 +132,11 @@ class BallCover:
 
     def _kargs(self):
         k = self.kernel
-        return (M.KERNEL_IDS[k.name], float(k.gamma), float(k.degree), float(k.coef0))
+        return (KERNEL_IDS[k.name], float(k.gamma), float(k.degree), float(k.coef0))
 
     def _compact_store(self) -> None:
         """Drop stored points that no live ball uses."""
-        m = int(self.st[M.ST_NSTORE])
+        m = int(self.st[ST_NSTORE])
         used = np.flatnonzero((self.A[: self.n_balls, :m] != 0).any(axis=0))
         k = len(used)
         if k == m:
@@ -135,11 +148,11 @@ class BallCover:
         self.A[:, k:] = 0.0
         if self.coreset:
             self.Ks[:k, :k] = self.Ks[np.ix_(used, used)]
-        self.st[M.ST_NSTORE] = k
+        self.st[ST_NSTORE] = k
 
     def _grow_store(self) -> None:
         self._compact_store()
-        if self.st[M.ST_NSTORE] + self.L <= self.S.shape[0] // 2:
+        if self.st[ST_NSTORE] + self.L <= self.S.shape[0] // 2:
             return
         cap = self.S.shape[0]
         new = 2 * cap
@@ -180,9 +193,9 @@ class BallCover:
                     self.Bf, self.Biw, self.kmax, self.L, self.eps, self.beta, self.invC,
                     self.normalize)
             if sp.issparse(X):
-                M.primal_pass_csr(X.indptr, X.indices, X.data, y, *args)
+                primal_pass_csr(X.indptr, X.indices, X.data, y, *args)
             else:
-                M.primal_pass_dense(X, y, *args)
+                primal_pass_dense(X, y, *args)
             return self
         X = self._prep(X)
         self._resolve_kernel(X)
@@ -195,7 +208,7 @@ class BallCover:
             wc = iw[s:s + step]
             r = 0
             while r < Xc.shape[0]:
-                r = M.dual_pass(Xc, yc, wc, r, self.A, self.bb, self.Q, self.ee, self.rr,
+                r = dual_pass(Xc, yc, wc, r, self.A, self.bb, self.Q, self.ee, self.rr,
                                 self.st, self.S, self.Sn, self.Siw, self.Ks, self.BX, self.By,
                                 self.Bf, self.Bn, self.Biw, self.kmax, self.L, self.eps,
                                 self.beta, self.invC, *self._kargs(), self.coreset)
@@ -206,20 +219,20 @@ class BallCover:
     def flushed(self) -> BallCover:
         """A copy with the lookahead buffer enclosed (Algorithm 2's final step)."""
         out = copy.deepcopy(self)
-        if out.st[M.ST_NBUF] == 0:
+        if out.st[ST_NBUF] == 0:
             return out
         if not out.dual:
-            M.primal_flush(out.W, out.bb, out.Q, out.ee, out.rr, out.st, out.BX, out.By,
+            primal_flush(out.W, out.bb, out.Q, out.ee, out.rr, out.st, out.BX, out.By,
                            out.Bf, out.Biw, out.kmax, out.eps, out.beta, out.invC)
         else:
-            while out.st[M.ST_NSTORE] + out.L > out.S.shape[0]:
+            while out.st[ST_NSTORE] + out.L > out.S.shape[0]:
                 out._grow_store()
             if out.coreset:
-                M.coreset_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
+                coreset_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
                                 out.Siw, out.Ks, out.BX, out.By, out.Bn, out.Biw, out.kmax,
                                 out.eps, out.beta, out.invC, *out._kargs(), False)
                 return out
-            M.dual_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
+            dual_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
                          out.Siw, out.BX, out.By, out.Bf, out.Bn, out.Biw, out.kmax, out.eps,
                          out.beta, out.invC, *out._kargs())
         return out
@@ -232,7 +245,7 @@ class BallCover:
         if not self.dual:
             out = np.asarray(X @ self.W[:nb].T, dtype=np.float64)
         else:
-            m = int(self.st[M.ST_NSTORE])
+            m = int(self.st[ST_NSTORE])
             out = np.empty((X.shape[0], nb))
             S = self.S[:m].astype(np.float32)
             for s in range(0, X.shape[0], 4096):
@@ -271,8 +284,8 @@ class BallCover:
         if not self.dual:
             fe = float(self.W[i] @ other.W[j])
         else:
-            ma, mb = int(self.st[M.ST_NSTORE]), int(other.st[M.ST_NSTORE])
-            K = M.cross_gram(self.S[:ma], self.Sn[:ma], other.S[:mb], other.Sn[:mb],
+            ma, mb = int(self.st[ST_NSTORE]), int(other.st[ST_NSTORE])
+            K = cross_gram(self.S[:ma], self.Sn[:ma], other.S[:mb], other.Sn[:mb],
                              *self._kargs())
             fe = float(self.A[i, :ma] @ K @ other.A[j, :mb])
         return fe + self.bb[i] * other.bb[j]
@@ -296,131 +309,136 @@ class BallCover:
             return a._merge_coresets(b)
         ia, ib = a.n_balls - 1, b.n_balls - 1
         cross = a.center_dot(b, ia, ib)
-        na2 = a.Q[ia] + a.ee[ia]
-        nb2 = b.Q[ib] + b.ee[ib]
-        G = np.array([[na2, cross], [cross, nb2]])
-        radii = np.array([a.rr[ia], b.rr[ib]])
-        mu, R = M.meb_of_balls(G, radii, np.zeros(2))
+        G = np.array([[a.Q[ia] + a.ee[ia], cross], [cross, b.Q[ib] + b.ee[ib]]])
+        mu, R = meb_of_balls(G, np.array([a.rr[ia], b.rr[ib]]), np.zeros(2))
         t = float(mu[1])
-        out = copy.deepcopy(a)
-        # balls: a's and b's older balls, then the enclosing ball, sorted by radius
-        entries = [("a", i) for i in range(a.n_balls)] + [("b", i) for i in range(b.n_balls)]
-        entries.sort(key=lambda e: (a if e[0] == "a" else b).rr[e[1]])
-        entries.append(("new", -1))
-        entries = entries[-self.kmax:]
-        k = self.kmax
-        out.bb, out.Q, out.ee, out.rr = np.zeros(k), np.zeros(k), np.zeros(k), np.zeros(k)
-        ma = int(a.st[M.ST_NSTORE]) if a.dual else 0
-        mb = int(b.st[M.ST_NSTORE]) if b.dual else 0
-        if a.dual:
-            cap = max(64, ma + mb + 4 * self.L)
-            out.S = np.zeros((cap, self.n_features))
-            out.S[:ma], out.S[ma:ma + mb] = a.S[:ma], b.S[:mb]
-            out.Sn = np.zeros(cap)
-            out.Sn[:ma], out.Sn[ma:ma + mb] = a.Sn[:ma], b.Sn[:mb]
-            out.Siw = np.ones(cap)
-            out.Siw[:ma], out.Siw[ma:ma + mb] = a.Siw[:ma], b.Siw[:mb]
-            out.A = np.zeros((k, cap))
-        else:
-            out.W = np.zeros((k, self.n_features))
+        ma = int(a.st[ST_NSTORE]) if a.dual else 0
+        mb = int(b.st[ST_NSTORE]) if b.dual else 0
+        out = a._merged_shell(b, ma, mb)
+        entries = self._merge_order(a, b)
         for slot, (src, i) in enumerate(entries):
             if src == "new":
-                rows = ((1 - t, a, ia), (t, b, ib))
+                terms = ((1 - t, a, ia, 0), (t, b, ib, ma))
                 out.rr[slot] = R
                 out.ee[slot] = (1 - t) ** 2 * a.ee[ia] + t ** 2 * b.ee[ib]
                 out.Q[slot] = ((1 - t) ** 2 * a.Q[ia] + 2 * t * (1 - t) * cross
                                + t ** 2 * b.Q[ib])
             else:
-                rows = ((1.0, a if src == "a" else b, i),)
-                cov = a if src == "a" else b
+                cov, off = (a, 0) if src == "a" else (b, ma)
+                terms = ((1.0, cov, i, off),)
                 out.rr[slot], out.ee[slot], out.Q[slot] = cov.rr[i], cov.ee[i], cov.Q[i]
-            for coef, cov, i2 in rows:
-                out.bb[slot] += coef * cov.bb[i2]
-                if cov.dual:
-                    off = 0 if cov is a else ma
-                    m = ma if cov is a else mb
-                    out.A[slot, off:off + m] += coef * cov.A[i2, :m]
-                else:
-                    out.W[slot] += coef * cov.W[i2]
+            out._add_centres(slot, terms)
             if src == "new" and not a.dual:
                 out.Q[slot] = float(out.W[slot] @ out.W[slot]) + out.bb[slot] ** 2
-        nb = len(entries)
-        out.st[M.ST_NB] = nb
-        out.st[M.ST_NBUF] = 0
-        out.st[M.ST_NCORE] = a.st[M.ST_NCORE] + b.st[M.ST_NCORE]
-        out.st[M.ST_NSTORE] = ma + mb
-        out.st[M.ST_STARTED] = 1
-        if self.eps > 0 and nb > 1:
-            lim = 0.25 * self.eps * out.rr[nb - 1]
-            keep = [s for s in range(nb) if s == nb - 1 or out.rr[s] >= lim]
-            for name in ("bb", "Q", "ee", "rr"):
-                arr = getattr(out, name)
-                arr[:len(keep)] = arr[keep]
-            rows_arr = out.A if out.dual else out.W
-            rows_arr[:len(keep)] = rows_arr[keep]
-            out.st[M.ST_NB] = len(keep)
+        out.st[ST_NBUF] = 0
+        out.st[ST_NCORE] = a.st[ST_NCORE] + b.st[ST_NCORE]
+        out.st[ST_NSTORE] = ma + mb
+        out.st[ST_STARTED] = 1
+        out.st[ST_NB] = discard_small(out.A if out.dual else out.W, out.bb, out.Q, out.ee,
+                                      out.rr, len(entries), self.eps)
         return out
+
+    def _merge_order(self, a: BallCover, b: BallCover) -> list[tuple[str, int]]:
+        """The balls of a merge, oldest first: ("a" | "b", index) by radius, then the
+        enclosing ball ("new", -1); the last max_balls of them."""
+        entries = [("a", i) for i in range(a.n_balls)] + [("b", i) for i in range(b.n_balls)]
+        entries.sort(key=lambda e: (a if e[0] == "a" else b).rr[e[1]])
+        entries.append(("new", -1))
+        return entries[-self.kmax:]
+
+    def _merged_shell(self, b: BallCover, ma: int, mb: int) -> BallCover:
+        """A copy of self with zeroed balls and, in the kernel form, the two stores
+        joined (self's first) under zeroed coefficient rows."""
+        out = copy.deepcopy(self)
+        k = self.kmax
+        out.bb, out.Q, out.ee, out.rr = np.zeros(k), np.zeros(k), np.zeros(k), np.zeros(k)
+        if self.dual:
+            out._join_stores(self, b, ma, mb)
+            out.A = np.zeros((k, out.S.shape[0]))
+        else:
+            out.W = np.zeros((k, self.n_features))
+        return out
+
+    def _join_stores(self, a: BallCover, b: BallCover, ma: int, mb: int) -> None:
+        """This cover's store := a's first ma points then b's first mb, with room for
+        four buffers more."""
+        cap = max(64, ma + mb + 4 * self.L)
+        self.S = np.zeros((cap, self.n_features))
+        self.S[:ma], self.S[ma:ma + mb] = a.S[:ma], b.S[:mb]
+        self.Sn = np.zeros(cap)
+        self.Sn[:ma], self.Sn[ma:ma + mb] = a.Sn[:ma], b.Sn[:mb]
+        self.Siw = np.ones(cap)
+        self.Siw[:ma], self.Siw[ma:ma + mb] = a.Siw[:ma], b.Siw[:mb]
+
+    def _add_centres(self, slot: int, terms) -> None:
+        """Ball ``slot`` += coef x ball i of cov for each (coef, cov, i, store offset)."""
+        for coef, cov, i, off in terms:
+            self.bb[slot] += coef * cov.bb[i]
+            if cov.dual:
+                m = int(cov.st[ST_NSTORE])
+                self.A[slot, off:off + m] += coef * cov.A[i, :m]
+            else:
+                self.W[slot] += coef * cov.W[i]
 
     def _merge_coresets(self, b: BallCover) -> BallCover:
         """Union of two core-set covers (disjoint streams) plus one new ball: the exact
         MEB of all their core points; then the usual discards (radius, max_balls)."""
         a = self
         out = copy.deepcopy(a)
-        ma, mb = int(a.st[M.ST_NSTORE]), int(b.st[M.ST_NSTORE])
-        na, nb = a.n_balls, b.n_balls
+        ma, mb = int(a.st[ST_NSTORE]), int(b.st[ST_NSTORE])
         k = self.kmax
-        cap = max(64, ma + mb + 4 * self.L)
-        out.S = np.zeros((cap, self.n_features))
-        out.S[:ma], out.S[ma:ma + mb] = a.S[:ma], b.S[:mb]
-        out.Sn = np.zeros(cap)
-        out.Sn[:ma], out.Sn[ma:ma + mb] = a.Sn[:ma], b.Sn[:mb]
-        out.Siw = np.ones(cap)
-        out.Siw[:ma], out.Siw[ma:ma + mb] = a.Siw[:ma], b.Siw[:mb]
+        out._join_stores(a, b, ma, mb)
+        cap = out.S.shape[0]
         out.Ks = np.zeros((cap, cap))
         out.Ks[:ma, :ma] = a.Ks[:ma, :ma]
         out.Ks[ma:ma + mb, ma:ma + mb] = b.Ks[:mb, :mb]
-        cross = M.cross_gram(a.S[:ma], a.Sn[:ma], b.S[:mb], b.Sn[:mb], *self._kargs())
+        cross = cross_gram(a.S[:ma], a.Sn[:ma], b.S[:mb], b.Sn[:mb], *self._kargs())
         out.Ks[:ma, ma:ma + mb] = cross
         out.Ks[ma:ma + mb, :ma] = cross.T
+        nbl = out._union_balls(a, b, ma, mb)
+        out.st[ST_NB] = nbl
+        out.st[ST_NBUF] = 0
+        out.st[ST_NSTORE] = ma + mb
+        out.st[ST_NCORE] = a.st[ST_NCORE] + b.st[ST_NCORE]
+        coreset_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn, out.Siw,
+                      out.Ks, out.BX, out.By, out.Bn, out.Biw, k + 1, 0.0, out.beta,
+                      out.invC, *out._kargs(), True)
+        # drop the placeholder (index nbl - 1); the new ball is at nbl
+        idx = [i for i in range(nbl + 1) if i != nbl - 1]
+        out.A = np.ascontiguousarray(out.A[idx][:k])
+        for name in ("bb", "Q", "ee", "rr"):
+            setattr(out, name, np.ascontiguousarray(getattr(out, name)[idx][:k]))
+        out.st[ST_NB] = discard_small(out.A, out.bb, out.Q, out.ee, out.rr, nbl, out.eps)
+        out._compact_store()
+        return out
+
+    def _union_balls(self, a: BallCover, b: BallCover, ma: int, mb: int) -> int:
+        """Balls (and room for one more) of a core-set merge over the joined store: the
+        largest max_balls - 1 of a's and b's, then a placeholder whose core points are
+        every ball's (they all take part in the new ball, kept or not).
+
+        Returns:
+            the number of balls, placeholder included.
+        """
+        na, nb, k, cap = a.n_balls, b.n_balls, self.kmax, self.S.shape[0]
         rows = np.zeros((na + nb + 1, cap))
         rows[:na, :ma] = a.A[:na, :ma]
         rows[na:na + nb, ma:ma + mb] = b.A[:nb, :mb]
         scal = {name: np.r_[getattr(a, name)[:na], getattr(b, name)[:nb], 0.0]
                 for name in ("bb", "Q", "ee", "rr")}
         order = np.argsort(scal["rr"][:-1], kind="stable")
-        keep = order[-(k - 1):] if k > 1 else order[:0]
-        # the core points of every ball take part in the new ball, kept or not
+        sel = [int(i) for i in (order[-(k - 1):] if k > 1 else order[:0])]
         every = np.zeros(cap)
         every[: ma + mb] = np.abs(rows[: na + nb, : ma + mb]).max(axis=0) * np.sign(
             rows[: na + nb, : ma + mb].sum(axis=0))
-        sel = [int(i) for i in keep]
-        nbl = len(sel) + 1  # kept balls + a placeholder listing every core point
-        out.A = np.zeros((k + 1, cap))
-        out.A[: len(sel)] = rows[sel]
-        out.A[len(sel)] = every
+        self.A = np.zeros((k + 1, cap))
+        self.A[: len(sel)] = rows[sel]
+        self.A[len(sel)] = every
         for name in ("bb", "Q", "ee", "rr"):
             arr = np.zeros(k + 1)
             arr[: len(sel)] = scal[name][sel]
-            setattr(out, name, arr)
-        out.st[M.ST_NB] = nbl
-        out.st[M.ST_NBUF] = 0
-        out.st[M.ST_NSTORE] = ma + mb
-        out.st[M.ST_NCORE] = a.st[M.ST_NCORE] + b.st[M.ST_NCORE]
-        M.coreset_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
-                        out.Siw, out.Ks, out.BX, out.By, out.Bn, out.Biw, k + 1, 0.0,
-                        out.beta, out.invC, *out._kargs(), True)
-        # drop the placeholder (index nbl - 1); the new ball is at nbl
-        idx = [i for i in range(nbl + 1) if i != nbl - 1]
-        out.A = out.A[idx]
-        for name in ("bb", "Q", "ee", "rr"):
-            setattr(out, name, getattr(out, name)[idx].copy())
-        out.A = np.ascontiguousarray(out.A[:k])
-        for name in ("bb", "Q", "ee", "rr"):
-            setattr(out, name, np.ascontiguousarray(getattr(out, name)[:k]))
-        n_live = M._discard_small(out.A, out.bb, out.Q, out.ee, out.rr, nbl, out.eps)
-        out.st[M.ST_NB] = n_live
-        out._compact_store()
-        return out
+            setattr(self, name, arr)
+        return len(sel) + 1
 
     # -- introspection -----------------------------------------------------------------
     def radius(self, i: int = -1) -> float:

@@ -42,14 +42,13 @@ import numpy as np
 from randsvm_dist.core.validation import check_choice, check_int
 from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.streaming._meb_cover import BallCover
-from randsvm_dist.streaming.base import StreamingClassifier
-from randsvm_dist.streaming.streamsvm import check_cover_params, resolve_normalize
+from randsvm_dist.streaming.streamsvm import BallCoverSVM
 
 RULES = ("score", "support", "largest")
 COVERS = ("points", "balls")
 
 
-class BlurredBallSVM(StreamingClassifier):
+class BlurredBallSVM(BallCoverSVM):
     """One-pass l2-SVM on a blurred ball cover (several balls, support/score rules).
 
     Args:
@@ -82,24 +81,17 @@ class BlurredBallSVM(StreamingClassifier):
                  max_balls: int = 32, rule: str = "score", cover: str = "points",
                  class_weight=None,
                  random_state=None):
-        self.C = C
+        super().__init__(C=C, lookahead=lookahead, kernel=kernel, gamma=gamma, degree=degree,
+                         coef0=coef0, fit_intercept=fit_intercept, normalize=normalize,
+                         class_weight=class_weight, random_state=random_state)
         self.epsilon = epsilon
-        self.lookahead = lookahead
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.fit_intercept = fit_intercept
-        self.normalize = normalize
         self.max_balls = max_balls
         self.rule = rule
         self.cover = cover
-        self.class_weight = class_weight
-        self.random_state = random_state
 
     def _new_binary(self, n_features: int, seed: int):
         """A binary blurred-ball learner (raises ParameterError on bad parameters)."""
-        check_cover_params(self)
+        args = self._cover_args()
         eps = self.epsilon
         if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating)) \
                 or not np.isfinite(eps) or eps < 0:
@@ -107,12 +99,8 @@ class BlurredBallSVM(StreamingClassifier):
         kb = check_int(self.max_balls, "max_balls", 1)
         check_choice(self.rule, "rule", RULES)
         check_choice(self.cover, "cover", COVERS)
-        return _BlurredCover(n_features, C=self.C, lookahead=int(self.lookahead),
-                             epsilon=float(eps), max_balls=int(kb), kernel=self.kernel,
-                             gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-                             fit_intercept=bool(self.fit_intercept),
-                             normalize=resolve_normalize(self), rule=self.rule,
-                             coreset=self.cover == "points")
+        return _BlurredCover(n_features, epsilon=float(eps), max_balls=int(kb), rule=self.rule,
+                             coreset=self.cover == "points", **args)
 
     def set_params(self, **params):
         """scikit-learn set_params; a new ``rule`` also applies to fitted learners."""

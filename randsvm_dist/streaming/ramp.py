@@ -65,13 +65,14 @@ from randsvm_dist.core.validation import (
 from randsvm_dist.exceptions import ParameterError, SchemaError
 from randsvm_dist.numerics.kernels import KERNELS, Kernel, decision_values
 from randsvm_dist.streaming import _ramp_kernels as rk
+from randsvm_dist.streaming._ramp_storage import RampSlots
 from randsvm_dist.streaming.base import StreamingClassifier, gamma_moments, learner_gamma
 
 CHUNK = 256
 MAX_OUTER = 1000
 
 
-class _RampBinary:
+class _RampBinary(RampSlots):
     """One binary OnlineSVMR learner (labels +1/-1) with its kept points and Gram cache.
 
     Args:
@@ -113,122 +114,6 @@ class _RampBinary:
         self.ipar[rk.I_MAXOUTER] = MAX_OUTER
         self.cnt = np.zeros(rk.N_CNT, dtype=np.int64)
 
-    # -- storage ---------------------------------------------------------------------------
-    def _init_storage(self, sparse: bool, cap: int = 1024, cap_rows: int = 64) -> None:
-        self.sparse = bool(sparse)
-        self.ipar[rk.I_SPARSE] = int(sparse)
-        d = self.n_features
-        self.Xs = np.zeros((1, 1) if sparse else (cap, d), dtype=np.float32)
-        self.s_start = np.zeros(cap if sparse else 1, dtype=np.int64)
-        self.s_len = np.zeros(cap if sparse else 1, dtype=np.int32)
-        self.s_ind = np.zeros(cap * 8 if sparse else 1, dtype=np.int32)
-        self.s_val = np.zeros(cap * 8 if sparse else 1, dtype=np.float32)
-        self.sqn = np.zeros(cap)
-        self.qdiag = np.zeros(cap)
-        self.y = np.zeros(cap)
-        self.alpha = np.zeros(cap)
-        self.cb = np.zeros(cap)  # per-point box: C x the row's weight
-        self.g = np.zeros(cap)
-        self.state = np.zeros(cap, dtype=np.int8)
-        self.row_of = np.full(cap, -1, dtype=np.int64)
-        self.G = np.zeros((cap_rows, cap), dtype=np.float32)
-        self.owner = np.full(cap_rows, -1, dtype=np.int64)
-
-    @property
-    def _n(self) -> int:
-        return int(self.cnt[rk.C_SLOTS])
-
-    def _resize_slots(self, cap: int) -> None:
-        n = self._n
-        for name in ("sqn", "qdiag", "y", "alpha", "cb", "g", "state", "row_of"):
-            old = getattr(self, name)
-            new = np.full(cap, -1, dtype=old.dtype) if name == "row_of" else \
-                np.zeros(cap, dtype=old.dtype)
-            new[:n] = old[:n]
-            setattr(self, name, new)
-        if self.sparse:
-            for name in ("s_start", "s_len"):
-                old = getattr(self, name)
-                new = np.zeros(cap, dtype=old.dtype)
-                new[:n] = old[:n]
-                setattr(self, name, new)
-        else:
-            Xs = np.zeros((cap, self.n_features), dtype=np.float32)
-            Xs[:n] = self.Xs[:n]
-            self.Xs = Xs
-        G = np.zeros((self.G.shape[0], cap), dtype=np.float32)
-        G[:, :n] = self.G[:, :n]
-        self.G = G
-
-    def _grow_rows(self, need: int | None = None) -> None:
-        cap = max(int(self.G.shape[0] * 1.5) + 16, need or 0)
-        G = np.zeros((cap, self.G.shape[1]), dtype=np.float32)
-        G[:self.G.shape[0]] = self.G
-        owner = np.full(cap, -1, dtype=np.int64)
-        owner[:self.owner.shape[0]] = self.owner
-        self.G, self.owner = G, owner
-
-    def _compact(self) -> None:
-        """Drop dead slots (removed non-SVs), renumbering rows, columns and sparse data."""
-        n = self._n
-        alive = np.flatnonzero(self.state[:n] != 0)
-        na = len(alive)
-        newidx = np.full(max(n, 1), -1, dtype=np.int64)
-        newidx[alive] = np.arange(na)
-        for name in ("sqn", "qdiag", "y", "alpha", "cb", "g", "state", "row_of"):
-            arr = getattr(self, name)
-            arr[:na] = arr[alive]
-        if self.sparse:
-            lens = self.s_len[alive].astype(np.int64)
-            starts = self.s_start[alive]
-            gather = np.concatenate([np.arange(a, a + b) for a, b in zip(starts, lens)]) \
-                if na else np.zeros(0, dtype=np.int64)
-            self.s_ind[:len(gather)] = self.s_ind[gather]
-            self.s_val[:len(gather)] = self.s_val[gather]
-            self.s_len[:na] = lens
-            self.s_start[:na] = np.concatenate([[0], np.cumsum(lens)[:-1]]) if na else []
-            self.cnt[rk.C_NNZ] = len(gather)
-        else:
-            self.Xs[:na] = self.Xs[alive]
-        used = self.owner >= 0
-        self.G[used, :na] = self.G[used][:, alive]
-        self.owner[used] = newidx[self.owner[used]]
-        self.cnt[rk.C_SLOTS] = na
-        self.cnt[rk.C_DEAD] = 0
-
-    def _ensure_capacity(self, rows: int, nnz: int) -> None:
-        n, dead = self._n, int(self.cnt[rk.C_DEAD])
-        if dead > max(64, n - dead) or (n + rows > self.alpha.shape[0] and dead >= rows):
-            self._compact()
-            n = self._n
-        if n + rows > self.alpha.shape[0]:
-            self._resize_slots(int((n + rows) * 1.25) + 64)
-        if self.sparse:
-            used = int(self.cnt[rk.C_NNZ])
-            if used + nnz > self.s_ind.shape[0]:
-                cap = int((used + nnz) * 1.5) + 64
-                for name in ("s_ind", "s_val"):
-                    old = getattr(self, name)
-                    new = np.zeros(cap, dtype=old.dtype)
-                    new[:used] = old[:used]
-                    setattr(self, name, new)
-
-    def _state_args(self):
-        return (self.Xs, self.s_start, self.s_len, self.s_ind, self.s_val, self.sqn,
-                self.qdiag, self.y, self.alpha, self.cb, self.g, self.state, self.row_of,
-                self.G,
-                self.owner, self.cnt, self.fpar, self.ipar)
-
-    def _run(self, Xc, indptr, ind, val, yc, wc, queried, resume: bool) -> None:
-        pos = 0
-        while True:
-            status, pos = rk._ramp_stream(Xc, indptr, ind, val, yc, wc, pos, resume, queried,
-                                          *self._state_args())
-            if status == rk.ST_DONE:
-                return
-            self._grow_rows()
-            resume = True
-
     # -- learner protocol ------------------------------------------------------------------
     def partial_fit(self, X, y: np.ndarray, sample_weight=None) -> _RampBinary:
         """Learn from rows of X (float32 dense or CSR) with labels y (+1/-1), in order;
@@ -267,27 +152,6 @@ class _RampBinary:
         self.last_query_mask = mask
         self._sv_cache = None
         return self
-
-    def _refresh_args(self, fill: bool):
-        return (self.Xs, self.s_start, self.s_len, self.s_ind, self.s_val, self.sqn, self.y,
-                self.alpha, self.cb, self.g, self.state, self.row_of, self.G, self.owner, self.cnt,
-                self.fpar, self.ipar, fill)
-
-    def _alive(self) -> np.ndarray:
-        return np.flatnonzero(self.state[:self._n] != 0) if self.sparse is not None \
-            else np.zeros(0, dtype=np.int64)
-
-    def _rows(self, idx: np.ndarray):
-        """Stored feature rows of slots idx (dense array or CSR)."""
-        if not self.sparse:
-            return self.Xs[idx].copy()
-        lens = self.s_len[idx].astype(np.int64)
-        indptr = np.concatenate([[0], np.cumsum(lens)])
-        gather = np.concatenate([np.arange(a, a + b) for a, b in
-                                 zip(self.s_start[idx], lens)]) if len(idx) else \
-            np.zeros(0, dtype=np.int64)
-        return sp.csr_matrix((self.s_val[gather], self.s_ind[gather], indptr),
-                             shape=(len(idx), self.n_features))
 
     def support(self):
         """(support vectors, coef = alpha * y) of the current model."""
@@ -389,46 +253,28 @@ class _RampBinary:
         out.n_queried = self.n_queried + other.n_queried
         if not parts:
             return out
-        sparse = all(p.sparse for p in parts)
         tot = sum(p.n_seen for p in parts)
         keeps = [(p, p._alive()) for p in parts]
-        n = sum(len(i) for _, i in keeps)
-        n_sv = sum(int(np.count_nonzero(p.alpha[i])) for p, i in keeps)
-        out._init_storage(sparse, cap=n + 64, cap_rows=n_sv + 16)
-        Xk = [p._rows(i) for p, i in keeps]
-        if sparse:
-            Xall = sp.vstack(Xk, format="csr")
-            nnz = Xall.nnz
-            out.s_ind = np.zeros(nnz + 64, dtype=np.int32)
-            out.s_val = np.zeros(nnz + 64, dtype=np.float32)
-            out.s_ind[:nnz] = Xall.indices
-            out.s_val[:nnz] = Xall.data
-            out.s_start[:n] = Xall.indptr[:-1]
-            out.s_len[:n] = np.diff(Xall.indptr)
-            out.cnt[rk.C_NNZ] = nnz
-        else:
-            out.Xs[:n] = np.vstack([x.toarray() if sp.issparse(x) else x for x in Xk])
-        o = 0
-        for p, i in keeps:
-            share = p.n_seen / tot if tot else 1.0 / len(parts)
-            sl = slice(o, o + len(i))
-            out.sqn[sl] = p.sqn[i]
-            out.qdiag[sl] = p.qdiag[i]
-            out.y[sl] = p.y[i]
-            out.alpha[sl] = share * p.alpha[i]
-            out.cb[sl] = p.cb[i]
-            out.state[sl] = 1
-            o += len(i)
-            out.cnt[rk.C_KEVALS] += p.cnt[rk.C_KEVALS]
-            out.cnt[rk.C_SMO] += p.cnt[rk.C_SMO]
-            out.cnt[rk.C_CAPHIT] += p.cnt[rk.C_CAPHIT]
-        out.cnt[rk.C_SLOTS] = n
+        out._take_union(keeps, [p.n_seen / tot if tot else 1.0 / len(parts) for p in parts])
+        for p in parts:
+            for c in (rk.C_KEVALS, rk.C_SMO, rk.C_CAPHIT):
+                out.cnt[c] += p.cnt[c]
         rk._ramp_refresh(*out._refresh_args(True))
         dummy = np.zeros(0, dtype=bool)
         out._run(np.zeros((1, 1), np.float32), np.zeros(1, np.int64), np.zeros(1, np.int32),
                  np.zeros(1, np.float32), np.zeros(0), np.zeros(0), dummy, True)
         rk._ramp_refresh(*out._refresh_args(False))
         return out
+
+
+def _summed(attr: str, doc: str) -> property:
+    """A fitted attribute: ``attr`` of every binary learner, summed (NotFittedError before
+    fitting)."""
+    def total(self) -> int:
+        self._check_fitted()
+        return int(sum(getattr(lr, attr) for lr in self.learners_))
+
+    return property(total, doc=doc)
 
 
 class OnlineRampSVM(StreamingClassifier):
@@ -559,26 +405,10 @@ class OnlineRampSVM(StreamingClassifier):
         out.n_labels_queried_ = self.n_labels_queried_ + other.n_labels_queried_
         return out
 
-    def _sum(self, attr: str) -> int:
-        self._check_fitted()
-        return int(sum(getattr(lr, attr) for lr in self.learners_))
-
-    @property
-    def n_support_(self) -> int:
-        """Support vectors, summed over the binary learners."""
-        return self._sum("n_support")
-
-    @property
-    def kernel_evals_(self) -> int:
-        """Kernel evaluations spent in training, summed over the binary learners."""
-        return self._sum("kernel_evals")
-
-    @property
-    def n_kept_(self) -> int:
-        """Kept training points (SVs and non-SVs), summed over the binary learners."""
-        return self._sum("n_kept")
-
-    @property
-    def smo_steps_(self) -> int:
-        """Single-variable SMO steps, summed over the binary learners."""
-        return self._sum("smo_steps")
+    n_support_ = _summed("n_support", "Support vectors, summed over the binary learners.")
+    kernel_evals_ = _summed("kernel_evals", "Kernel evaluations spent in training, summed "
+                            "over the binary learners.")
+    n_kept_ = _summed("n_kept", "Kept training points (SVs and non-SVs), summed over the "
+                      "binary learners.")
+    smo_steps_ = _summed("smo_steps", "Single-variable SMO steps, summed over the binary "
+                         "learners.")

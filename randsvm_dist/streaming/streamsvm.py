@@ -45,14 +45,15 @@ Departures from the paper (beyond the corrected formulas above):
   and a9a). The paper's own Figure 3 shows the same trend (accuracy up, spread down as L
   grows); L = 10 is where *its* MNIST 8vs9 curve flattens, not ours.
 - Weights: a row of weight w (``sample_weight`` x ``class_weight``) has slack cost ``C w``;
-  it enters the ball as w copies of itself, each with its own e_n (:mod:`._meb`,
+  it enters the ball as w copies of itself, each with its own e_n (:mod:`._meb_solver`,
   "Weights"), so with a lookahead longer than the stream the ball is exactly the weighted
   l2-SVM (tested against repeated rows). The paper has no weights.
 
 Algorithm 2 (lookahead L): points with ``d > R`` (against the ball at their arrival) are
 buffered; when L are buffered, the ball becomes the exact MEB of the old ball and the
-buffer (``_meb.meb_of_balls``: a root find on the radius over a Frank-Wolfe dual, exact
-to ~1e-12), and at the end of the stream the remaining buffer is enclosed the same way.
+buffer (``_meb_solver.meb_of_balls``: a root find on the radius over a Frank-Wolfe dual,
+exact to ~1e-12), and at the end of the stream the remaining buffer is enclosed the same
+way.
 The buffer persists across ``partial_fit`` calls; ``predict`` uses a flushed copy, so
 results do not depend on batch boundaries. With ``L = 1`` this is Algorithm 1.
 
@@ -101,7 +102,39 @@ def resolve_normalize(est) -> bool:
     return bool(est.normalize)
 
 
-class StreamSVM(StreamingClassifier):
+class BallCoverSVM(StreamingClassifier):
+    """The parameters StreamSVM and BlurredBallSVM share (documented there) and the
+    arguments of their binary :class:`BallCover` learners."""
+
+    def __init__(self, C: float = 1.0, lookahead: int = 1000, kernel: str = "rbf",
+                 gamma="scale", degree: int = 3, coef0: float = 0.0,
+                 fit_intercept: bool = True, normalize="auto", class_weight=None,
+                 random_state=None):
+        self.C = C
+        self.lookahead = lookahead
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.fit_intercept = fit_intercept
+        self.normalize = normalize
+        self.class_weight = class_weight
+        self.random_state = random_state
+
+    def _cover_args(self) -> dict:
+        """The shared keyword arguments of a binary BallCover (validates them first).
+
+        Raises:
+            ParameterError: as check_cover_params.
+        """
+        check_cover_params(self)
+        return {"C": self.C, "lookahead": int(self.lookahead), "kernel": self.kernel,
+                "gamma": self.gamma, "degree": self.degree, "coef0": self.coef0,
+                "fit_intercept": bool(self.fit_intercept),
+                "normalize": resolve_normalize(self)}
+
+
+class StreamSVM(BallCoverSVM):
     """One-pass l2-SVM by a streaming minimum enclosing ball (Algorithms 1 and 2).
 
     Args:
@@ -131,29 +164,9 @@ class StreamSVM(StreamingClassifier):
     ``class_weight_``.
     """
 
-    def __init__(self, C: float = 1.0, lookahead: int = 1000, kernel: str = "rbf",
-                 gamma="scale", degree: int = 3, coef0: float = 0.0,
-                 fit_intercept: bool = True, normalize="auto", class_weight=None,
-                 random_state=None):
-        self.C = C
-        self.lookahead = lookahead
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.fit_intercept = fit_intercept
-        self.normalize = normalize
-        self.class_weight = class_weight
-        self.random_state = random_state
-
     def _new_binary(self, n_features: int, seed: int):
         """A binary ball learner (validates the parameters; raises ParameterError)."""
-        check_cover_params(self)
-        return _StreamBall(n_features, C=self.C, lookahead=int(self.lookahead), epsilon=0.0,
-                           max_balls=1, kernel=self.kernel, gamma=self.gamma,
-                           degree=self.degree, coef0=self.coef0,
-                           fit_intercept=bool(self.fit_intercept),
-                           normalize=resolve_normalize(self))
+        return _StreamBall(n_features, epsilon=0.0, max_balls=1, **self._cover_args())
 
     @property
     def radius_(self) -> float:

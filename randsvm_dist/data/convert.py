@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import scipy.sparse as sp
 
 from randsvm_dist.data import csvtext, svmlight
-from randsvm_dist.data.storage import is_url
+from randsvm_dist.data.filesystem import is_url
 from randsvm_dist.data.textio import TextSource, count_data_lines
 from randsvm_dist.data.writer import (
     DEFAULT_ROWS_PER_PARTITION,

@@ -24,18 +24,15 @@ import pyarrow.parquet as pq
 import scipy.sparse as sp
 
 from randsvm_dist.core.validation import check_classes
-from randsvm_dist.data.schema import INDICES, LABEL, META_KEY, VALUES
-from randsvm_dist.data.storage import (
+from randsvm_dist.data.checksums import (
     MANIFEST,
-    file_exists,
-    file_size,
-    list_files,
     manifest_checksums,
     manifest_paths,
     read_manifest,
-    resolve,
     verify_checksum,
 )
+from randsvm_dist.data.filesystem import file_exists, file_size, list_files, resolve
+from randsvm_dist.data.schema import INDICES, LABEL, META_KEY, VALUES
 from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
 
 DEFAULT_MAX_BYTES = 2 << 30

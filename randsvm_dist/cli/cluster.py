@@ -73,7 +73,7 @@ def _read_state() -> dict | None:
 
 def _status(address: str) -> dict | None:
     """The running cluster's facts, or None when nothing answers at ``address``."""
-    from randsvm_dist.engine.client import connect
+    from randsvm_dist.engine.probe import connect
 
     try:
         client = connect(address)
@@ -99,7 +99,8 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def _start(args: argparse.Namespace) -> int:
-    from randsvm_dist.engine.client import connect, launch, wait_for_workers
+    from randsvm_dist.engine.launcher import launch, wait_for_workers
+    from randsvm_dist.engine.probe import connect
 
     state = _read_state()
     if state and _status(state["address"]):
@@ -161,7 +162,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def _stop(args: argparse.Namespace) -> int:
     import psutil
 
-    from randsvm_dist.engine.client import connect
+    from randsvm_dist.engine.probe import connect
 
     state = _read_state()
     if state is None:

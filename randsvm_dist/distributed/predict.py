@@ -134,7 +134,7 @@ def probability_metrics(parts: list[tuple]) -> dict:
 
 def _regression_partition(estimator, ds, i: int) -> tuple:
     """(n, mean of y, sum of squares about it, sum of squared errors, sum of |errors|)."""
-    from randsvm_dist.engine.partitions import real_targets
+    from randsvm_dist.core.targets import real_targets
 
     X, y = ds.read_partition(i)
     y = real_targets(y, f"partition {i} ({ds.paths[i]})")

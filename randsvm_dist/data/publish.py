@@ -122,6 +122,31 @@ def _lock_owner(path: str) -> dict | None:
         return None
 
 
+def _write_synced(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to local file ``path`` and flush it to the disk."""
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _replace_local(tmp: str | os.PathLike, dst: str | os.PathLike,
+                   write: Callable[[str], None], failure: str) -> None:
+    """Write local file ``tmp`` with ``write`` and rename it to ``dst`` in one step; the
+    temporary goes whatever happens.
+
+    Raises:
+        DataFormatError: ``failure`` with ``{error}`` replaced by the OSError's reason.
+    """
+    try:
+        write(str(tmp))
+        os.replace(tmp, dst)
+    except OSError as e:
+        raise DataFormatError(failure.replace("{error}", str(e.strerror or e))) from None
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
 def _replace_url(url: str, data: bytes) -> None:
     """Write ``data`` beside fsspec URL ``url`` and move it into place."""
     fs, p = url_fs(url)
@@ -161,19 +186,8 @@ def publish_file(path: str | os.PathLike, data: bytes | Callable[[str], None], *
     with OutputLock(s):
         check_output_file(s, overwrite, what)
         tmp = full.parent / f".{full.stem}.tmp-{uuid.uuid4().hex[:8]}{full.suffix}"
-        try:
-            if callable(data):
-                data(str(tmp))
-            else:
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-            os.replace(tmp, full)
-        except OSError as e:
-            raise DataFormatError(f"{what} {s}: cannot write it ({e.strerror or e})") from None
-        finally:
-            tmp.unlink(missing_ok=True)
+        write = data if callable(data) else (lambda p: _write_synced(p, data))
+        _replace_local(tmp, full, write, f"{what} {s}: cannot write it ({{error}})")
     return s
 
 
@@ -189,17 +203,7 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
         _replace_url(s, data)
         return
     tmp = f"{s}.tmp-{uuid.uuid4().hex[:8]}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, s)
-    except OSError as e:
-        raise DataFormatError(f"cannot write {s}: {e.strerror or e}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    _replace_local(tmp, s, lambda p: _write_synced(p, data), f"cannot write {s}: {{error}}")
 
 
 class AtomicDir:

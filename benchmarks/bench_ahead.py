@@ -175,7 +175,7 @@ def _iteration_summary(h: list[dict]) -> list[dict]:
 def engine_randsvm(spec: str, repeats: int, solver: str = "libsvm") -> dict:
     """RandSVMClassifier(solver=solver).fit(X, y) on the embedded default cluster,
     ``repeats`` times."""
-    from randsvm_dist.engine.client import close_embedded, embedded_client
+    from randsvm_dist.engine.embedded import close_embedded, embedded_client
     from randsvm_dist.estimators import RandSVMClassifier
 
     X, y, Xt, yt, C, gamma = load_set(spec)

@@ -326,7 +326,7 @@ def _probability_figures(y, P, classes) -> dict:
 def _cluster(workers: int):
     from distributed import Client
 
-    from randsvm_dist.engine.client import launch, wait_for_workers
+    from randsvm_dist.engine.launcher import launch, wait_for_workers
 
     procs = launch(workers)
     client = Client(procs.address)

@@ -155,7 +155,7 @@ def run_randsvm(train: Path, test: Path, C: float, gamma: float, opts: dict) -> 
     from distributed import Client
 
     from randsvm_dist.data import Dataset
-    from randsvm_dist.engine.client import launch, wait_for_workers
+    from randsvm_dist.engine.launcher import launch, wait_for_workers
     from randsvm_dist.estimators import RandSVMClassifier
 
     cache = {"auto": "auto", "true": True, "false": False}[opts["cache"]]

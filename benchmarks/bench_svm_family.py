@@ -201,7 +201,7 @@ def run_randsvm(svm_type: str, train: Path, test: Path, params: dict, opts: dict
     import numpy as np
     from distributed import Client
 
-    from randsvm_dist.engine.client import launch, wait_for_workers
+    from randsvm_dist.engine.launcher import launch, wait_for_workers
     from randsvm_dist.estimators import RandSVMOneClass, RandSVMRegressor
 
     cls = RandSVMRegressor if svm_type == "epsilon_svr" else RandSVMOneClass
@@ -246,7 +246,7 @@ NYC_GRID = {"log2C": (2.0, 10.0, 2.0), "log2gamma": (-1.0, -9.0, -2.0)}  # a che
 def run_grid(sample: Path, opts: dict) -> dict:
     """(C, gamma) of epsilon-SVR by 5-fold CV RMSE on the nycflights training sample."""
     from randsvm_dist.app.grid_search import GridSearch
-    from randsvm_dist.engine.client import launch
+    from randsvm_dist.engine.launcher import launch
 
     procs = launch(opts["workers"], memory_limit="auto")
     try:

@@ -15,6 +15,10 @@ class DataFormatError(RandSVMError, ValueError):
     """A data file is malformed (bad token, bad value, NaN/inf, empty file, ...)."""
 
 
+class OutputBusyError(RandSVMError, RuntimeError):
+    """An output is being written by another process right now (its lock file is held)."""
+
+
 class SchemaError(RandSVMError, ValueError):
     """A data set's columns, feature count or labels do not match what is expected."""
 

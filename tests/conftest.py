@@ -55,7 +55,7 @@ def dask_client():
     address, explicitly."""
     from distributed import Client
 
-    from randsvm_dist.engine.client import launch, wait_for_workers
+    from randsvm_dist.engine.launcher import launch, wait_for_workers
 
     procs = launch(n_workers=2)
     try:

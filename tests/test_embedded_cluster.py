@@ -16,6 +16,7 @@ import pytest
 
 from randsvm_dist.cli import main
 from randsvm_dist.engine import client as cluster
+from randsvm_dist.engine import embedded, probe
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,30 +85,30 @@ def _listening(pids: list[int]) -> list[tuple[str, str]]:
 def test_embedded_binds_loopback_only_and_leaves_the_environment(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     before = dict(os.environ)
-    cluster.close_embedded()
-    client = cluster.embedded_client()
+    embedded.close_embedded()
+    client = embedded.embedded_client()
     try:
         assert dict(os.environ) == before
         assert client.scheduler_info()["services"].get("dashboard")  # there is one...
-        listening = _listening(cluster._EMBEDDED.procs.pids())
+        listening = _listening(embedded._EMBEDDED.procs.pids())
         # scheduler + dashboard, and per worker its nanny, worker and http server
         assert len(listening) >= 4
         assert {ip for _, ip in listening} == {"127.0.0.1"}, listening  # ...on loopback
         # the workers themselves are single-threaded for LIBSVM
         omp = client.run(lambda: os.environ.get("OMP_NUM_THREADS"))
         assert set(omp.values()) == {"1"}
-        assert cluster.embedded_client() is client  # started once per process
+        assert embedded.embedded_client() is client  # started once per process
     finally:
-        cluster.close_embedded()
-    assert cluster._EMBEDDED.client is None
+        embedded.close_embedded()
+    assert embedded._EMBEDDED.client is None
 
 
 @pytest.mark.heavy
 def test_embedded_stops_when_its_python_process_is_killed(tmp_path):
     code = ("import json, os, signal\n"
-            "from randsvm_dist import cluster\n"
-            "cluster.embedded_client()\n"
-            "print(json.dumps(cluster._EMBEDDED.procs.pids()), flush=True)\n"
+            "from randsvm_dist.engine import embedded\n"
+            "embedded.embedded_client()\n"
+            "print(json.dumps(embedded._EMBEDDED.procs.pids()), flush=True)\n"
             "os.kill(os.getpid(), signal.SIGKILL)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=_env(), timeout=300)
@@ -131,7 +132,7 @@ def _fit_inside_a_task(seed: int) -> float:
 def test_fit_inside_a_dask_worker_uses_that_cluster(dask_client):
     score = dask_client.submit(_fit_inside_a_task, 3).result(timeout=300)
     assert score > 0.9
-    assert cluster._EMBEDDED.client is None  # nothing new was started
+    assert embedded._EMBEDDED.client is None  # nothing new was started
 
 
 def test_scheduler_env_names_the_cluster(dask_client, monkeypatch):
@@ -141,8 +142,8 @@ def test_scheduler_env_names_the_cluster(dask_client, monkeypatch):
     with cluster.dask_client(None) as c:
         assert c.scheduler.address == addr and c is not dask_client
     assert c.status == "closed"  # a connection it opened, closed again
-    assert cluster._EMBEDDED.client is None
-    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", "1s")
+    assert embedded._EMBEDDED.client is None
+    monkeypatch.setattr(probe, "CONNECT_TIMEOUT", "1s")
     monkeypatch.setenv(cluster.SCHEDULER_ENV, "tcp://127.0.0.1:9")
     with pytest.raises(cluster.ClusterError, match="cannot reach.*127.0.0.1:9"):
         with cluster.dask_client(None):
@@ -154,15 +155,15 @@ def test_train_with_test_starts_one_cluster(tmp_path, monkeypatch, capsys):
 
     make("checkerboard", tmp_path / "train", rows=1500, partitions=2, seed=1)
     make("checkerboard", tmp_path / "test", rows=500, partitions=1, seed=2)
-    cluster.close_embedded()
+    embedded.close_embedded()
     launches = []
-    real_launch = cluster.launch
+    real_launch = embedded.launch
 
     def counting_launch(*a, **kw):
         launches.append(a)
         return real_launch(*a, **kw)
 
-    monkeypatch.setattr(cluster, "launch", counting_launch)
+    monkeypatch.setattr(embedded, "launch", counting_launch)
     monkeypatch.setattr(cluster, "_default_client", lambda: None)
     rc = main(["train", str(tmp_path / "train"), "--C", "10", "--gamma", "1",
                "--model", str(tmp_path / "m"), "--test", str(tmp_path / "test"), "--json"])
@@ -170,5 +171,5 @@ def test_train_with_test_starts_one_cluster(tmp_path, monkeypatch, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["test"]["rows"] == 500 and out["test"]["accuracy"] > 0.9
     assert len(launches) == 1
-    assert cluster._EMBEDDED.client is None  # closed when the command ended
+    assert embedded._EMBEDDED.client is None  # closed when the command ended
     assert np.isfinite(out["fit_seconds"])

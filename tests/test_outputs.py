@@ -14,9 +14,9 @@ import pytest
 
 from randsvm_dist.cli import main as cli_main
 from randsvm_dist.data import Dataset, make_arrays, write_arrays
-from randsvm_dist.data.storage import MANIFEST
+from randsvm_dist.data.checksums import MANIFEST
 from randsvm_dist.distributed.predict import predict_dataset, read_predictions
-from randsvm_dist.exceptions import DataFormatError
+from randsvm_dist.exceptions import DataFormatError, OutputBusyError
 from randsvm_dist.streaming import StreamSVM
 
 UNREACHABLE = ["--scheduler", "tcp://127.0.0.1:9"]  # reaching it would fail differently
@@ -183,12 +183,12 @@ def test_overwrite_keeps_files_the_project_did_not_write(arrays, tmp_path):
 
 def test_a_second_writer_of_one_path_fails_loudly(arrays, tmp_path):
     """Issue 18, defect 3: concurrent writers of one output."""
-    from randsvm_dist.data.storage import AtomicDir, OutputLock, publish_file
+    from randsvm_dist.data.publish import AtomicDir, OutputLock, publish_file
 
     X, y = arrays
     lock = tmp_path / ".d.randsvm-lock"
     lock.write_text(json.dumps({"pid": 1, "host": __import__("socket").gethostname()}))
-    with pytest.raises(DataFormatError, match="being written by process 1"):
+    with pytest.raises(OutputBusyError, match="being written by process 1"):
         write_arrays(X, y, tmp_path / "d", partitions=1)
     lock.unlink()
     with AtomicDir(tmp_path / "d"):  # a writer in another process is simulated by the
@@ -196,7 +196,7 @@ def test_a_second_writer_of_one_path_fails_loudly(arrays, tmp_path):
         assert held["pid"] == __import__("os").getpid()
     assert not lock.exists()
     (tmp_path / ".m.model.randsvm-lock").write_text(json.dumps({"pid": 1, "host": held["host"]}))
-    with pytest.raises(DataFormatError, match="being written"):
+    with pytest.raises(OutputBusyError, match="being written"):
         publish_file(tmp_path / "m.model", b"x")
     with OutputLock(tmp_path / "r.json"):
         assert publish_file(tmp_path / "r.json", b"{}")  # re-entrant in one process

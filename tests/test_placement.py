@@ -17,7 +17,8 @@ import scipy.sparse as sp
 from randsvm_dist import RandSVMClassifier
 from randsvm_dist.data import make_arrays
 from randsvm_dist.engine.inputs import load_partitions
-from randsvm_dist.engine.partitions import fetch_rows, preferred_layout
+from randsvm_dist.engine.layout import preferred_layout
+from randsvm_dist.engine.partitions import fetch_rows
 
 
 def _largest_task_spec(prefixes: tuple, dask_scheduler=None) -> int:
@@ -81,7 +82,7 @@ def test_a_chunk_lost_with_its_worker_is_scattered_again_and_the_model_is_unchan
     run's, bit for bit."""
     from distributed import Client
 
-    from randsvm_dist.engine.client import launch, wait_for_workers
+    from randsvm_dist.engine.launcher import launch, wait_for_workers
 
     X, y = make_arrays("ringnorm", 40_000, seed=6)
     params = dict(C=1.0, gamma=0.05, sample_size=8000, route="sample", random_state=5,

@@ -445,7 +445,7 @@ def test_8_zero_row_part_with_copied_metadata(cluster, tmp_path):
     """A 0-row part whose metadata was copied from a full one: `data info` said
     '208400.0%' and train failed with a TypeError."""
     from randsvm_dist.data import make_arrays
-    from randsvm_dist.data.storage import AtomicDir
+    from randsvm_dist.data.publish import AtomicDir
     from randsvm_dist.data.writer import partition_table, write_table
 
     X, y = make_arrays("checkerboard", 2000, seed=1)

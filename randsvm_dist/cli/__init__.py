@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         args.outputs.release()
         if args.session is not None:
             args.session.close()
-        if "randsvm_dist.engine.client" in sys.modules:
-            from randsvm_dist.engine.client import close_embedded
+        if "randsvm_dist.engine.embedded" in sys.modules:
+            from randsvm_dist.engine.embedded import close_embedded
 
             close_embedded()  # the embedded default, if this command started it

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from randsvm_dist.cli.options import add_output, emit
-from randsvm_dist.exceptions import ClusterError, DataFormatError
+from randsvm_dist.exceptions import ClusterError, OutputBusyError
 
 SCHEDULER_ENV = "RANDSVM_DIST_SCHEDULER"  # = randsvm_dist.engine.client.SCHEDULER_ENV
 STOP_TIMEOUT = 30.0
@@ -46,13 +46,13 @@ class _StateLock:
     """The state directory's lock: one ``cluster start``/``stop`` at a time."""
 
     def __enter__(self):
-        from randsvm_dist.data.storage import OutputLock
+        from randsvm_dist.data.publish import OutputLock
 
         state_dir().mkdir(parents=True, exist_ok=True)
         self.lock = OutputLock(_state_file())
         try:
             self.lock.acquire()
-        except DataFormatError:
+        except OutputBusyError:
             raise ClusterError(f"another 'randsvm-dist cluster start/stop' is running on "
                                f"{state_dir()} (lock {self.lock.path}); wait for it") from None
         return self
@@ -73,7 +73,7 @@ def _read_state() -> dict | None:
 
 def _status(address: str) -> dict | None:
     """The running cluster's facts, or None when nothing answers at ``address``."""
-    from randsvm_dist.engine.client import connect
+    from randsvm_dist.engine.probe import connect
 
     try:
         client = connect(address)
@@ -99,7 +99,8 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def _start(args: argparse.Namespace) -> int:
-    from randsvm_dist.engine.client import connect, launch, wait_for_workers
+    from randsvm_dist.engine.launcher import launch, wait_for_workers
+    from randsvm_dist.engine.probe import connect
 
     state = _read_state()
     if state and _status(state["address"]):
@@ -161,7 +162,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def _stop(args: argparse.Namespace) -> int:
     import psutil
 
-    from randsvm_dist.engine.client import connect
+    from randsvm_dist.engine.probe import connect
 
     state = _read_state()
     if state is None:

@@ -27,7 +27,8 @@ def cmd_grid(args: argparse.Namespace) -> int:
     """
     from randsvm_dist.app.grid_search import GridSearch
     from randsvm_dist.cli.outputs import publish, save_model_file
-    from randsvm_dist.data.storage import check_not_input, makedirs
+    from randsvm_dist.data.filesystem import makedirs
+    from randsvm_dist.data.outputs import check_not_input
     from randsvm_dist.exceptions import DataFormatError
     from randsvm_dist.model_files.load import check_model_path
 

@@ -1,10 +1,10 @@
-"""The one output rule, applied by every command (see :mod:`randsvm_dist.data.storage`).
+"""The one output rule, applied by every command (see :mod:`randsvm_dist.data.outputs`).
 
 A command *claims* each of its outputs before any work: the path is checked (an existing
 path needs ``--overwrite``; a directory output must be one randsvm-dist wrote; no output may
 be, lie inside, or hold an input) and locked (a second ``randsvm-dist`` writing the same path
 fails at once). Files are then written with :func:`publish`, directories by the data
-layer's :class:`~randsvm_dist.data.storage.AtomicDir`; the locks go when the command ends.
+layer's :class:`~randsvm_dist.data.publish.AtomicDir`; the locks go when the command ends.
 """
 
 from __future__ import annotations
@@ -13,14 +13,9 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from randsvm_dist.data.storage import (
-    OutputLock,
-    check_not_input,
-    check_output_dir,
-    check_output_file,
-    is_url,
-    publish_file,
-)
+from randsvm_dist.data.filesystem import is_url
+from randsvm_dist.data.outputs import check_not_input, check_output_dir, check_output_file
+from randsvm_dist.data.publish import OutputLock, publish_file
 
 
 class Outputs:
@@ -67,7 +62,7 @@ class Outputs:
 def publish(path: str | os.PathLike, data: bytes | str | Callable[[str], None], *,
             overwrite: bool, what: str) -> str:
     """Write one file output in one step (text, bytes, or a function drawing it at a
-    temporary path); see :func:`randsvm_dist.data.storage.publish_file`.
+    temporary path); see :func:`randsvm_dist.data.publish.publish_file`.
 
     Raises:
         DataFormatError: it exists without ``overwrite``, or cannot be written.

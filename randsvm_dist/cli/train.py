@@ -74,7 +74,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         ParameterError: a bad option value.
     """
     from randsvm_dist.cli.outputs import save_model_file
-    from randsvm_dist.data.storage import check_not_input
+    from randsvm_dist.data.outputs import check_not_input
 
     if getattr(args, "resume", False) and not getattr(args, "checkpoint", None):
         raise ParameterError("--resume needs --checkpoint DIR (where the state was saved)")
@@ -82,7 +82,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     claim_model_outputs(args)
     check_report_path(args, (args.data, args.test))
     if getattr(args, "checkpoint", None):
-        from randsvm_dist.data.storage import makedirs
+        from randsvm_dist.data.filesystem import makedirs
 
         check_not_input(args.checkpoint, (args.data, args.test), "--checkpoint",
                         directory=True)

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import scipy.sparse as sp
 
 from randsvm_dist.data import csvtext, svmlight
-from randsvm_dist.data.storage import is_url
+from randsvm_dist.data.filesystem import is_url
 from randsvm_dist.data.textio import TextSource, count_data_lines
 from randsvm_dist.data.writer import (
     DEFAULT_ROWS_PER_PARTITION,
@@ -107,18 +107,9 @@ def convert(src, dst: str | os.PathLike, partitions: int | None = None,
     if n_features is not None and (int(n_features) != n_features or n_features < 1):
         raise ParameterError(f"n_features must be a positive integer; got {n_features!r}")
     if isinstance(src, tuple):
-        X, y = src
-        if sp.issparse(X) and dense:
-            X = X.toarray()
-        elif not sp.issparse(X) and dense is False:
-            X = sp.csr_matrix(np.asarray(X, dtype=np.float32))
-        return write_arrays(X, y, dst, partitions, rows_per_partition, overwrite=overwrite)
+        return _convert_arrays(src, dst, partitions, rows_per_partition, dense, overwrite)
     src = str(src)
-    fmt = (format or detect_format(src)).lower()
-    if fmt == "libsvm":
-        fmt = "svmlight"
-    if fmt not in ("svmlight", "csv", "parquet"):
-        raise ParameterError(f"unknown format {format!r}; expected svmlight, csv or parquet")
+    fmt = _input_format(format, src)
     if fmt == "parquet":
         return _convert_parquet(src, dst, partitions, rows_per_partition, dense,
                                 label_column or LABEL, feature_columns, overwrite, progress)
@@ -127,48 +118,96 @@ def convert(src, dst: str | os.PathLike, partitions: int | None = None,
     if fmt == "csv":
         delim = delimiter or _CSV_EXT.get(_base_ext(src), ",")
         layout = _csv_layout(source, header, delim, label_column)
-    target = None
-    if partitions is not None:
-        rows = count_data_lines(src, comment="#" if fmt == "svmlight" else None)
-        if layout is not None and layout.has_header:
-            rows -= 1
-        if rows <= 0:
-            raise DataFormatError(f"{src}: empty: no data rows")
-        target = partition_sizes(rows, partitions=partitions)
+    target = None if partitions is None else _partition_target(src, fmt, layout, partitions)
     sparse_out = (fmt == "svmlight") if dense is None else not dense
     with PartitionWriter(dst, overwrite=overwrite) as writer:
         asm = _Assembler(writer, src, sparse_out, n_features, target, rows_per_partition,
                          source_meta={"source": os.path.basename(src.rstrip("/")),
                                       "source_format": fmt})
         if layout is not None:
-            d = len(layout.feature_indices)
-            if n_features is not None and n_features != d:
-                raise SchemaError(f"{src}: {d} feature columns; n_features={n_features} "
-                                  "was asked")
-            asm.feature_names = layout.feature_names
-            asm.n_features_fixed = d
-        bar = _bar(source.size, f"convert {os.path.basename(src)}", progress, "B")
-        try:
-            done = 0
-            for chunk in source.chunks():
-                if fmt == "svmlight":
-                    pc_ = svmlight.parse_chunk(chunk, src)
-                    if pc_.n_rows:
-                        Xc = sp.csr_matrix((pc_.values, pc_.indices, pc_.indptr),
-                                           shape=(pc_.n_rows, pc_.max_index + 1))
-                        asm.add(Xc, pc_.labels, pc_.lines)
-                else:
-                    rows_ = csvtext.parse_chunk(chunk, src, layout,
-                                                skip_first=layout.has_header
-                                                and chunk.first_line == 1)
-                    if len(rows_.labels):
-                        asm.add(rows_.X, rows_.labels, rows_.lines)
-                now = source.compressed_bytes_read
-                bar.update(now - done)
-                done = now
-        finally:
-            bar.close()
+            _fix_csv_features(asm, layout, src, n_features)
+        _parse_text(source, src, fmt, layout, asm, progress)
         return asm.finish()
+
+
+def _fix_csv_features(asm: _Assembler, layout, src: str, n_features: int | None) -> None:
+    """Give the assembler a CSV layout's feature names and count.
+
+    Raises:
+        SchemaError: ``n_features`` differs from the CSV's feature columns.
+    """
+    d = len(layout.feature_indices)
+    if n_features is not None and n_features != d:
+        raise SchemaError(f"{src}: {d} feature columns; n_features={n_features} was asked")
+    asm.feature_names = layout.feature_names
+    asm.n_features_fixed = d
+
+
+def _convert_arrays(src: tuple, dst, partitions, rows_per_partition, dense, overwrite: bool):
+    """``convert`` of a tuple ``(X, y)``: X in the asked layout, then ``write_arrays``."""
+    X, y = src
+    if sp.issparse(X) and dense:
+        X = X.toarray()
+    elif not sp.issparse(X) and dense is False:
+        X = sp.csr_matrix(np.asarray(X, dtype=np.float32))
+    return write_arrays(X, y, dst, partitions, rows_per_partition, overwrite=overwrite)
+
+
+def _input_format(format: str | None, src: str) -> str:
+    """'svmlight', 'csv' or 'parquet': ``format`` ('libsvm' is svmlight) or, when None,
+    guessed from the file name.
+
+    Raises:
+        ParameterError: another format.
+    """
+    fmt = (format or detect_format(src)).lower()
+    if fmt == "libsvm":
+        fmt = "svmlight"
+    if fmt not in ("svmlight", "csv", "parquet"):
+        raise ParameterError(f"unknown format {format!r}; expected svmlight, csv or parquet")
+    return fmt
+
+
+def _partition_target(src: str, fmt: str, layout, partitions: int) -> list[int]:
+    """The sizes of ``partitions`` output partitions of a text file (its data lines counted
+    in a first pass).
+
+    Raises:
+        DataFormatError: the file has no data rows.
+    """
+    rows = count_data_lines(src, comment="#" if fmt == "svmlight" else None)
+    if layout is not None and layout.has_header:
+        rows -= 1
+    if rows <= 0:
+        raise DataFormatError(f"{src}: empty: no data rows")
+    return partition_sizes(rows, partitions=partitions)
+
+
+def _parse_text(source: TextSource, src: str, fmt: str, layout, asm: _Assembler,
+                progress: bool) -> None:
+    """Parse a text file chunk by chunk into the assembler (svmlight, or CSV with
+    ``layout``), with a progress bar in compressed bytes when asked."""
+    bar = _bar(source.size, f"convert {os.path.basename(src)}", progress, "B")
+    try:
+        done = 0
+        for chunk in source.chunks():
+            if fmt == "svmlight":
+                pc_ = svmlight.parse_chunk(chunk, src)
+                if pc_.n_rows:
+                    Xc = sp.csr_matrix((pc_.values, pc_.indices, pc_.indptr),
+                                       shape=(pc_.n_rows, pc_.max_index + 1))
+                    asm.add(Xc, pc_.labels, pc_.lines)
+            else:
+                rows_ = csvtext.parse_chunk(chunk, src, layout,
+                                            skip_first=layout.has_header
+                                            and chunk.first_line == 1)
+                if len(rows_.labels):
+                    asm.add(rows_.X, rows_.labels, rows_.lines)
+            now = source.compressed_bytes_read
+            bar.update(now - done)
+            done = now
+    finally:
+        bar.close()
 
 
 def _base_ext(src: str) -> str:

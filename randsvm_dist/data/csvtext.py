@@ -90,26 +90,39 @@ def detect_layout(first_line: bytes, path: str, *, header="auto", delimiter: str
     if ncols < 2:
         raise SchemaError(f"{path}:1: {ncols} column(s) with delimiter {delimiter!r}; expected "
                           "a label column and at least one feature column")
+    label_index = _label_index(path, names, has_header, label_column)
+    return CsvLayout(names, label_index, has_header, delimiter)
+
+
+def _label_index(path: str, names: list[str], has_header: bool,
+                 label_column: str | int | None) -> int:
+    """The label's column among ``names``: named (needs a header), by 0-based index
+    (negative counts from the end), or by default a column named label/class/target/y,
+    else the first.
+
+    Raises:
+        SchemaError: the named column is not there (or there is no header), or the index
+            is out of range.
+    """
+    ncols = len(names)
     if label_column is None:
         lower = [n.lower() for n in names]
         hit = [lower.index(n) for n in LABEL_NAMES if has_header and n in lower]
-        label_index = hit[0] if hit else 0
-    elif isinstance(label_column, int) or (isinstance(label_column, str)
-                                           and label_column.lstrip("-").isdigit()
-                                           and label_column not in names):
+        return hit[0] if hit else 0
+    if isinstance(label_column, int) or (isinstance(label_column, str)
+                                         and label_column.lstrip("-").isdigit()
+                                         and label_column not in names):
         label_index = int(label_column)
         if not -ncols <= label_index < ncols:
             raise SchemaError(f"{path}: label column index {label_index} out of range; the "
                               f"file has {ncols} columns")
-        label_index %= ncols
-    else:
-        if not has_header:
-            raise SchemaError(f"{path}: label column {label_column!r} named, but the file has "
-                              "no header line; give its 0-based index instead")
-        if label_column not in names:
-            raise SchemaError(f"{path}:1: no column {label_column!r} in the header {names}")
-        label_index = names.index(label_column)
-    return CsvLayout(names, label_index, has_header, delimiter)
+        return label_index % ncols
+    if not has_header:
+        raise SchemaError(f"{path}: label column {label_column!r} named, but the file has "
+                          "no header line; give its 0-based index instead")
+    if label_column not in names:
+        raise SchemaError(f"{path}:1: no column {label_column!r} in the header {names}")
+    return names.index(label_column)
 
 
 def parse_chunk(chunk: Chunk, path: str, layout: CsvLayout, *, skip_first: bool = False

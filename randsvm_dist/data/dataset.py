@@ -14,7 +14,6 @@ Two layouts are read:
 
 from __future__ import annotations
 
-import json
 import os
 from functools import cached_property
 
@@ -24,18 +23,17 @@ import pyarrow.parquet as pq
 import scipy.sparse as sp
 
 from randsvm_dist.core.validation import check_classes
-from randsvm_dist.data.schema import INDICES, LABEL, META_KEY, VALUES
-from randsvm_dist.data.storage import (
-    MANIFEST,
-    file_exists,
-    file_size,
-    list_files,
-    manifest_checksums,
-    manifest_paths,
-    read_manifest,
-    resolve,
-    verify_checksum,
+from randsvm_dist.data.checksums import MANIFEST, verify_checksum
+from randsvm_dist.data.filesystem import file_size, resolve
+from randsvm_dist.data.footers import (
+    check_label_and_weight,
+    dense_features,
+    partition_files,
+    read_footers,
+    sparse_facts,
+    stored_stats,
 )
+from randsvm_dist.data.schema import INDICES, LABEL, VALUES
 from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
 
 DEFAULT_MAX_BYTES = 2 << 30
@@ -96,104 +94,24 @@ class Dataset:
         """
         url = str(path_or_url)
         fs, root = resolve(url)
-        paths = list_files(fs, root)
-        manifest = read_manifest(fs, root) if paths is not None else None
-        checksums = {}
-        if manifest is not None:  # a published output: exactly the files it lists
-            paths = [p for p in manifest_paths(fs, root, manifest, url)
-                     if p.endswith(".parquet")]
-            checksums = manifest_checksums(root, manifest)
-        if paths is None:
-            if file_exists(fs, root):
-                paths = [root]
-            else:
-                raise DataFormatError(f"data set {url} not found (no such file or directory)")
-        if not paths:
-            raise DataFormatError(f"data set {url} holds no *.parquet files")
-
-        rows, metas, schema0 = [], [], None
-        for p in paths:
-            try:
-                md = pq.read_metadata(p, filesystem=fs)
-                schema = md.schema.to_arrow_schema()  # one footer read per file
-            except Exception as e:  # noqa: BLE001 - pyarrow raises several types here
-                raise DataFormatError(f"{p}: not a readable Parquet file ({e})") from None
-            if schema0 is None:
-                schema0 = schema
-            elif not schema.remove_metadata().equals(schema0.remove_metadata()):
-                raise SchemaError(
-                    f"{p}: its columns differ from {paths[0]}'s "
-                    f"({_schema_str(schema)} vs {_schema_str(schema0)})"
-                )
-            rows.append(md.num_rows)
-            raw = (schema.metadata or {}).get(META_KEY)
-            metas.append(_part_meta(raw, md.num_rows, p))
-
+        paths, manifest, checksums = partition_files(fs, root, url)
+        rows, metas, schema0 = read_footers(fs, paths)
         if paths != [root] and manifest is None and any(
                 m is not None and m.get("version", 1) >= 2 for m in metas):
             raise DataFormatError(f"{url} has no {MANIFEST}: its write did not finish (the "
                                   "writer was interrupted); write the data set again")
+        check_label_and_weight(url, schema0, label_column, weight_column)
+        ds_meta, classes, counts = stored_stats(metas, schema0, label_column)
         names = schema0.names
-        if label_column not in names:
-            raise SchemaError(
-                f"{url}: no label column {label_column!r}; columns are {names}"
-            )
-        if weight_column is not None and (weight_column not in names or not (
-                pa.types.is_integer(schema0.field(weight_column).type)
-                or pa.types.is_floating(schema0.field(weight_column).type))):
-            raise SchemaError(f"{url}: no numeric weight column {weight_column!r}; columns "
-                              f"are {names}")
-        ours = all(m is not None and not m.get("_untrusted") for m in metas)
         is_sparse = INDICES in names and VALUES in names and \
             pa.types.is_list(schema0.field(INDICES).type)
-        classes = counts = None
         nnz = None
-        if ours:
-            ds_meta = dict(metas[0])
-            if any(m.get("label_column", LABEL) != label_column for m in metas):
-                # The caller chose another column as label: the stored stats do not apply.
-                ours = False
-        else:
-            ds_meta = {}
         if is_sparse:
-            if feature_columns is not None:
-                raise SchemaError(f"{url} is sparse (indices/values); feature_columns "
-                                  "applies to the dense layout only")
-            for col in (INDICES, VALUES):
-                t = schema0.field(col).type
-                if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
-                    raise SchemaError(f"{url}: column {col!r} must be a list; got {t}")
-            if n_features is None and metas[0] is not None:
-                widths = {int(m["n_features"]) for m in metas}
-                n_features = max(widths)
-            if any(m is not None and "nnz" in m for m in metas) and \
-                    all(m is not None and "nnz" in m for m in metas):
-                nnz = sum(int(m["nnz"]) for m in metas)
+            n_features, nnz = sparse_facts(url, schema0, metas, feature_columns, n_features)
         else:
-            if feature_columns is None:
-                feature_columns = [n for n in names if n not in (label_column, weight_column)]
-            else:
-                feature_columns = list(feature_columns)
-                missing = [c for c in feature_columns if c not in names]
-                if missing:
-                    raise SchemaError(f"{url}: no feature column(s) {missing}; "
-                                      f"columns are {names}")
-                if label_column in feature_columns:
-                    raise SchemaError(f"label column {label_column!r} is also listed as a "
-                                      "feature column")
-            if not feature_columns:
-                raise SchemaError(f"{url}: no feature columns besides {label_column!r}")
-            for c in feature_columns:
-                t = schema0.field(c).type
-                if not (pa.types.is_integer(t) or pa.types.is_floating(t)
-                        or pa.types.is_boolean(t) or pa.types.is_decimal(t)):
-                    raise SchemaError(
-                        f"{url}: feature column {c!r} has type {t}; expected numbers"
-                    )
+            feature_columns = dense_features(url, schema0, label_column, weight_column,
+                                              feature_columns)
             n_features = len(feature_columns)
-        if ours and all("classes" in m for m in metas):  # none for real-valued labels
-            classes, counts = _merge_class_stats(metas, schema0.field(label_column).type)
-
         ds = cls(url, fs, paths, label_column=label_column,
                  feature_columns=None if is_sparse else feature_columns,
                  is_sparse=is_sparse, n_features=-1 if n_features is None else n_features,
@@ -474,45 +392,6 @@ def _where() -> str:
         return "this machine"
 
 
-def _part_meta(raw: bytes | None, n_rows: int, path: str) -> dict | None:
-    """The package's metadata of one part, or None when it has none or when its class
-    counts do not add up to the part's rows (metadata copied from another file: the
-    stats are then read from the label column instead)."""
-    if not raw:
-        return None
-    try:
-        meta = json.loads(raw)
-    except ValueError:
-        raise DataFormatError(f"{path}: its {META_KEY!r} metadata is not JSON") from None
-    if not isinstance(meta, dict):
-        raise DataFormatError(f"{path}: its {META_KEY!r} metadata is not a JSON object")
-    counts = meta.get("class_counts")
-    if counts is not None and (not isinstance(counts, list)
-                               or sum(int(c) for c in counts) != n_rows):
-        import logging
-
-        logging.getLogger("randsvm_dist").warning(
-            "%s: its metadata counts %s rows by class but the file holds %d rows (copied "
-            "from another file?); reading its labels instead", path,
-            sum(int(c) for c in counts) if isinstance(counts, list) else "?", n_rows)
-        meta = {k: v for k, v in meta.items() if k not in ("classes", "class_counts", "nnz")}
-        meta["_untrusted"] = True
-    return meta
-
-
-def _merge_class_stats(metas: list[dict], label_type: pa.DataType):
-    agg: dict = {}
-    for m in metas:
-        for v, c in zip(m.get("classes", []), m.get("class_counts", []), strict=True):
-            agg[v] = agg.get(v, 0) + int(c)
-    keys = sorted(agg)
-    try:  # the label column's own dtype (e.g. int64 stays int64), without pandas
-        classes = pa.array(keys, type=label_type).to_numpy(zero_copy_only=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
-        classes = np.array(keys)
-    return classes, np.array([agg[k] for k in keys], dtype=np.int64)
-
-
 def _offsets(arr: pa.Array) -> np.ndarray:
     off = arr.offsets.to_numpy()
     return off - off[0]
@@ -548,10 +427,6 @@ def _dense_from(table: pa.Table, feature_columns: list[str], path: str) -> np.nd
                           "a NaN or infinite value; expected finite numbers")
     # Filling feature-major then transposing keeps every column write contiguous.
     return np.ascontiguousarray(X.T)
-
-
-def _schema_str(schema: pa.Schema) -> str:
-    return ", ".join(f"{f.name}: {f.type}" for f in schema)
 
 
 def _short_list(a, k: int = 10) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import NoReturn
 
 import numpy as np
 
@@ -51,24 +52,7 @@ def read_range_file(path: str | os.PathLike, n_features: int | None = None):
     with open(path) as fh:
         lines = [(k + 1, ln.split()) for k, ln in enumerate(fh) if ln.strip()]
 
-    def fail(lineno: int, what: str):
-        raise DataFormatError(f"{path}, line {lineno}: expected {what}")
-
-    pos = 0
-    if lines and lines[0][1] == ["y"]:
-        if len(lines) < 3:
-            fail(len(lines), "the y section: 'y', 'y_lower y_upper', 'y_min y_max'")
-        log.info("%s: ignoring its y (target) scaling: targets are not scaled", path)
-        pos = 3
-    if pos >= len(lines) or lines[pos][1] != ["x"]:
-        fail(lines[pos][0] if pos < len(lines) else 1, "a line holding 'x'")
-    if pos + 1 >= len(lines):
-        fail(lines[pos][0] + 1, "'lower upper'")
-    lineno, tok = lines[pos + 1]
-    try:
-        lower, upper = (float(t) for t in tok)
-    except ValueError:
-        fail(lineno, f"'lower upper' (two numbers); got {' '.join(tok)!r}")
+    pos, lower, upper = _x_header(path, lines)
     entries = {}
     for lineno, tok in lines[pos + 2:]:
         try:
@@ -76,7 +60,7 @@ def read_range_file(path: str | os.PathLike, n_features: int | None = None):
             if len(tok) != 3 or idx < 1:
                 raise ValueError
         except (ValueError, IndexError):
-            fail(lineno, f"'index min max' with index >= 1; got {' '.join(tok)!r}")
+            _fail(path, lineno, f"'index min max' with index >= 1; got {' '.join(tok)!r}")
         entries[idx] = (a, b)
     top = max(entries, default=0)
     d = top if n_features is None else int(n_features)
@@ -86,3 +70,33 @@ def read_range_file(path: str | os.PathLike, n_features: int | None = None):
     for idx, (a, b) in entries.items():
         fmin[idx - 1], fmax[idx - 1] = a, b
     return lower, upper, fmin, fmax
+
+
+def _fail(path: str, lineno: int, what: str) -> NoReturn:
+    """Raise a DataFormatError naming the file, the line and what was expected."""
+    raise DataFormatError(f"{path}, line {lineno}: expected {what}")
+
+
+def _x_header(path: str, lines: list) -> tuple[int, float, float]:
+    """(position of the 'x' line, lower, upper) of a range file's non-blank ``lines``
+    ((line number, tokens)), past a leading 'y' section.
+
+    Raises:
+        DataFormatError: no 'x' line, or no 'lower upper' after it.
+    """
+    pos = 0
+    if lines and lines[0][1] == ["y"]:
+        if len(lines) < 3:
+            _fail(path, len(lines), "the y section: 'y', 'y_lower y_upper', 'y_min y_max'")
+        log.info("%s: ignoring its y (target) scaling: targets are not scaled", path)
+        pos = 3
+    if pos >= len(lines) or lines[pos][1] != ["x"]:
+        _fail(path, lines[pos][0] if pos < len(lines) else 1, "a line holding 'x'")
+    if pos + 1 >= len(lines):
+        _fail(path, lines[pos][0] + 1, "'lower upper'")
+    lineno, tok = lines[pos + 1]
+    try:
+        lower, upper = (float(t) for t in tok)
+    except ValueError:
+        _fail(path, lineno, f"'lower upper' (two numbers); got {' '.join(tok)!r}")
+    return pos, lower, upper

@@ -131,34 +131,43 @@ def _parse_slow(chunk: Chunk, path: str) -> None:
                                   "a finite number")
         prev = 0
         for tok in tokens[1:]:
-            if tok.startswith("qid:"):
-                continue
-            if ":" not in tok:
-                raise DataFormatError(f"{where}: token {tok!r} is not index:value")
-            si, sv = tok.split(":", 1)
-            try:
-                i = int(si)
-            except ValueError:
-                raise DataFormatError(f"{where}: index {si!r} in {tok!r} is not an integer; "
-                                      "expected index:value with a 1-based integer index"
-                                      ) from None
-            if i < 1:
-                raise DataFormatError(f"{where}: index {i} in {tok!r}; indices are 1-based "
-                                      "(expected >= 1)")
-            if i > np.iinfo(np.int32).max:
-                raise DataFormatError(f"{where}: index {i} is too large (above 2^31-1)")
-            if i <= prev:
-                what = "repeated" if i == prev else f"descending (after {prev})"
-                raise DataFormatError(f"{where}: index {i} is {what}; expected strictly "
-                                      "ascending indices")
-            prev = i
-            try:
-                v = float(sv)
-            except ValueError:
-                raise DataFormatError(f"{where}: value {sv!r} of index {i} is not a number"
-                                      ) from None
-            if not math.isfinite(v):
-                raise DataFormatError(f"{where}: value {sv!r} of index {i} is NaN or "
-                                      "infinite; expected a finite number")
-            if abs(v) > _F32_MAX:
-                raise DataFormatError(f"{where}: value {sv!r} of index {i} overflows float32")
+            if not tok.startswith("qid:"):
+                prev = _check_feature(tok, prev, where)
+
+
+def _check_feature(tok: str, prev: int, where: str) -> int:
+    """Check one ``index:value`` token after index ``prev``; returns its index.
+
+    Raises:
+        DataFormatError: not index:value, an index not a 1-based int32 above ``prev``, or a
+            value that is not a finite float32.
+    """
+    if ":" not in tok:
+        raise DataFormatError(f"{where}: token {tok!r} is not index:value")
+    si, sv = tok.split(":", 1)
+    try:
+        i = int(si)
+    except ValueError:
+        raise DataFormatError(f"{where}: index {si!r} in {tok!r} is not an integer; "
+                              "expected index:value with a 1-based integer index"
+                              ) from None
+    if i < 1:
+        raise DataFormatError(f"{where}: index {i} in {tok!r}; indices are 1-based "
+                              "(expected >= 1)")
+    if i > np.iinfo(np.int32).max:
+        raise DataFormatError(f"{where}: index {i} is too large (above 2^31-1)")
+    if i <= prev:
+        what = "repeated" if i == prev else f"descending (after {prev})"
+        raise DataFormatError(f"{where}: index {i} is {what}; expected strictly "
+                              "ascending indices")
+    try:
+        v = float(sv)
+    except ValueError:
+        raise DataFormatError(f"{where}: value {sv!r} of index {i} is not a number"
+                              ) from None
+    if not math.isfinite(v):
+        raise DataFormatError(f"{where}: value {sv!r} of index {i} is NaN or "
+                              "infinite; expected a finite number")
+    if abs(v) > _F32_MAX:
+        raise DataFormatError(f"{where}: value {sv!r} of index {i} overflows float32")
+    return i

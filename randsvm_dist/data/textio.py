@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from randsvm_dist.data.storage import is_url, url_fs
+from randsvm_dist.data.filesystem import is_url, url_fs
 from randsvm_dist.exceptions import DataFormatError
 
 _BLANK_LINE = re.compile(rb"\n[ \t\r\f\v]*\n")  # (no ^ alternative: it defeats re's scan)

@@ -23,8 +23,8 @@ import scipy.sparse as sp
 
 from randsvm_dist.core.validation import check_features, check_labels
 from randsvm_dist.data.dataset import Dataset
+from randsvm_dist.data.publish import AtomicDir
 from randsvm_dist.data.schema import FORMAT_VERSION, INDICES, LABEL, META_KEY, VALUES
-from randsvm_dist.data.storage import AtomicDir
 from randsvm_dist.exceptions import ParameterError, SchemaError
 
 DEFAULT_ROWS_PER_PARTITION = 1_000_000

@@ -3,7 +3,7 @@
 The fitted estimator travels to the workers once (it is small: support vectors or a
 summary); each partition is read, scored and, for ``predict_dataset``, written as one
 Parquet file into a temporary directory that is published in one step with a completion
-manifest (see :class:`randsvm_dist.data.storage.AtomicDir`); ``read_predictions`` requires it.
+manifest (see :class:`randsvm_dist.data.publish.AtomicDir`); ``read_predictions`` requires it.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def predict_dataset(estimator, data, out_dir: str | os.PathLike, client=None, *,
         DataFormatError: ``out_dir`` exists (without ``overwrite``) or was not written by
             randsvm-dist; checked before any prediction.
     """
-    from randsvm_dist.data.storage import AtomicDir
+    from randsvm_dist.data.publish import AtomicDir
     from randsvm_dist.engine.inputs import open_dataset
 
     ds = open_dataset(data)
@@ -89,7 +89,8 @@ def read_predictions(out_dir: str | os.PathLike) -> pa.Table:
         DataFormatError: no manifest (the write did not finish, or not our output), or a
             listed file is missing or changed.
     """
-    from randsvm_dist.data.storage import MANIFEST, manifest_paths, read_manifest, resolve
+    from randsvm_dist.data.checksums import MANIFEST, manifest_paths, read_manifest
+    from randsvm_dist.data.filesystem import resolve
     from randsvm_dist.exceptions import DataFormatError
 
     fs, root = resolve(out_dir)
@@ -133,7 +134,7 @@ def probability_metrics(parts: list[tuple]) -> dict:
 
 def _regression_partition(estimator, ds, i: int) -> tuple:
     """(n, mean of y, sum of squares about it, sum of squared errors, sum of |errors|)."""
-    from randsvm_dist.engine.partitions import real_targets
+    from randsvm_dist.core.targets import real_targets
 
     X, y = ds.read_partition(i)
     y = real_targets(y, f"partition {i} ({ds.paths[i]})")

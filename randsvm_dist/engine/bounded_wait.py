@@ -64,6 +64,28 @@ def gather(client, futures: Sequence, what: str, labels: Sequence[str] | None = 
     timeout = _env_seconds("RANDSVM_DIST_TIMEOUT", None) if timeout is None else timeout
     empty_timeout = (_env_seconds("RANDSVM_DIST_EMPTY_TIMEOUT", 60.0)
                      if empty_timeout is None else empty_timeout)
+    _wait_bounded(client, futures, what, timeout, empty_timeout)
+    for f, label in zip(futures, labels):
+        if f.status == "error":
+            exc = f.exception()
+            if isinstance(exc, KilledWorker):
+                worker = getattr(exc.last_worker, "address", exc.last_worker)
+                raise ClusterError(
+                    f"{what}: {label} killed {exc.allowed_failures + 1} worker processes "
+                    f"(last {worker}); each died while running it, usually out of memory. "
+                    "Use smaller partitions or workers with more memory") from None
+            raise exc
+    return client.gather(futures)
+
+
+def _wait_bounded(client, futures: list, what: str, timeout: float | None,
+                  empty_timeout: float) -> None:
+    """Wait until every future is done (finished, failed or cancelled).
+
+    Raises:
+        ClusterError: ``timeout`` seconds passed, or the cluster had no worker for
+            ``empty_timeout`` seconds.
+    """
     t0 = time.monotonic()
     empty_since, pause, checked = None, 0.01, t0
     while not all(f.done() for f in futures):
@@ -92,14 +114,3 @@ def gather(client, futures: Sequence, what: str, labels: Sequence[str] | None = 
                 f"gave up after {timeout:.0f} s waiting for {what}: {unfinished} of "
                 f"{len(futures)} tasks unfinished on {n_workers(client)} worker(s) of "
                 f"{address}. Raise RANDSVM_DIST_TIMEOUT or add workers") from None
-    for f, label in zip(futures, labels):
-        if f.status == "error":
-            exc = f.exception()
-            if isinstance(exc, KilledWorker):
-                worker = getattr(exc.last_worker, "address", exc.last_worker)
-                raise ClusterError(
-                    f"{what}: {label} killed {exc.allowed_failures + 1} worker processes "
-                    f"(last {worker}); each died while running it, usually out of memory. "
-                    "Use smaller partitions or workers with more memory") from None
-            raise exc
-    return client.gather(futures)

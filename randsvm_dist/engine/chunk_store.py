@@ -15,7 +15,9 @@ import time
 import uuid
 import weakref
 
-from randsvm_dist.engine.partitions import LabelCoding, Loaded, load_rows, make_array_partition
+from randsvm_dist.core.targets import LabelCoding
+from randsvm_dist.engine.partition_build import Loaded, load_rows
+from randsvm_dist.engine.partitions import make_array_partition
 from randsvm_dist.exceptions import ClusterError
 
 log = logging.getLogger("randsvm_dist")
@@ -26,7 +28,7 @@ CHUNK_WAIT = 600.0
 
 def loaded_chunk(key: str, offset: int, coding: LabelCoding, find_duplicates: bool
                  ) -> Loaded:
-    """``partitions.load_rows`` of a scattered chunk (runs on a worker)."""
+    """``partition_build.load_rows`` of a scattered chunk (runs on a worker)."""
     X, y, w = fetch_chunk(key)
     return load_rows(make_array_partition(X, y, offset, coding, w), find_duplicates)
 

@@ -7,7 +7,7 @@ task names its chunk by key, so no array travels in a task graph, and a chunk lo
 worker is scattered again from the caller's arrays, after which Dask rebuilds the partition
 from its task as usual. Dask collections are never gathered on the client: each Dask partition (row
 block) becomes one partition on the workers, checked there. Every source goes through the
-same two build steps (``partitions.load_rows`` and ``partitions.finish``: duplicates
+same two build steps (``partition_build.load_rows`` and ``partition_build.finish``: duplicates
 collapsed, layout by density, rows numbered).
 """
 
@@ -20,24 +20,20 @@ from dataclasses import replace
 import numpy as np
 import scipy.sparse as sp
 
+from randsvm_dist.core.targets import LabelCoding, real_targets
 from randsvm_dist.core.validation import check_classes, check_features, check_labels
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.chunk_store import ChunkStore, loaded_chunk
-from randsvm_dist.engine.partitions import (
-    LabelCoding,
+from randsvm_dist.engine.duplicates import collapse_pays
+from randsvm_dist.engine.layout import preferred_layout
+from randsvm_dist.engine.partition_build import (
     Loaded,
-    Partition,
-    PartitionSet,
-    collapse_pays,
     finish,
     load_rows,
     loaded_dataset_partition,
-    make_array_partition,
-    placed,
-    preferred_layout,
-    real_targets,
     survey,
 )
+from randsvm_dist.engine.partitions import Partition, PartitionSet, make_array_partition, placed
 from randsvm_dist.exceptions import ParameterError, SchemaError
 from randsvm_dist.numerics.kernels import moments_variance, value_moments
 
@@ -145,7 +141,7 @@ def load_partitions(client, data, y=None, n_partitions: int | None = None,
         task: 'classification', 'regression' or 'one_class' (how labels are coded).
         sample_weight: per-row weights for array input (None: all 1).
         collapse: collapse identical rows (same features and label; one-class: same
-            features) into one weighted row, per partition, when ``partitions.collapse_pays``
+            features) into one weighted row, per partition, when ``duplicates.collapse_pays``
             (kept partitions only: a Dataset re-read every pass is left as it is). Off where
             rows must stay one to one with the user's (folds, a seed's row indices).
         layout: 'keep' (the input's), 'dense', 'csr', or 'auto' (``preferred_layout`` by
@@ -168,23 +164,37 @@ def load_partitions(client, data, y=None, n_partitions: int | None = None,
         if sample_weight is not None:
             raise SchemaError("sample_weight is for array input; a Dataset's weights come "
                               "from a weight column")
-        coding = label_coding(task, ds.classes if task == "classification" else None,
-                              f"the labels of {ds}")
-        sizes = np.asarray(ds.partition_rows, dtype=np.int64)
-        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        parts = PartitionSet(None, offsets, sizes, ds.n_features, ds.is_sparse, ds, coding,
-                             weighted=ds.weight_column is not None)
-        if cache is True or (cache == "auto" and fits_in_memory(client, ds)):
-            loaded = [client.submit(loaded_dataset_partition, ds, i, int(offsets[i]), coding,
-                                    collapse, pure=False, retries=2)
-                      for i in range(len(sizes))]
-            parts = built(client, parts, loaded, collapse, layout)
-        return parts, coding.classes
+        return _dataset_partitions(client, ds, cache, task, collapse, layout)
     if y is None and task != "one_class":
         raise SchemaError("this estimator requires y to be passed, but the target y is None "
                           "(y is required when fitting on arrays)")
     if is_dask_collection(data) or is_dask_collection(y):
         return _dask_partitions(client, data, y, task, collapse, layout)
+    return _array_partitions(client, data, y, n_partitions, task, sample_weight, collapse,
+                             layout)
+
+
+def _dataset_partitions(client, ds, cache, task: str, collapse: bool, layout: str):
+    """``load_partitions`` of a Dataset: kept in worker memory when ``cache`` says so (then
+    built: duplicates, layout), else a PartitionSet that re-reads its files every pass."""
+    coding = label_coding(task, ds.classes if task == "classification" else None,
+                          f"the labels of {ds}")
+    sizes = np.asarray(ds.partition_rows, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    parts = PartitionSet(None, offsets, sizes, ds.n_features, ds.is_sparse, ds, coding,
+                         weighted=ds.weight_column is not None)
+    if cache is True or (cache == "auto" and fits_in_memory(client, ds)):
+        loaded = [client.submit(loaded_dataset_partition, ds, i, int(offsets[i]), coding,
+                                collapse, pure=False, retries=2)
+                  for i in range(len(sizes))]
+        parts = built(client, parts, loaded, collapse, layout)
+    return parts, coding.classes
+
+
+def _array_partitions(client, data, y, n_partitions: int | None, task: str, sample_weight,
+                      collapse: bool, layout: str):
+    """``load_partitions`` of in-memory arrays: checked here, cut into row chunks placed
+    once on the workers (``ChunkStore``), each built into a partition where it lies."""
     X = check_features(data, min_rows=1)
     y = np.zeros(X.shape[0]) if y is None else check_labels(y, X.shape[0])
     if task == "regression":
@@ -210,9 +220,9 @@ def load_partitions(client, data, y=None, n_partitions: int | None = None,
 def built(client, parts: PartitionSet, loaded: list, collapse: bool, layout: str
           ) -> PartitionSet:
     """``parts`` with its partitions finished from ``loaded`` (futures of
-    ``partitions.Loaded``): one small gather of their sizes decides, for the whole data
+    ``partition_build.Loaded``): one small gather of their sizes decides, for the whole data
     set, whether duplicates collapse (``collapse_pays``) and the layout, then every
-    partition is finished on its worker (``partitions.finish``).
+    partition is finished on its worker (``partition_build.finish``).
 
     Returns:
         a PartitionSet with the partitions' futures, their (collapsed) offsets and sizes,
@@ -324,7 +334,7 @@ def make_checked_partition(X, y, offset: int, coding: LabelCoding) -> Partition:
 
 
 def loaded_block(X, y, offset: int, coding: LabelCoding, find_duplicates: bool) -> Loaded:
-    """``partitions.load_rows`` of one checked Dask block (runs on a worker)."""
+    """``partition_build.load_rows`` of one checked Dask block (runs on a worker)."""
     return load_rows(make_checked_partition(X, y, offset, coding), find_duplicates)
 
 

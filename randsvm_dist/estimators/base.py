@@ -296,7 +296,7 @@ class RandSVMBase(BaseEstimator):
         self.k_, self.sample_size_, self.gamma_ = k, min(r, n), gamma
 
     def _may_collapse(self) -> bool:
-        """Whether identical rows may become one weighted row (``engine.partitions``):
+        """Whether identical rows may become one weighted row (``engine.duplicates``):
         not when a seed names rows by their index (a fitted model's ``support_``) nor
         when a scaling learns moments that count rows ('standard')."""
         return not hasattr(self.seed, "support_") and (self.scale is None

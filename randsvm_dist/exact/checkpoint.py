@@ -16,7 +16,8 @@ import logging
 import os
 import time
 
-from randsvm_dist.data.storage import makedirs, read_bytes, write_bytes_atomic
+from randsvm_dist.data.filesystem import makedirs, read_bytes
+from randsvm_dist.data.publish import write_bytes_atomic
 from randsvm_dist.exceptions import DataFormatError, ParameterError
 from randsvm_dist.model_files.packing import pack_objects, unpack_objects
 

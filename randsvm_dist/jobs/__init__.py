@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import time
 
-from randsvm_dist.data.storage import is_url
+from randsvm_dist.data.filesystem import is_url
 from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.jobs.store import JobStore
 
@@ -54,7 +54,7 @@ def _absolute(value):
 
 def _preflight(kind: str, spec: dict) -> None:
     """The job's own output checks, before anything is submitted."""
-    from randsvm_dist.data.storage import check_not_input, check_output_dir
+    from randsvm_dist.data.outputs import check_not_input, check_output_dir
     from randsvm_dist.model_files.load import check_model_path
 
     inputs = (spec.get("data"), spec.get("test"))

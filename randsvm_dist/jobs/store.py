@@ -21,7 +21,8 @@ import os
 import time
 import uuid
 
-from randsvm_dist.data.storage import is_url, makedirs, read_bytes, url_fs, write_bytes_atomic
+from randsvm_dist.data.filesystem import is_url, makedirs, read_bytes, url_fs
+from randsvm_dist.data.publish import write_bytes_atomic
 from randsvm_dist.exceptions import ParameterError
 
 STATES = ("submitted", "running", "done", "failed", "cancelled")

@@ -16,7 +16,8 @@ import os
 
 import numpy as np
 
-from randsvm_dist.data.storage import read_bytes, write_bytes_atomic
+from randsvm_dist.data.filesystem import read_bytes
+from randsvm_dist.data.publish import write_bytes_atomic
 from randsvm_dist.exceptions import DataFormatError
 from randsvm_dist.model_files.libsvm_text import (
     OVR_SVM_TYPE,

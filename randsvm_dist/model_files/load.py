@@ -22,7 +22,8 @@ import zipfile
 
 import numpy as np
 
-from randsvm_dist.data.storage import is_url, read_bytes, write_bytes_atomic  # noqa: F401
+from randsvm_dist.data.filesystem import is_url, read_bytes  # noqa: F401
+from randsvm_dist.data.publish import write_bytes_atomic  # noqa: F401
 from randsvm_dist.exceptions import DataFormatError, ParameterError
 from randsvm_dist.model_files.packing import pack_objects, unpack_objects
 
@@ -37,7 +38,7 @@ _HISTORY_TYPES = (int, float, str, bool, type(None))
 _BIT_GENERATORS = ("PCG64", "PCG64DXSM", "Philox", "SFC64", "MT19937")
 
 
-# -- bytes on local disks and fsspec URLs: data.storage's read_bytes / write_bytes_atomic --
+# -- bytes on local disks and fsspec URLs: data.filesystem.read_bytes, data.publish's atomic write
 
 
 # -- public API ----------------------------------------------------------------------------

@@ -1,0 +1,89 @@
+"""Building a partition on its worker, in two steps between which the driver decides for
+the whole data set.
+
+``load_rows`` (read and code the rows, find the duplicates: ``engine.duplicates``) and
+``finish`` (collapse duplicates, choose the layout: ``engine.layout``, number the rows).
+Between them the driver gathers a few numbers per partition (``survey``) and decides
+whether to collapse duplicates (``duplicates.collapse_pays``) and which layout to use
+(``layout.preferred_layout``). Every step is a pure task, so a lost partition is rebuilt
+from the same inputs.
+
+Rows are then numbered in the collapsed set (``PartitionSet.offsets``); each partition
+keeps the original index of its rows (``Partition.original_rows``), so what a fit exposes
+(``support_``) names the user's rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from randsvm_dist.core.targets import LabelCoding
+from randsvm_dist.engine.duplicates import canonical_rows, duplicate_representatives
+from randsvm_dist.engine.layout import as_layout
+from randsvm_dist.engine.partitions import Partition, load_dataset_partition
+
+
+@dataclass
+class Loaded:
+    """A partition as loaded, before ``finish``: its rows and how they group.
+
+    Attributes:
+        part: the Partition (original rows, original offset).
+        rep: each row's first identical row (``duplicate_representatives``), or None.
+    """
+
+    part: Partition
+    rep: np.ndarray | None = None
+
+
+def load_rows(part: Partition, find_duplicates: bool) -> Loaded:
+    """A loaded Partition, with its duplicates found when asked (runs on a worker)."""
+    if not find_duplicates:
+        return Loaded(part)
+    X = canonical_rows(part.X)
+    part = replace(part, X=X) if X is not part.X else part
+    return Loaded(part, duplicate_representatives(X, part.y))
+
+
+def loaded_dataset_partition(dataset, i: int, offset: int, coding: LabelCoding,
+                             find_duplicates: bool) -> Loaded:
+    """``load_rows`` of partition i of a Dataset (runs on a worker)."""
+    return load_rows(load_dataset_partition(dataset, i, offset, coding), find_duplicates)
+
+
+def survey(loaded: Loaded) -> tuple[int, int, int, int]:
+    """(rows, distinct rows, non-zeros of all rows, non-zeros of the distinct rows) of a
+    loaded partition (runs on a worker)."""
+    X, n = loaded.part.X, loaded.part.n_rows
+    per_row = (np.diff(X.indptr) if sp.issparse(X) else np.count_nonzero(X, axis=1))
+    nnz = int(per_row.sum())
+    if loaded.rep is None:
+        return n, n, nnz, nnz
+    firsts = loaded.rep == np.arange(n)
+    return n, int(firsts.sum()), nnz, int(per_row[firsts].sum())
+
+
+def finish(loaded: Loaded, offset: int, collapse: bool, layout: str) -> Partition:
+    """The final Partition: duplicates collapsed (when ``collapse`` and there are any),
+    rows in ``layout`` ('csr', 'dense' or 'keep'), numbered from ``offset`` (runs on a
+    worker; pure)."""
+    part = loaded.part
+    origin = part.offset if part.origin is None else part.origin
+    if collapse and loaded.rep is not None:
+        rep = loaded.rep
+        kept = np.flatnonzero(rep == np.arange(len(rep)))
+        group = np.searchsorted(kept, rep)
+        count = np.bincount(group, minlength=len(kept)).astype(np.int64)
+        w = (count.astype(np.float64) if part.weight is None else
+             np.bincount(group, weights=np.maximum(part.weight, 0.0), minlength=len(kept)))
+        part = Partition(part.X[kept], part.y[kept], offset, w, origin, kept, count)
+    elif offset != part.offset or collapse:
+        part = replace(part, offset=offset, origin=origin,
+                       weight=part.weights() if collapse else part.weight)
+    if layout != "keep":
+        X = as_layout(part.X, layout)
+        part = replace(part, X=X) if X is not part.X else part
+    return part

@@ -53,7 +53,7 @@ DATA = Path(os.environ.get("RANDSVM_SHARED_DATASETS", ROOT.parent / "shared" / "
 OUT = ROOT / "benchmarks" / "results" / "streaming_papers.jsonl"
 SPLIT_SEED = 0
 
-# LIBSVM #SV with the BSGD paper's (C, gamma), recorded in benchmarks/results/streaming_papers_bsgd.jsonl
+# LIBSVM #SV with the BSGD paper's (C, gamma) (benchmarks/results/streaming_papers_bsgd.jsonl)
 BSGD_SETS = {  # name: (C, gamma, LIBSVM #SV, LIBSVM test accuracy %)
     "a9a": (32.0, 0.008, 11374, 85.11),
     "ijcnn1": (32.0, 2.0, 2478, 98.70),

@@ -31,6 +31,7 @@ import logging
 import os
 import sys
 
+from randsvm_dist.cli.options import DeferredParser
 from randsvm_dist.exceptions import RandSVMError
 
 #: the command modules of this package, in ``--help`` order
@@ -56,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--debug", action="store_true",
                         help="print the full traceback of an unexpected error")
-    sub = parser.add_subparsers(dest="command", required=True)
+    # every command's parser (and its sub-commands') may defer its arguments to its parse
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=DeferredParser)
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)
     return parser

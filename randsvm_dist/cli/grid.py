@@ -10,6 +10,7 @@ from randsvm_dist.cli.options import (
     add_random_state,
     add_scheduler,
     check_report_path,
+    defer_arguments,
     emit,
 )
 
@@ -26,7 +27,8 @@ def cmd_grid(args: argparse.Namespace) -> int:
         search.
     """
     from randsvm_dist.app.grid_search import GridSearch
-    from randsvm_dist.cli.outputs import publish, save_model_file
+    from randsvm_dist.app.model_output import save_model_file
+    from randsvm_dist.cli.outputs import publish
     from randsvm_dist.data.storage import check_not_input, makedirs
     from randsvm_dist.exceptions import DataFormatError
     from randsvm_dist.model_files.load import check_model_path
@@ -86,19 +88,8 @@ def cmd_grid(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    """Add the ``grid`` command."""
-    from randsvm_dist.app.grid_search import (
-        GUIDE_FINE_STEP,
-        GUIDE_LOG2C,
-        GUIDE_LOG2GAMMA,
-        LIBSVM_MAX_ROWS,
-        ONE_CLASS_LOG2NU,
-        parse_exponent_range,
-    )
-
-    def show(r):
-        return f"2^{r[0]:g}..2^{r[1]:g}:{abs(r[2]):g}"
-
+    """Add the ``grid`` command (its options are built when it parses: ``--svm-type`` reads
+    the estimators' registry)."""
     p = subparsers.add_parser(
         "grid", help="cross-validated (C, gamma) grid search of an RBF SVM on Dask",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -107,6 +98,25 @@ def register(subparsers) -> None:
                     "large ones by RandSVM. Writes OUT/folds.csv (every finished fold, "
                     "re-read to resume), OUT/grid.csv (mean/std accuracy per point) and "
                     "OUT/grid.png (contours like grid.py's).")
+    defer_arguments(p, _add_arguments)
+    p.set_defaults(func=cmd_grid)
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    """``grid``'s arguments."""
+    from randsvm_dist.app.grid_search import (
+        GUIDE_FINE_STEP,
+        GUIDE_LOG2C,
+        GUIDE_LOG2GAMMA,
+        LIBSVM_MAX_ROWS,
+        ONE_CLASS_LOG2NU,
+        parse_exponent_range,
+    )
+    from randsvm_dist.estimators import ESTIMATORS
+
+    def show(r):
+        return f"2^{r[0]:g}..2^{r[1]:g}:{abs(r[2]):g}"
+
     p.add_argument("data", help="Parquet data set (directory or URL), scaled already or "
                                 "with --scale")
     p.add_argument("--C", type=parse_exponent_range, default=GUIDE_LOG2C, metavar="2^A..2^B",
@@ -115,7 +125,7 @@ def register(subparsers) -> None:
                    metavar="2^A..2^B",
                    help=f"gamma exponents (default {show(GUIDE_LOG2GAMMA)})")
     p.add_argument("--svm-type", default="c_svc",
-                   choices=["c_svc", "epsilon_svr", "one_class"],
+                   choices=list(ESTIMATORS),
                    help="c_svc: scored by accuracy; epsilon_svr: by --scoring rmse or r2 "
                         "(fixed --epsilon); one_class: (nu, gamma) scored by the ROC AUC of "
                         "held-out rows, normal rows labelled --normal-label")
@@ -150,4 +160,3 @@ def register(subparsers) -> None:
     add_random_state(p)
     add_scheduler(p)
     add_output(p)
-    p.set_defaults(func=cmd_grid)

@@ -31,7 +31,6 @@ import logging
 import os
 import sys
 
-from randsvm_dist.cli.options import DeferredParser
 from randsvm_dist.exceptions import RandSVMError
 
 #: the command modules of this package, in ``--help`` order
@@ -57,8 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--debug", action="store_true",
                         help="print the full traceback of an unexpected error")
-    # every command's parser (and its sub-commands') may defer its arguments to its parse
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=DeferredParser)
+    sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)
     return parser

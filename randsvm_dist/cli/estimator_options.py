@@ -1,23 +1,26 @@
-"""The RandSVM estimators' parameters as ``train`` options, read from the estimators.
+"""The RandSVM estimators' parameters as ``train`` options: one source, the estimators.
 
 An option's name, default and svm types are the estimator's signature
-(``inspect.signature``), its type and choices its ``_parameter_constraints``; the estimators
-are the registry's (:data:`randsvm_dist.estimators.ESTIMATORS`). Its help is :data:`HELP`,
-the one table of help texts (a test checks that every parameter has one). What the command
-line cannot express as the Python API does (a ``FeatureScaler`` object, a streaming seed
-model, the client) is named in :data:`CLI_FORMS` or :data:`NOT_OPTIONS`.
+(``inspect.signature``), its type and choices its ``_parameter_constraints``, for every
+estimator of the registry (:data:`randsvm_dist.estimators.ESTIMATORS`); its help is
+:data:`HELP`, the one table of help texts. What the command line cannot express as the
+Python API does (a ``FeatureScaler`` object, a streaming seed model, the client) is named
+in :data:`CLI_FORMS` or :data:`NOT_OPTIONS`.
 
-The estimators import scikit-learn, so the options are added only when ``train`` (or
-``submit train``) is parsed: ``randsvm-dist --help`` and the other commands never import it
-(see :class:`randsvm_dist.cli.options.DeferredParser`).
+The estimators import scikit-learn (seconds), which ``--help`` and argument errors must
+not, so the parser reads what :func:`describe_options` derives from them through a
+generated module, ``cli/estimator_option_table.py`` (plain literals). Regenerate it with
+``python -m randsvm_dist.cli.estimator_options`` after changing an estimator's parameters:
+``tests/test_estimator_options.py`` fails while it differs from the estimators, so a
+change of the estimators never changes the command line silently.
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
-from dataclasses import dataclass, field
 from numbers import Integral, Real
+from pathlib import Path
 
 from randsvm_dist.cli.options import bound, int_or_auto, number_or_name
 from randsvm_dist.exceptions import ParameterError
@@ -100,79 +103,97 @@ HELP = {
 }
 
 
-@dataclass
-class Option:
-    """One estimator parameter as an option: its svm types' defaults and its constraints
-    (scikit-learn's ``_parameter_constraints`` entry)."""
-
-    name: str
-    defaults: dict = field(default_factory=dict)   # svm type -> the signature's default
-    constraints: list = field(default_factory=list)
-
-    @property
-    def flag(self) -> str:
-        """The option's name on the command line (``--name-with-dashes``)."""
-        return "--" + self.name.replace("_", "-")
-
-    @property
-    def help(self) -> str:
-        """The option's help text (:data:`HELP`)."""
-        return HELP[self.name]
+TABLE = Path(__file__).with_name("estimator_option_table.py")
+# an option's argparse form by the kind describe_options() names
+KINDS = {"int": {"type": int}, "float": {"type": float},
+         "int_or_auto": {"type": int_or_auto}, "number_or_name": {"type": number_or_name},
+         "flag": {"action": "store_true"}, "str": {}}
 
 
-def estimator_options() -> dict[str, Option]:
-    """Every estimator parameter that is an option, with the svm types that have it
-    (in the registry's order; a parameter's place is where its first estimator has it)."""
+def _kind(name: str, constraints: list) -> tuple[str, list | None]:
+    """The argparse kind of a parameter (a key of KINDS, 'choices' or 'form') and its
+    choices, from its ``_parameter_constraints`` entry."""
+    from sklearn.utils._param_validation import Interval, StrOptions
+
+    if name in CLI_FORMS:
+        return "form", None
+    strs = [c for c in constraints if isinstance(c, StrOptions)]
+    choices = sorted(strs[0].options) if strs else None
+    types = [c.type if isinstance(c, Interval) else c for c in constraints]
+    if constraints == ["boolean"]:
+        return "flag", None
+    if Integral in types:
+        return ("int_or_auto" if choices else "int"), choices
+    if Real in types:
+        return ("number_or_name" if choices else "float"), choices
+    return ("choices", choices) if choices else ("str", None)
+
+
+def describe_options() -> dict:
+    """What the command line takes from the estimators (imports them: scikit-learn).
+
+    Returns:
+        ``{"svm_types": [...], "options": [{"name", "svm_types", "defaults", "kind",
+        "choices"}, ...]}``: the registry's svm types in order, and every parameter that
+        is an option in the order its first estimator lists it (``defaults``: the sorted
+        reprs of its signatures' defaults).
+    """
     from randsvm_dist.estimators import ESTIMATORS
 
-    options: dict[str, Option] = {}
+    options: dict[str, dict] = {}
     for svm_type, cls in ESTIMATORS.items():
+        constraints = cls._parameter_constraints
         for param in inspect.signature(cls).parameters.values():
             if param.name in NOT_OPTIONS:
                 continue
-            opt = options.setdefault(param.name, Option(param.name))
-            opt.defaults[svm_type] = param.default
-            constraints = cls._parameter_constraints.get(param.name)
-            opt.constraints = constraints if isinstance(constraints, list) else []
-    return options
+            entry = options.setdefault(param.name, {"name": param.name, "svm_types": [],
+                                                    "defaults": []})
+            entry["svm_types"].append(svm_type)
+            entry["defaults"] = sorted({*entry["defaults"], repr(param.default)})
+            c = constraints.get(param.name)
+            entry["kind"], entry["choices"] = _kind(param.name, c if isinstance(c, list)
+                                                    else [])
+    return {"svm_types": list(ESTIMATORS), "options": list(options.values())}
 
 
-def _argparse_kwargs(opt: Option) -> dict:
-    """type/choices/action of an option from its constraints (or its CLI_FORMS entry)."""
-    from sklearn.utils._param_validation import Interval, StrOptions
+def render_table(described: dict) -> str:
+    """The source of ``estimator_option_table.py`` holding ``described``."""
+    from pprint import pformat
 
-    form = CLI_FORMS.get(opt.name)
-    if form:
-        return {k: v for k, v in form.items() if k != "convert"}
-    strs = [c for c in opt.constraints if isinstance(c, StrOptions)]
-    choices = sorted(strs[0].options) if strs else None
-    types = [c.type if isinstance(c, Interval) else c for c in opt.constraints]
-    if opt.constraints == ["boolean"]:
-        return {"action": "store_true"}
-    if Integral in types:
-        return {"type": int_or_auto if choices else int}
-    if Real in types:
-        return {"type": number_or_name if choices else float}
-    return {"choices": choices} if choices else {}
+    options = pformat(described["options"], width=88, sort_dicts=False)
+    return ('"""Generated by ``python -m randsvm_dist.cli.estimator_options`` from the '
+            "estimators'\nsignatures and ``_parameter_constraints`` (see "
+            '``cli/estimator_options.py``); do not edit.\n"""\n\n'
+            f"SVM_TYPES = {described['svm_types']!r}\nOPTIONS = {options}\n")
+
+
+def flag(name: str) -> str:
+    """A parameter's name on the command line (``--name-with-dashes``)."""
+    return "--" + name.replace("_", "-")
 
 
 def add_estimator_options(p: argparse.ArgumentParser) -> None:
     """Add ``--svm-type`` and every estimator parameter as an option (absent unless given:
     the estimator's own default applies)."""
-    from randsvm_dist.estimators import ESTIMATORS
+    from randsvm_dist.cli.estimator_option_table import OPTIONS, SVM_TYPES
 
-    p.add_argument("--svm-type", default="c_svc", choices=list(ESTIMATORS),
+    p.add_argument("--svm-type", default="c_svc", choices=SVM_TYPES,
                    help="c_svc: classification (RandSVMClassifier, LIBSVM -s 0); "
                         "epsilon_svr: regression on a real-valued label column "
                         "(RandSVMRegressor, -s 3); one_class: novelty detection, labels "
                         "ignored (RandSVMOneClass, -s 2)")
-    for opt in estimator_options().values():
-        types = sorted(opt.defaults)
-        only = "" if len(types) == len(ESTIMATORS) else f"[{', '.join(types)}] "
-        shown = {repr(v) for v in opt.defaults.values()}
-        p.add_argument(opt.flag, dest=opt.name, default=argparse.SUPPRESS,
-                       help=f"{only}{opt.help} (default: {' / '.join(sorted(shown))})"
-                       .replace("%", "%%"), **_argparse_kwargs(opt))
+    for opt in OPTIONS:
+        types = opt["svm_types"]
+        only = "" if len(types) == len(SVM_TYPES) else f"[{', '.join(sorted(types))}] "
+        if opt["kind"] == "form":
+            kwargs = {k: v for k, v in CLI_FORMS[opt["name"]].items() if k != "convert"}
+        elif opt["kind"] == "choices":
+            kwargs = {"choices": opt["choices"]}
+        else:
+            kwargs = KINDS[opt["kind"]]
+        p.add_argument(flag(opt["name"]), dest=opt["name"], default=argparse.SUPPRESS,
+                       help=f"{only}{HELP[opt['name']]} (default: "
+                            f"{' / '.join(opt['defaults'])})".replace("%", "%%"), **kwargs)
 
 
 def estimator_params(args: argparse.Namespace, svm_type: str) -> dict:
@@ -181,14 +202,21 @@ def estimator_params(args: argparse.Namespace, svm_type: str) -> dict:
     Raises:
         ParameterError: an option that the svm type does not have.
     """
+    from randsvm_dist.cli.estimator_option_table import OPTIONS
+
     params = {}
-    for opt in estimator_options().values():
-        value = getattr(args, opt.name, None)
+    for opt in OPTIONS:
+        value = getattr(args, opt["name"], None)
         if value is None or value is False:
             continue
-        if svm_type not in opt.defaults:
-            raise ParameterError(f"{opt.flag} applies to --svm-type "
-                                 f"{' or '.join(sorted(opt.defaults))}; this is {svm_type}")
-        convert = CLI_FORMS.get(opt.name, {}).get("convert")
-        params[opt.name] = convert(value) if convert else value
+        if svm_type not in opt["svm_types"]:
+            raise ParameterError(f"{flag(opt['name'])} applies to --svm-type "
+                                 f"{' or '.join(sorted(opt['svm_types']))}; this is "
+                                 f"{svm_type}")
+        convert = CLI_FORMS.get(opt["name"], {}).get("convert")
+        params[opt["name"]] = convert(value) if convert else value
     return params
+
+
+if __name__ == "__main__":
+    TABLE.write_text(render_table(describe_options()))

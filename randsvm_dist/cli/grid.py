@@ -10,7 +10,6 @@ from randsvm_dist.cli.options import (
     add_random_state,
     add_scheduler,
     check_report_path,
-    defer_arguments,
     emit,
 )
 
@@ -88,22 +87,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    """Add the ``grid`` command (its options are built when it parses: ``--svm-type`` reads
-    the estimators' registry)."""
-    p = subparsers.add_parser(
-        "grid", help="cross-validated (C, gamma) grid search of an RBF SVM on Dask",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        description="LIBSVM guide's grid search: every (fold, C, gamma) is a Dask task set; "
-                    "folds are stratified and seeded; small folds are solved by LIBSVM, "
-                    "large ones by RandSVM. Writes OUT/folds.csv (every finished fold, "
-                    "re-read to resume), OUT/grid.csv (mean/std accuracy per point) and "
-                    "OUT/grid.png (contours like grid.py's).")
-    defer_arguments(p, _add_arguments)
-    p.set_defaults(func=cmd_grid)
-
-
-def _add_arguments(p: argparse.ArgumentParser) -> None:
-    """``grid``'s arguments."""
+    """Add the ``grid`` command."""
     from randsvm_dist.app.grid_search import (
         GUIDE_FINE_STEP,
         GUIDE_LOG2C,
@@ -112,11 +96,19 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         ONE_CLASS_LOG2NU,
         parse_exponent_range,
     )
-    from randsvm_dist.estimators import ESTIMATORS
+    from randsvm_dist.cli.estimator_option_table import SVM_TYPES
 
     def show(r):
         return f"2^{r[0]:g}..2^{r[1]:g}:{abs(r[2]):g}"
 
+    p = subparsers.add_parser(
+        "grid", help="cross-validated (C, gamma) grid search of an RBF SVM on Dask",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="LIBSVM guide's grid search: every (fold, C, gamma) is a Dask task set; "
+                    "folds are stratified and seeded; small folds are solved by LIBSVM, "
+                    "large ones by RandSVM. Writes OUT/folds.csv (every finished fold, "
+                    "re-read to resume), OUT/grid.csv (mean/std accuracy per point) and "
+                    "OUT/grid.png (contours like grid.py's).")
     p.add_argument("data", help="Parquet data set (directory or URL), scaled already or "
                                 "with --scale")
     p.add_argument("--C", type=parse_exponent_range, default=GUIDE_LOG2C, metavar="2^A..2^B",
@@ -125,7 +117,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    metavar="2^A..2^B",
                    help=f"gamma exponents (default {show(GUIDE_LOG2GAMMA)})")
     p.add_argument("--svm-type", default="c_svc",
-                   choices=list(ESTIMATORS),
+                   choices=SVM_TYPES,
                    help="c_svc: scored by accuracy; epsilon_svr: by --scoring rmse or r2 "
                         "(fixed --epsilon); one_class: (nu, gamma) scored by the ROC AUC of "
                         "held-out rows, normal rows labelled --normal-label")
@@ -160,3 +152,4 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     add_random_state(p)
     add_scheduler(p)
     add_output(p)
+    p.set_defaults(func=cmd_grid)

@@ -13,33 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from typing import Any
-
-
-class DeferredParser(argparse.ArgumentParser):
-    """A command's parser whose arguments ``build`` adds the first time it parses (its
-    ``--help`` included), so what building needs (the estimators, scikit-learn) is
-    imported only by the command that uses it, never by ``randsvm-dist --help``."""
-
-    build: Callable[[argparse.ArgumentParser], None] | None = None
-
-    def parse_known_args(self, args=None, namespace=None):
-        """``build`` (once), then argparse's own parsing."""
-        build, self.build = self.build, None
-        if build is not None:
-            build(self)
-        return super().parse_known_args(args, namespace)
-
-
-def defer_arguments(p: argparse.ArgumentParser,
-                    build: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Have ``build`` add ``p``'s arguments when ``p`` first parses (at once if ``p`` is
-    not a :class:`DeferredParser`)."""
-    if isinstance(p, DeferredParser):
-        p.build = build
-    else:
-        build(p)
 
 
 def number_or_name(value: str) -> float | str:

@@ -12,7 +12,6 @@ from randsvm_dist.cli.options import (
     add_random_state,
     add_scheduler,
     check_report_path,
-    defer_arguments,
     emit,
     say,
 )
@@ -94,16 +93,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    """Add the ``train`` command (its options are built when it parses: they read the
-    estimators)."""
+    """Add the ``train`` command."""
     p = subparsers.add_parser("train", help="train a kernel SVM with RandSVM on Dask",
                               formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    defer_arguments(p, _add_arguments)
-    p.set_defaults(func=cmd_train)
-
-
-def _add_arguments(p: argparse.ArgumentParser) -> None:
-    """``train``'s arguments: the data, the model, every estimator parameter, the rest."""
     p.add_argument("data", help="Parquet data set (directory or URL)")
     p.add_argument("--model", required=True, default=argparse.SUPPRESS,
                    help="where to write the LIBSVM model file")
@@ -126,3 +118,4 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--test", default=None,
                    help="Parquet data set to evaluate on afterwards (same cluster)")
     add_output(p)
+    p.set_defaults(func=cmd_train)

@@ -177,7 +177,7 @@ def engine_randsvm(data: dict, workers: int, solver: str | None) -> dict:
     """The estimator's defaults on the embedded default cluster of W workers."""
     import numpy as np
 
-    from randsvm_dist.engine.client import close_embedded, embedded_client
+    from randsvm_dist.engine.embedded import close_embedded, embedded_client
 
     t0 = time.perf_counter()
     embedded_client(workers)

@@ -157,3 +157,44 @@ def test_bad_class_weight():
     X, y = _imbalanced(100, 9, share=0.5)
     with pytest.raises(ParameterError, match="not among"):
         StreamSVM(class_weight={7: 1.0}).fit(X, y)
+
+
+def test_one_sample_weight_check_and_its_error_types():
+    """A sample_weight array's values are a setting (ParameterError); its length is the
+    data's shape (SchemaError): one rule for the streaming learners and the RandSVM fit."""
+    from randsvm_dist.core.validation import check_sample_weight
+
+    assert check_sample_weight(None, 3) is None
+    np.testing.assert_array_equal(check_sample_weight(2, 3), [2.0, 2.0, 2.0])
+    with pytest.raises(SchemaError, match=r"shape \(2,\); expected \(3,\)"):
+        check_sample_weight([1, 2], 3)
+    with pytest.raises(ParameterError, match="row 1: nan is not a finite number"):
+        check_sample_weight([1, np.nan, 1], 3)
+    with pytest.raises(ParameterError, match="row 2: inf"):
+        check_sample_weight([1, 1, np.inf], 3)
+
+
+def test_randsvm_fit_refuses_a_nan_weight_as_a_parameter(dask_client):
+    from randsvm_dist.estimators import RandSVMClassifier
+
+    X, y = _imbalanced(60, 3, share=0.4)
+    w = np.ones(len(y))
+    w[5] = np.nan
+    with pytest.raises(ParameterError, match="sample_weight, row 5"):
+        RandSVMClassifier(client=dask_client).fit(X, y, sample_weight=w)
+    with pytest.raises(SchemaError, match="sample_weight has shape"):
+        RandSVMClassifier(client=dask_client).fit(X, y, sample_weight=w[:10])
+
+
+def test_balanced_is_one_rule_for_randsvm_and_the_streams():
+    """'balanced' is scikit-learn's n / (n_classes x count) in both, from the same code."""
+    from sklearn.utils.class_weight import compute_class_weight
+
+    from randsvm_dist.core.validation import balanced_class_weight
+
+    y = np.array([0, 0, 0, 1, 2, 2])
+    classes = np.array([0, 1, 2])
+    expected = compute_class_weight("balanced", classes=classes, y=y)
+    np.testing.assert_allclose(balanced_class_weight(np.bincount(y)), expected)
+    np.testing.assert_allclose(resolve_class_weight("balanced", classes, y), expected)
+    np.testing.assert_allclose(balanced_class_weight(np.array([4, 0])), [0.5, 1.0])

@@ -444,16 +444,13 @@ class GridSearch:
         Raises:
             ParameterError: an unknown estimator, or a scoring of another task.
         """
-        from randsvm_dist import estimators
+        from randsvm_dist.estimators import ESTIMATORS
 
-        names = {"c_svc": estimators.RandSVMClassifier,
-                 "epsilon_svr": estimators.RandSVMRegressor,
-                 "one_class": estimators.RandSVMOneClass}
-        cls = names.get(self.estimator, self.estimator) if isinstance(self.estimator, str) \
-            else (self.estimator or estimators.RandSVMClassifier)
-        if cls not in names.values():
-            raise ParameterError(f"estimator must be one of {', '.join(names)} or its class; "
-                                 f"got {self.estimator!r}")
+        cls = ESTIMATORS.get(self.estimator, self.estimator) \
+            if isinstance(self.estimator, str) else (self.estimator or ESTIMATORS["c_svc"])
+        if cls not in ESTIMATORS.values():
+            raise ParameterError(f"estimator must be one of {', '.join(ESTIMATORS)} or its "
+                                 f"class; got {self.estimator!r}")
         self.estimator_class_, self.task_ = cls, cls._task
         scoring = self.scoring or TASK_SCORINGS[self.task_][0]
         if scoring not in TASK_SCORINGS[self.task_]:
@@ -461,8 +458,7 @@ class GridSearch:
                                  f"choose {' or '.join(TASK_SCORINGS[self.task_])}")
         self.scoring_ = SCORINGS[scoring]
         self.axis_ = "nu" if self.task_ == "one_class" else "C"
-        self.svm_type_ = {"classification": "c_svc", "regression": "epsilon_svr",
-                          "one_class": "one_class"}[self.task_]
+        self.svm_type_ = cls._svm_type
 
     def _first_axis(self, exponents: list[float]) -> list[float]:
         """The first axis' exponents (one-class: nu = 2^e <= 1 only)."""

@@ -26,7 +26,8 @@ def cmd_grid(args: argparse.Namespace) -> int:
         search.
     """
     from randsvm_dist.app.grid_search import GridSearch
-    from randsvm_dist.cli.outputs import publish, save_model_file
+    from randsvm_dist.app.model_output import save_model_file
+    from randsvm_dist.cli.outputs import publish
     from randsvm_dist.data.filesystem import makedirs
     from randsvm_dist.data.outputs import check_not_input
     from randsvm_dist.exceptions import DataFormatError
@@ -96,6 +97,7 @@ def register(subparsers) -> None:
         ONE_CLASS_LOG2NU,
         parse_exponent_range,
     )
+    from randsvm_dist.cli.estimator_option_table import SVM_TYPES
 
     def show(r):
         return f"2^{r[0]:g}..2^{r[1]:g}:{abs(r[2]):g}"
@@ -116,7 +118,7 @@ def register(subparsers) -> None:
                    metavar="2^A..2^B",
                    help=f"gamma exponents (default {show(GUIDE_LOG2GAMMA)})")
     p.add_argument("--svm-type", default="c_svc",
-                   choices=["c_svc", "epsilon_svr", "one_class"],
+                   choices=SVM_TYPES,
                    help="c_svc: scored by accuracy; epsilon_svr: by --scoring rmse or r2 "
                         "(fixed --epsilon); one_class: (nu, gamma) scored by the ROC AUC of "
                         "held-out rows, normal rows labelled --normal-label")

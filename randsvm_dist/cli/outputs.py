@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
 from randsvm_dist.data.filesystem import is_url
 from randsvm_dist.data.outputs import check_not_input, check_output_dir, check_output_file
@@ -71,22 +70,3 @@ def publish(path: str | os.PathLike, data: bytes | str | Callable[[str], None], 
         data = data.encode()
     return publish_file(path, data, overwrite=overwrite, what=what)
 
-
-def save_model_file(model, path: str | os.PathLike, *, overwrite: bool) -> None:
-    """Publish a fitted model (LIBSVM text or .npz) and, for a model trained with scaling,
-    its svm-scale range file ``MODEL.range``, each in one step.
-
-    Raises:
-        DataFormatError: a file exists without ``overwrite``, or cannot be written.
-    """
-    from randsvm_dist.model_files.load import RANGE_SUFFIX, save_model
-
-    def write(tmp: str) -> None:  # the library's own writer, at the temporary path
-        save_model(model, tmp)
-        Path(tmp + RANGE_SUFFIX).unlink(missing_ok=True)  # published below, in its turn
-
-    publish(path, write, overwrite=overwrite, what="--model")
-    scaler = getattr(model, "scaler_", None)
-    if scaler is not None:
-        publish(os.fspath(path) + RANGE_SUFFIX, scaler.save_range, overwrite=overwrite,
-                what="range file")

@@ -73,9 +73,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
         ParameterError: an option the method does not take.
         SchemaError: ``--test`` does not match the training set.
     """
-    from randsvm_dist.cli.outputs import save_model_file
-    from randsvm_dist.distributed.predict import evaluate_dataset
-    from randsvm_dist.distributed.streaming import fit_streaming
+    from randsvm_dist.app.stream import stream
     from randsvm_dist.model_files.load import check_model_path
 
     est = build_estimator(args.method, C=args.C, random_state=args.random_state,
@@ -93,22 +91,14 @@ def cmd_stream(args: argparse.Namespace) -> int:
                           inputs=(args.data, args.test))
     check_report_path(args, (args.data, args.test))
     client = args.session.client()
-    model = fit_streaming(est, args.data, client=client, fan_in=args.fan_in)
-    info = model.reduce_info_
-    result = {"data": args.data, "method": args.method, "estimator": type(model).__name__,
-              "params": model.get_params(deep=False), "model": args.model, "reduce": info}
-    if args.model:
-        save_model_file(model, args.model, overwrite=args.overwrite)
-    summary = (f"{type(model).__name__}: {info['rows']} rows, {info['partitions_used']} "
-               f"partitions, tree depth {info['depth']}, {info['seconds']:.1f} s, "
-               f"{info['n_core_']} core points"
-               + (f"; model written to {args.model}" if args.model else ""))
+    trained = stream(est, args.data, client=client, fan_in=args.fan_in, model=args.model,
+                     overwrite=args.overwrite)
+    summary = trained.summary()
     if args.test:
         say(args, summary)
-        result["test"] = evaluate_dataset(model, args.test, client=client)
-        summary = (f"test accuracy {result['test']['accuracy']:.4f} on "
-                   f"{result['test']['rows']} rows")
-    emit(args, result, summary)
+        test = trained.evaluate(args.test, client)
+        summary = f"test accuracy {test['accuracy']:.4f} on {test['rows']} rows"
+    emit(args, {"data": args.data, "method": args.method, **trained.as_dict()}, summary)
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from randsvm_dist.cli.estimator_options import SVM_TYPES, add_estimator_options
+from randsvm_dist.cli.estimator_options import add_estimator_options
 from randsvm_dist.cli.estimator_options import estimator_params as options_to_params
 from randsvm_dist.cli.options import (
     add_output,
@@ -16,21 +16,6 @@ from randsvm_dist.cli.options import (
     say,
 )
 from randsvm_dist.exceptions import ParameterError
-
-
-def estimator_class(svm_type: str = "c_svc") -> type:
-    """The estimator class of an ``--svm-type`` (LIBSVM's names: c_svc, epsilon_svr,
-    one_class).
-
-    Raises:
-        ParameterError: an unknown type.
-    """
-    import randsvm_dist.estimators as estimators
-
-    if svm_type not in SVM_TYPES:
-        raise ParameterError(f"--svm-type must be one of {', '.join(SVM_TYPES)}; got "
-                             f"{svm_type!r}")
-    return getattr(estimators, SVM_TYPES[svm_type][1])
 
 
 def estimator_params(args: argparse.Namespace) -> dict:
@@ -73,7 +58,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     Raises:
         ParameterError: a bad option value.
     """
-    from randsvm_dist.cli.outputs import save_model_file
+    from randsvm_dist.app.train import train
     from randsvm_dist.data.outputs import check_not_input
 
     if getattr(args, "resume", False) and not getattr(args, "checkpoint", None):
@@ -88,36 +73,22 @@ def cmd_train(args: argparse.Namespace) -> int:
                         directory=True)
         makedirs(args.checkpoint)  # a read-only place fails now, not after the cluster
     client = args.session.client()
-    est = estimator_class(getattr(args, "svm_type", "c_svc"))(**params, client=client)
-    weights = getattr(args, "weight_column", None)
-    est.fit(args.data, dataset_kwargs={"weight_column": weights} if weights else None,
-            checkpoint=getattr(args, "checkpoint", None),
-            resume=getattr(args, "resume", False))
-    save_model_file(est, args.model, overwrite=args.overwrite)
-    result = {
-        "data": args.data, "model": args.model, "fit_seconds": est.fit_time_,
-        "n_support": int(len(est.support_)), "n_iter": est.n_iter_,
-        "stop_reasons": est.stop_reasons_, "optimal": est.optimal_, "k": est.k_,
-        "sample_size": est.sample_size_, "gamma": est.gamma_,
-        "relative_gap": est.relative_gap_, "certified": est.certified_,
-        "seed": est.seed_info_, "history": est.history_,
-    }
-    summary = (f"trained in {est.fit_time_:.1f} s: {len(est.support_)} support vectors, "
-               f"{est.n_iter_} iterations, stop: {', '.join(est.stop_reasons_)}, relative "
-               f"gap {est.relative_gap_:.2e} ({'certified' if est.certified_ else 'NOT certified'}"
-               f" <= {est.gap_tol:g}); "
-               f"model written to {args.model}")
+    trained = train(args.data, args.model, client=client,
+                    svm_type=getattr(args, "svm_type", "c_svc"), params=params,
+                    weight_column=getattr(args, "weight_column", None),
+                    checkpoint=getattr(args, "checkpoint", None),
+                    resume=getattr(args, "resume", False), overwrite=args.overwrite)
+    summary = trained.summary()
     if args.test:
         say(args, summary)
-        result["test"] = est.evaluate(args.test, client=client)
-        if "accuracy" in result["test"]:
-            summary = (f"test accuracy {result['test']['accuracy']:.4f} on "
-                       f"{result['test']['rows']} rows")
+        test = trained.evaluate(args.test, client)
+        if "accuracy" in test:
+            summary = f"test accuracy {test['accuracy']:.4f} on {test['rows']} rows"
         else:
             from randsvm_dist.cli.evaluate import task_summary
 
-            summary = "test " + task_summary(result["test"])
-    emit(args, result, summary)
+            summary = "test " + task_summary(test)
+    emit(args, trained.as_dict(), summary)
     return 0
 
 
@@ -131,11 +102,6 @@ def register(subparsers) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing model file written by randsvm-dist (and "
                         "MODEL.range, --report)")
-    p.add_argument("--svm-type", default="c_svc", choices=list(SVM_TYPES),
-                   help="c_svc: classification (RandSVMClassifier, LIBSVM -s 0); "
-                        "epsilon_svr: regression on a real-valued label column "
-                        "(RandSVMRegressor, -s 3); one_class: novelty detection, labels "
-                        "ignored (RandSVMOneClass, -s 2)")
     add_estimator_options(p)
     p.add_argument("--weight-column", default=None, metavar="COLUMN",
                    help="a numeric column of per-row sample weights (a row's box is C x "

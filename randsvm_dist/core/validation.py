@@ -1,4 +1,13 @@
-"""Input checks shared by every estimator: features, labels and parameters."""
+"""Input checks: features, labels, sample and class weights, parameters.
+
+Every input-validation helper of the package lives here, and each kind of failure has one
+error type: what the user passes as data (X, y, a file's columns: shape, length, labels,
+NaN features) fails with ``SchemaError``; what the user passes as a setting (a parameter,
+a class weight, a ``sample_weight`` array's values) fails with ``ParameterError``. So a
+NaN or infinite value in a ``sample_weight`` array is a ``ParameterError`` (its length
+is the data's shape: ``SchemaError``); a weight column of a Parquet file is data, checked
+where the file is read (``SchemaError``).
+"""
 
 from __future__ import annotations
 
@@ -104,6 +113,43 @@ def check_classes(classes: Iterable, *, where: str = "the labels") -> np.ndarray
             f"{where} hold one class only ({classes.tolist()}); an SVM needs at least two"
         )
     return classes
+
+
+def check_sample_weight(sample_weight, n_rows: int) -> np.ndarray | None:
+    """Row weights as float64 (n_rows,), as scikit-learn takes them, or None when not
+    given. A scalar weighs every row; rows weighing <= 0 are the caller's to drop (as in
+    scikit-learn's SVC).
+
+    Args:
+        sample_weight: None, a scalar or an array-like of n_rows numbers.
+        n_rows: rows of X.
+
+    Raises:
+        SchemaError: wrong shape or length.
+        ParameterError: a NaN or infinite weight (naming the row).
+    """
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.ndim == 0:
+        w = np.full(n_rows, float(w))
+    if w.shape != (n_rows,):
+        raise SchemaError(f"sample_weight has shape {w.shape}; expected ({n_rows},)")
+    if not np.isfinite(w).all():
+        row = int(np.flatnonzero(~np.isfinite(w))[0])
+        raise ParameterError(f"sample_weight, row {row}: {float(w[row])!r} is not a finite "
+                             "number")
+    return w
+
+
+def balanced_class_weight(counts: np.ndarray) -> np.ndarray:
+    """scikit-learn's ``class_weight='balanced'``: n_rows / (n_classes x the class's rows)
+    per class (float64, aligned with ``counts``); a class without rows weighs 1."""
+    counts = np.asarray(counts)
+    out = np.ones(len(counts))
+    seen = counts > 0
+    out[seen] = counts.sum() / (len(counts) * counts[seen])
+    return out
 
 
 def check_positive(value: float, name: str, *, allow_zero: bool = False) -> float:

@@ -21,7 +21,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.core.targets import LabelCoding, real_targets
-from randsvm_dist.core.validation import check_classes, check_features, check_labels
+from randsvm_dist.core.validation import (
+    check_classes,
+    check_features,
+    check_labels,
+    check_sample_weight,
+)
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.chunk_store import ChunkStore, loaded_chunk
 from randsvm_dist.engine.duplicates import collapse_pays
@@ -200,9 +205,7 @@ def _array_partitions(client, data, y, n_partitions: int | None, task: str, samp
     if task == "regression":
         y = real_targets(y, "y")
     coding = label_coding(task, np.unique(y) if task == "classification" else None, "y")
-    weight = None
-    if sample_weight is not None:
-        weight = check_sample_weight(sample_weight, X.shape[0])
+    weight = check_sample_weight(sample_weight, X.shape[0])
     workers = max(1, len(client.scheduler_info().get("workers", {})))
     n_chunks = max(1, min(n_partitions or 2 * workers, X.shape[0]))
     bounds = np.linspace(0, X.shape[0], n_chunks + 1).astype(np.int64)
@@ -248,25 +251,6 @@ def built(client, parts: PartitionSet, loaded: list, collapse: bool, layout: str
     return replace(parts, futures=futures, offsets=offsets, sizes=sizes.astype(np.int64),
                    is_sparse=is_sparse, weighted=parts.weighted or do_collapse,
                    n_collapsed=n - n_unique if do_collapse else 0)
-
-
-def check_sample_weight(sample_weight, n_rows: int) -> np.ndarray:
-    """Sample weights as float64 (n_rows,), as scikit-learn takes them (a scalar applies to
-    every row). Rows with a weight <= 0 take no part in the problem, as in scikit-learn's
-    SVC.
-
-    Raises:
-        SchemaError: wrong length, or a NaN/infinite weight (naming the row).
-    """
-    w = np.asarray(sample_weight, dtype=np.float64)
-    if w.ndim == 0:
-        w = np.full(n_rows, float(w))
-    if w.shape != (n_rows,):
-        raise SchemaError(f"sample_weight has shape {w.shape}; expected ({n_rows},)")
-    if not np.isfinite(w).all():
-        bad = int(np.flatnonzero(~np.isfinite(w))[0])
-        raise SchemaError(f"sample_weight, row {bad}: {w[bad]!r} is not a finite number")
-    return w
 
 
 # -- Dask collections -------------------------------------------------------------------------

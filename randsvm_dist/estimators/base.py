@@ -80,8 +80,10 @@ class RandSVMBase(BaseEstimator):
         bound_epsilon, bound_delta, separable: parameters of the paper's k estimate.
         max_iter: most solve/scan iterations per problem.
         tol: LIBSVM's tolerance of the first solve (its -e); also the slack of a violator.
-            Later solves tighten it by 10x whenever the working set's own gap keeps the
-            certified gap above gap_tol (``history_`` records the tol of every solve).
+            When the working set's own gap keeps the certified gap above gap_tol, the next
+            solve divides tol by 10, or by the ratio of that gap to a quarter of gap_tol
+            when larger (at most 1000x at once, never below 1e-7; ``exact.steps.tightened``).
+            ``history_`` records the tol of every solve.
         violator_tol: stop when at most this fraction of rows are violators (0: off). Not
             certified: warns.
         gap_tol: the default stop: (primal - dual) / |primal| <= gap_tol, the primal
@@ -101,9 +103,10 @@ class RandSVMBase(BaseEstimator):
         solver: who solves each working set: 'libsvm' (libsvm-official, the reference),
             'onedal' (oneDAL via scikit-learn-intelex for C-SVC and epsilon-SVR, LIBSVM
             for the rest; ``pip install randsvm-dist[fast]``) or 'auto' (oneDAL where it
-            is installed and was measured faster: sparse working sets and dense ones
-            of 50 or more features, see ``solvers.onedal_backend``). Same optimum, same
-            certificate.
+            is installed, solves the problem and was measured faster: working sets of at
+            least 500 rows that carry per-row weights, or are sparse with at least 5
+            non-zeros per row on average, or dense with at least 10 features; see
+            ``solvers.onedal_backend.prefer_onedal``). Same optimum, same certificate.
         random_state: seed of every random choice (same value, same model, whatever the
             partitioning or the number of workers); None draws a fresh seed at each fit,
             recorded as ``random_seed_``.

@@ -9,6 +9,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
+from randsvm_dist.core.validation import balanced_class_weight
 from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.inputs import dask_accuracy, is_dask_collection
 from randsvm_dist.estimators.base import RandSVMBase
@@ -98,8 +99,9 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
             self
 
         Raises:
-            ParameterError: an invalid parameter.
-            SchemaError: one class, bad X/y/sample_weight, y with a Dataset.
+            ParameterError: an invalid parameter, a NaN or infinite sample weight.
+            SchemaError: one class, bad X/y, a sample_weight of the wrong length, y with a
+                Dataset.
             ClusterError: the cluster cannot be reached.
         """
         return self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
@@ -119,7 +121,7 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         if cw is None:
             return np.ones(len(classes))
         if cw == "balanced":
-            return counts.sum() / (len(classes) * np.maximum(counts, 1))
+            return balanced_class_weight(counts)
         w = np.ones(len(classes))
         for label, weight in cw.items():
             hit = np.flatnonzero(classes == label)

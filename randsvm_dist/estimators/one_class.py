@@ -64,8 +64,8 @@ class RandSVMOneClass(OutlierMixin, RandSVMBase):
             self
 
         Raises:
-            ParameterError: an invalid parameter.
-            SchemaError: bad X or sample_weight.
+            ParameterError: an invalid parameter, a NaN or infinite sample weight.
+            SchemaError: bad X, a sample_weight of the wrong length.
             ClusterError: the cluster cannot be reached.
         """
         y = None  # labels play no part in training a one-class SVM

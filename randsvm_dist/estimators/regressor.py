@@ -61,8 +61,9 @@ class RandSVMRegressor(RegressorMixin, RandSVMBase):
             self
 
         Raises:
-            ParameterError: an invalid parameter.
-            SchemaError: a missing, non-numeric or non-finite target (naming file/row).
+            ParameterError: an invalid parameter, a NaN or infinite sample weight.
+            SchemaError: a missing, non-numeric or non-finite target (naming file/row), a
+                sample_weight of the wrong length.
             ClusterError: the cluster cannot be reached.
         """
         return self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)

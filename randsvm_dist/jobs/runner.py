@@ -18,7 +18,6 @@ import threading
 import time
 import traceback
 
-from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.jobs.store import JobStore
 
 log = logging.getLogger("randsvm_dist")
@@ -97,39 +96,18 @@ def run_train(client, *, data: str, model: str, params: dict | None = None,
     Raises:
         RandSVMError: bad parameters, data or outputs.
     """
-    from randsvm_dist import estimators
-    from randsvm_dist.model_files.load import check_model_path, save_model
+    from randsvm_dist.app.train import estimator_class, train
+    from randsvm_dist.model_files.load import check_model_path
 
-    kinds = {"c_svc": estimators.RandSVMClassifier, "epsilon_svr": estimators.RandSVMRegressor,
-             "one_class": estimators.RandSVMOneClass}
-    if svm_type not in kinds:
-        from randsvm_dist.exceptions import ParameterError
-
-        raise ParameterError(f"svm_type must be one of {', '.join(kinds)}; got {svm_type!r}")
+    estimator_class(svm_type)  # an unknown svm type fails before anything else
     check_model_path(model, overwrite)
-    est = kinds[svm_type](**(params or {}), client=client)
-    est.fit(data, dataset_kwargs={"weight_column": weight_column} if weight_column else None,
-            checkpoint=checkpoint, resume=checkpoint is not None)
-    save_model(est, model)
-    result = {"data": data, "model": model, "fit_seconds": est.fit_time_,
-              "n_support": int(len(est.support_)), "n_iter": est.n_iter_,
-              "stop_reasons": est.stop_reasons_, "relative_gap": est.relative_gap_,
-              "certified": est.certified_, "history": est.history_}
-    log.info("trained in %.1f s: %d support vectors; model written to %s", est.fit_time_,
-             len(est.support_), model)
+    trained = train(data, model, client=client, svm_type=svm_type, params=params,
+                    weight_column=weight_column, checkpoint=checkpoint,
+                    resume=checkpoint is not None, overwrite=overwrite)
+    log.info("%s", trained.summary())
     if test:
-        result["test"] = est.evaluate(test, client=client)
-    return result
-
-
-def _streaming_class(name: str) -> type:
-    from randsvm_dist import streaming
-
-    cls = getattr(streaming, name, None) if name in streaming.__all__ else None
-    if not (isinstance(cls, type) and issubclass(cls, streaming.StreamingClassifier)):
-        raise ParameterError(f"estimator {name!r} is not a streaming learner of "
-                             "randsvm_dist.streaming")
-    return cls
+        trained.evaluate(test, client)
+    return trained.as_dict()
 
 
 def run_stream(client, *, data: str, estimator: str, params: dict | None = None,
@@ -143,21 +121,17 @@ def run_stream(client, *, data: str, estimator: str, params: dict | None = None,
     Raises:
         RandSVMError: bad parameters, data or outputs.
     """
-    from randsvm_dist.distributed.predict import evaluate_dataset
-    from randsvm_dist.distributed.streaming import fit_streaming
-    from randsvm_dist.model_files.load import check_model_path, save_model
+    from randsvm_dist.app.stream import stream, streaming_class
+    from randsvm_dist.model_files.load import check_model_path
 
-    est = _streaming_class(estimator)(**(params or {}))
+    est = streaming_class(estimator)(**(params or {}))
     if model:
         check_model_path(model, overwrite)
-    fitted = fit_streaming(est, data, client=client, fan_in=fan_in)
-    if model:
-        save_model(fitted, model)
-    result = {"data": data, "estimator": estimator, "model": model,
-              "params": fitted.get_params(deep=False), "reduce": fitted.reduce_info_}
+    trained = stream(est, data, client=client, fan_in=fan_in, model=model,
+                     overwrite=overwrite)
     if test:
-        result["test"] = evaluate_dataset(fitted, test, client=client)
-    return result
+        trained.evaluate(test, client)
+    return trained.as_dict()
 
 
 def run_predict(client, *, model: str, data: str, out: str, overwrite: bool = False,

@@ -40,7 +40,14 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from randsvm_dist.core.seeds import derive_seed, resolve_seed
-from randsvm_dist.core.validation import check_classes, check_features, check_labels, class_index
+from randsvm_dist.core.validation import (
+    balanced_class_weight,
+    check_classes,
+    check_features,
+    check_labels,
+    check_sample_weight,
+    class_index,
+)
 from randsvm_dist.exceptions import NotFittedError, ParameterError, SchemaError
 from randsvm_dist.numerics.kernels import (
     moments_variance,
@@ -117,30 +124,6 @@ def learner_gamma(gamma, n_features: int, moments=None) -> float:
     return resolve_gamma(gamma, n_features=n_features)
 
 
-def check_sample_weight(sample_weight, n_rows: int) -> np.ndarray | None:
-    """Row weights as float64 (n_rows,), or None when not given.
-
-    Args:
-        sample_weight: None, a scalar (every row) or an array-like of n_rows numbers.
-        n_rows: rows of X.
-
-    Raises:
-        SchemaError: wrong shape/length.
-        ParameterError: a NaN or infinite weight.
-    """
-    if sample_weight is None:
-        return None
-    w = np.asarray(sample_weight, dtype=np.float64)
-    if w.ndim == 0:
-        w = np.full(n_rows, float(w))
-    if w.ndim != 1 or len(w) != n_rows:
-        raise SchemaError(f"sample_weight has shape {w.shape}; expected ({n_rows},)")
-    if not np.isfinite(w).all():
-        row = int(np.flatnonzero(~np.isfinite(w))[0])
-        raise ParameterError(f"sample_weight, row {row}: {w[row]!r} is not a finite number")
-    return w
-
-
 def resolve_class_weight(class_weight, classes: np.ndarray, y: np.ndarray) -> np.ndarray:
     """One weight per class (aligned with ``classes``).
 
@@ -164,9 +147,7 @@ def resolve_class_weight(class_weight, classes: np.ndarray, y: np.ndarray) -> np
                                  f"{class_weight!r}")
         counts = np.bincount(class_index(y, classes), minlength=len(classes)) if len(y) \
             else np.zeros(len(classes), dtype=np.int64)
-        seen = counts > 0
-        out[seen] = len(y) / (len(classes) * counts[seen])
-        return out
+        return balanced_class_weight(counts)
     if not isinstance(class_weight, dict):
         raise ParameterError("class_weight must be None, a dict or 'balanced'; got "
                              f"{type(class_weight).__name__}")

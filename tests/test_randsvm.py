@@ -14,7 +14,7 @@ from randsvm_dist.exact.bounds import support_bound
 from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.sampling import stream_id
 from randsvm_dist.exact.scan import ProblemRequest, ScanModel, scan_partition
-from randsvm_dist.exact.steps import merged_scan
+from randsvm_dist.exact.scan_dispatch import merged_scan
 from randsvm_dist.numerics.kernels import Kernel, decision_values
 
 
@@ -149,42 +149,6 @@ def test_multiclass_one_vs_rest_shares_scans(dask_client):
     assert set(est.predict(Xt)) <= set(est.classes_)
     assert est.score(Xt, yt) > 0.80
     assert sorted({h["problem"] for h in est.history_}) == [0, 1, 2]
-
-
-def test_screening_is_exact():
-    """A scan that skips rows by the bound y f_new >= y f_old - ||dw|| ||phi|| - |db| finds
-    the same violators and hinge sums as a full scan."""
-    from randsvm_dist.exact.state import SupportModel
-    from randsvm_dist.exact.steps import model_shift
-    from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
-
-    X, y = make_arrays("checkerboard", 6000, seed=11)
-    kernel = Kernel("rbf", 1.0)
-    part = Partition(X, (y > 0).astype(np.int32), 0)
-    sols = [solve_binary(X[a:a + 1500], y[a:a + 1500], SolverParams(10.0, kernel))
-            for a in (0, 700)]
-    snaps = [SupportModel(a + s.support, X[a + s.support], coef=s.dual_coef,
-                          intercept=s.intercept) for a, s in zip((0, 700), sols)]
-    models = [ScanModel(kernel, sn.X, sn.coef[:, None].astype(np.float32),
-                        np.array([sn.intercept])) for sn in snaps]
-    req = [ProblemRequest(CSVC(1), np.empty(0, np.int64), 10**6, 5, band=0.5)]
-    first = scan_partition(part, models[0], req)
-    dw, db = model_shift(snaps[0], snaps[1], kernel, False, np.inf)
-    screened = scan_partition(part, models[1], req, first.lower, np.array([dw]),
-                              np.array([db]))
-    full = scan_partition(part, models[1], req)
-    assert screened.n_evaluated < full.n_evaluated == 6000
-    a, b = screened.problems[0], full.problems[0]
-    # the same answers, the fill band's draw included: screening changes the time only
-    for name in ("n_violators", "n_errors", "max_slack"):
-        assert getattr(a, name) == getattr(b, name), name
-    np.testing.assert_array_equal(a.rows, b.rows)
-    np.testing.assert_array_equal(a.keys, b.keys)
-    assert a.loss == pytest.approx(b.loss, rel=1e-5)
-    # the shift is the feature-space distance between the two models
-    f0 = decision_values(X, snaps[0].X, snaps[0].coef, snaps[0].intercept, kernel)
-    f1 = decision_values(X, snaps[1].X, snaps[1].coef, snaps[1].intercept, kernel)
-    assert np.max(np.abs(f1 - f0)) <= dw + db + 1e-3
 
 
 @pytest.mark.parametrize("kernel, extra", [("linear", ""), ("poly", "-d 2 -r 1"),

@@ -26,6 +26,7 @@ from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.inputs import apply_to_dask, is_dask_collection
 from randsvm_dist.engine.partitions import original_rows
 from randsvm_dist.exact.bounds import support_bound
+from randsvm_dist.exact.cancellation import cancel_check
 from randsvm_dist.exact.driver import auto_sample_size, run_randsvm
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.exceptions import NotFittedError, ParameterError
@@ -278,7 +279,8 @@ class RandSVMBase(BaseEstimator):
             ckpt = Checkpoint(checkpoint, run_fingerprint(cfg, problems, parts, classes))
         states, history = run_randsvm(client, parts, problems, cfg, progress=log_iteration,
                                       checkpoint=ckpt.save if ckpt else None,
-                                      resume=ckpt.load() if ckpt and resume else None)
+                                      resume=ckpt.load() if ckpt and resume else None,
+                                      cancelled=cancel_check())
         if self.seed_info_ is not None:
             for h in history:
                 if h["iteration"] == 1:

@@ -23,6 +23,7 @@ import numpy as np
 
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.partitions import Partition
+from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.sampling import row_keys, smallest_keys, stream_id
 from randsvm_dist.exceptions import ParameterError
 
@@ -128,7 +129,7 @@ def seed_rows(client, parts, seed, classes: np.ndarray, kinds: list, r: int,
         return [rows] * len(kinds), info
     if fitted_classes is None:
         raise ParameterError(f"seed {type(model).__name__} is not fitted")
-    if any(k.svm_type != 0 for k in kinds):
+    if not all(isinstance(k, CSVC) for k in kinds):  # the scan reads C-SVC's classes
         raise ParameterError("a streaming seed applies to classification only; seed a "
                              "regression or one-class fit with a fitted RandSVM model")
     stream = stream_id(random_state, SEED_STREAM)

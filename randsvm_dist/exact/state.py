@@ -1,6 +1,6 @@
 """The sampling driver's state as values: settings, each problem's working set and model.
 
-Every step of the loop (``exact.steps``) takes a ``ProblemState`` and returns a new one
+Every step of the loop (``exact.driver``) takes a ``ProblemState`` and returns a new one
 (``dataclasses.replace``); nothing is changed in place, so a checkpoint is the state itself
 and a resumed run starts from exactly the value an uninterrupted run had.
 """

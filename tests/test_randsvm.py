@@ -194,3 +194,49 @@ def test_auto_sample_size_is_an_eighth_of_the_rows_between_the_floor_and_twice_k
     assert auto_sample_size(50_000, k) == 50_000 // 8          # ijcnn1-sized: samples
     assert auto_sample_size(10_000, support_bound(10_000)) == AUTO_FLOOR
     assert auto_sample_size(10**6, support_bound(10**6)) == 2 * support_bound(10**6)
+
+
+def test_every_kind_fulfils_the_problem_kind_contract():
+    from randsvm_dist.exact.kinds import KINDS, EpsilonSVR, OneClass, ProblemKind
+
+    kinds = [CSVC(1), CSVC(0, 1), EpsilonSVR(0.2), OneClass(0.3)]
+    assert {type(k) for k in kinds} == set(KINDS.values())
+    assert all(isinstance(k, ProblemKind) for k in kinds)
+    # only C-SVC re-solves start warm (solvers.warm_smo); one-class is never cut in parts
+    assert [k.warm_startable for k in kinds] == [True, True, False, False]
+    assert [k.cascadable for k in kinds] == [True, True, True, False]
+
+
+def test_history_records_are_the_iteration_record_schema(dask_client, checkerboard):
+    from dataclasses import fields
+
+    from randsvm_dist.exact.history import IterationRecord
+
+    X, y = checkerboard
+    est = RandSVMClassifier(C=1.0, gamma=1.0, sample_size=500, route="sample", max_iter=2,
+                            gap_tol=0, random_state=0, client=dask_client).fit(X, y)
+    names = [f.name for f in fields(IterationRecord)]
+    assert [list(h) for h in est.history_] == [names] * len(est.history_)
+    assert [h["iteration"] for h in est.history_] == [1, 2]
+
+
+def test_a_cancel_check_stops_the_fit_between_steps(dask_client, checkerboard):
+    from randsvm_dist.exact.cancellation import cancel_check, cancel_when
+    from randsvm_dist.exceptions import FitCancelled
+
+    X, y = checkerboard
+    steps = []
+
+    def cancelled() -> bool:  # False at the first draw, the first solves and scan
+        steps.append(1)
+        return len(steps) > 3
+
+    est = RandSVMClassifier(C=1.0, gamma=1.0, sample_size=500, route="sample", max_iter=5,
+                            gap_tol=0, random_state=0, client=dask_client)
+    with cancel_when(cancelled), pytest.raises(FitCancelled, match="draw of iteration 1"):
+        est.fit(X, y)
+    assert len(steps) == 4
+    assert cancel_check() is None  # the check ends with its block
+    with cancel_when(lambda: True), pytest.raises(FitCancelled, match="the first draw"):
+        est.fit(X, y)
+    assert est.fit(X, y).n_iter_ == 5  # no check: the fit runs to its stop

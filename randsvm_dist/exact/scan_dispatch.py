@@ -71,13 +71,7 @@ def run_scan(client, parts: PartitionSet, model: ScanModel | None,
     """
     model_future = put(client, model) if model else _NO_MODEL
     tasks = scan_tasks(parts, total_threads(client))
-    if placement is not None and len(placement) != len(tasks):
-        placement = None
-    if placement is None and any(rows is not None for _, rows in tasks):
-        # ranges of one partition would all run where it lives: deal them out
-        workers = sorted(client.scheduler_info().get("workers", {}))
-        placement = [workers[k % len(workers)] if rows is not None and workers else None
-                     for k, (_, rows) in enumerate(tasks)]
+    placement = _task_placement(client, tasks, placement)
     futures = []
     for k, (i, rows) in enumerate(tasks):
         where = placement[k] if placement is not None else None
@@ -94,6 +88,19 @@ def run_scan(client, parts: PartitionSet, model: ScanModel | None,
                       sum(a.n_screened for a in answers),
                       delta_evals + sum(a.kernel_evals for a in answers),
                       sum(a.cpu_seconds for a in answers))
+
+
+def _task_placement(client, tasks: list, placement: list | None) -> list | None:
+    """The worker of each scan task: the previous scan's (when it had the same tasks),
+    else row ranges dealt out over the workers (all ranges of a partition would otherwise
+    run where it lives), else None (where the data is)."""
+    if placement is not None and len(placement) != len(tasks):
+        placement = None
+    if placement is None and any(rows is not None for _, rows in tasks):
+        workers = sorted(client.scheduler_info().get("workers", {}))
+        placement = [workers[k % len(workers)] if rows is not None and workers else None
+                     for k, (_, rows) in enumerate(tasks)]
+    return placement
 
 
 # Scan tasks per worker thread: fewer partitions than this are scanned in row ranges, so

@@ -49,6 +49,25 @@ def model_delta(prev: list[SupportModel], cur: list[SupportModel], kernel, spars
     """
     P = len(cur)
     shift_b = np.array([c.intercept - p.intercept for p, c in zip(prev, cur)], np.float64)
+    union, XU, dc, n_cur = _coef_change(prev, cur, sparse, n_features)
+    sizes = candidate_sizes(int(min(DELTA_MAX_ROWS, DELTA_SV_SHARE * n_cur, len(union))))
+    order = np.argsort(-np.abs(dc).max(axis=1), kind="stable")[:sizes[-1]]
+    V, dV = XU[order], dc[order]
+    if len(union) ** 2 + len(union) * len(order) > max_pairs:
+        return ModelDelta(V, dV.astype(np.float32), sizes,
+                          np.full((len(sizes), P), np.inf), shift_b)
+    if not len(union):
+        return ModelDelta(V, dV.astype(np.float32), sizes, np.zeros((len(sizes), P)), shift_b)
+    residual = _residual_norms(XU, dc, order, sizes, kernel)
+    return ModelDelta(V, dV.astype(np.float32), sizes, residual, shift_b,
+                      kernel_evals=len(union) ** 2 + len(union) * len(order))
+
+
+def _coef_change(prev: list[SupportModel], cur: list[SupportModel], sparse: bool,
+                 n_features: int):
+    """(the union U of both scans' SV rows, their features, dc (|U|, n_problems) =
+    coef_cur - coef_prev, the current models' united SV count)."""
+    P = len(cur)
     rows, sv, dc_new = united_support(list(cur), sparse, n_features)
     union, first = np.unique(np.concatenate([rows] + [p.rows for p in prev]),
                              return_index=True)
@@ -58,8 +77,11 @@ def model_delta(prev: list[SupportModel], cur: list[SupportModel], kernel, spars
     dc[np.searchsorted(union, rows)] = dc_new.T
     for j, p in enumerate(prev):
         dc[np.searchsorted(union, p.rows), j] -= p.coef
-    n_cur = len(rows)
-    t_max = int(min(DELTA_MAX_ROWS, DELTA_SV_SHARE * n_cur, len(union)))
+    return union, XU, dc, len(rows)
+
+
+def candidate_sizes(t_max: int) -> np.ndarray:
+    """The sizes t of B_t tried: 0, DELTA_FIRST_SIZE, doubling, and t_max."""
     sizes = [0]
     t = DELTA_FIRST_SIZE
     while t < t_max:
@@ -67,15 +89,16 @@ def model_delta(prev: list[SupportModel], cur: list[SupportModel], kernel, spars
         t *= 2
     if t_max > 0 and t_max not in sizes:
         sizes.append(t_max)
-    sizes = np.asarray(sizes, np.int64)
-    order = np.argsort(-np.abs(dc).max(axis=1), kind="stable")[:sizes[-1]]
+    return np.asarray(sizes, np.int64)
+
+
+def _residual_norms(XU, dc: np.ndarray, order: np.ndarray, sizes: np.ndarray,
+                    kernel) -> np.ndarray:
+    """(len(sizes), n_problems) ||dc without its rows order[:t]||_K for every t in sizes,
+    padded for float32 kernel values."""
+    n_union, P = dc.shape
     V, dV = XU[order], dc[order]
-    if len(union) ** 2 + len(union) * len(order) > max_pairs:
-        return ModelDelta(V, dV.astype(np.float32), sizes,
-                          np.full((len(sizes), P), np.inf), shift_b)
-    if not len(union):
-        return ModelDelta(V, dV.astype(np.float32), sizes, np.zeros((len(sizes), P)), shift_b)
-    Kdc = decision_values(XU, XU, dc, np.zeros(P), kernel).reshape(len(union), P)
+    Kdc = decision_values(XU, XU, dc, np.zeros(P), kernel).reshape(n_union, P)
     q = np.empty((len(sizes), P))
     abs_r = np.empty((len(sizes), P))
     for i, t in enumerate(sizes):
@@ -84,14 +107,12 @@ def model_delta(prev: list[SupportModel], cur: list[SupportModel], kernel, spars
         abs_r[i] = np.abs(r).sum(axis=0)
         q[i] = (r * Kdc).sum(axis=0)         # r' K dc, corrected below to r' K r
     # r_t' K r_t = r_t' K dc - r_t' K[:, B_t] dc_B_t, K[:, B_t] in blocks of rows of U
-    for a in range(0, len(union), DELTA_BLOCK_ROWS):
+    for a in range(0, n_union, DELTA_BLOCK_ROWS):
         with single_threaded_blas():
             KB = kernel_matrix(XU[a:a + DELTA_BLOCK_ROWS], V, kernel).astype(np.float64)
         for i, t in enumerate(sizes[1:], start=1):
             r = dc[a:a + DELTA_BLOCK_ROWS].copy()
             r[order[:t][(order[:t] >= a) & (order[:t] < a + DELTA_BLOCK_ROWS)] - a] = 0.0
             q[i] -= (r * (KB[:, :t] @ dV[:t])).sum(axis=0)
-    residual = (np.sqrt(np.maximum(q, 0.0) + KERNEL_VALUE_ERROR * abs_r ** 2) * (1 + 1e-3)
-                + 1e-4)
-    return ModelDelta(V, dV.astype(np.float32), sizes, residual, shift_b,
-                      kernel_evals=len(union) ** 2 + len(union) * len(order))
+    return (np.sqrt(np.maximum(q, 0.0) + KERNEL_VALUE_ERROR * abs_r ** 2) * (1 + 1e-3)
+            + 1e-4)

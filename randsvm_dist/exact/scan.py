@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.engine.partitions import Partition
+from randsvm_dist.exact.kinds import ProblemKind
 from randsvm_dist.exact.sampling import keys_of, smallest_keys
 from randsvm_dist.numerics.kernels import Kernel, decision_values, row_sq_norms
 
@@ -92,7 +93,7 @@ class ProblemRequest:
         C: the box before class and sample weights (see ``kind.row_box``).
     """
 
-    kind: object
+    kind: ProblemKind
     exclude: np.ndarray
     n_draw: int
     stream: int

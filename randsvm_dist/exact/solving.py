@@ -30,6 +30,7 @@ import scipy.sparse as sp
 
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.partitions import Partition, PartitionSet, vstack_rows
+from randsvm_dist.exact.kinds import ProblemKind
 from randsvm_dist.exact.sampling import keys_of, stream_id
 from randsvm_dist.exact.state import ProblemState, RunConfig, SupportModel, WorkingSet
 from randsvm_dist.numerics.kernels import decision_values
@@ -107,8 +108,8 @@ def total_threads(client) -> int:
                       for w in client.scheduler_info().get("workers", {}).values()))
 
 
-def solve_partitions(kind, params: SolverParams, C: float, weighted: bool, n_threads: int,
-                     *parts: Partition) -> tuple:
+def solve_partitions(kind: ProblemKind, params: SolverParams, C: float, weighted: bool,
+                     n_threads: int, *parts: Partition) -> tuple:
     """One solve on every row of the problem in the given partitions (runs on a worker).
 
     Args:
@@ -165,8 +166,10 @@ def _box(p: ProblemState, t: np.ndarray, weight: np.ndarray, weighted: bool):
     return p.kind.row_box(p.solver.C, t, weight) if weighted else None
 
 
-def solve_working_set_task(kind, X, t, box, rows, params, n_threads, n_parts, stream,
-                           alpha0=None) -> Solved:
+def solve_working_set_task(kind: ProblemKind, X, t: np.ndarray, box: np.ndarray | None,
+                           rows: np.ndarray, params: SolverParams, n_threads: int,
+                           n_parts: int, stream: int,
+                           alpha0: np.ndarray | None = None) -> Solved:
     """A working set's solve run from a task: warm-started (``solvers.warm_smo``) with
     ``alpha0``, else LIBSVM, whole or as a cascade whose parts are tasks too."""
     from distributed import worker_client
@@ -256,7 +259,7 @@ def plan_cascade(n_rows: int, n_fresh: int, n_parts: int) -> int:
     return max(1, min(n_parts, n_rows // CASCADE_MIN_ROWS))
 
 
-def solve_working_set(client, kind, X, y: np.ndarray, box: np.ndarray | None,
+def solve_working_set(client, kind: ProblemKind, X, y: np.ndarray, box: np.ndarray | None,
                       rows: np.ndarray, params: SolverParams, n_threads: int, n_parts: int,
                       stream: int) -> Solved:
     """Solve one working set on the workers, whole or as a two-level cascade.

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from randsvm_dist.exact.kinds import ProblemKind
 from randsvm_dist.solvers.libsvm_adapter import SolverParams
 
 
@@ -105,7 +106,7 @@ class ProblemState:
         stop_reason: why the problem stopped (None: it goes on).
     """
 
-    kind: object
+    kind: ProblemKind
     solver: SolverParams
     n_rows: int = 0
     size: float = 0.0

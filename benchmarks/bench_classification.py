@@ -102,9 +102,9 @@ def _instrument_pair_tasks() -> None:
     """Time every per-pair solve task on its worker (one Dask event each: pair label, solve
     round, seconds) by wrapping the driver's solve steps in this process only. The scans
     are shared by all pairs and timed per iteration in ``history_``."""
-    from randsvm_dist.exact import driver, steps
+    from randsvm_dist.exact import driver, solving
 
-    orig_task, orig_direct_task = steps.solve_working_set_task, steps.solve_partitions
+    orig_task, orig_direct_task = solving.solve_working_set_task, solving.solve_partitions
     orig_sampled, orig_direct = driver.solve_sampled, driver.solve_direct
     rounds = [0]
 
@@ -122,19 +122,19 @@ def _instrument_pair_tasks() -> None:
 
     def sampled(*args, **kwargs):
         rounds[0] += 1
-        steps.solve_working_set_task = timed(orig_task, rounds[0])
+        solving.solve_working_set_task = timed(orig_task, rounds[0])
         try:
             return orig_sampled(*args, **kwargs)
         finally:
-            steps.solve_working_set_task = orig_task
+            solving.solve_working_set_task = orig_task
 
     def direct(*args, **kwargs):
         rounds[0] += 1
-        steps.solve_partitions = timed(orig_direct_task, rounds[0])
+        solving.solve_partitions = timed(orig_direct_task, rounds[0])
         try:
             return orig_direct(*args, **kwargs)
         finally:
-            steps.solve_partitions = orig_direct_task
+            solving.solve_partitions = orig_direct_task
 
     driver.solve_sampled, driver.solve_direct = sampled, direct
 

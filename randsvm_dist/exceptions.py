@@ -48,3 +48,7 @@ class ClusterError(RandSVMError, RuntimeError):
 
 class ParameterError(RandSVMError, ValueError):
     """An estimator or command parameter is out of its valid range."""
+
+
+class FitCancelled(RandSVMError):
+    """A fit was cancelled (its ``cancelled`` check said so between two driver steps)."""

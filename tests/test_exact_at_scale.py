@@ -114,7 +114,7 @@ def test_a_stop_without_certificate_warns_with_the_gap(dask_client, ringnorm):
 
 
 def test_cascade_solves_reach_the_same_optimum(dask_client, ringnorm, monkeypatch):
-    from randsvm_dist.exact import steps
+    from randsvm_dist.exact import solving
 
     X, y, p_opt, f_opt = ringnorm
     plans = []
@@ -123,7 +123,7 @@ def test_cascade_solves_reach_the_same_optimum(dask_client, ringnorm, monkeypatc
         plans.append(n_rows)
         return 2
 
-    monkeypatch.setattr(steps, "plan_cascade", two_parts)
+    monkeypatch.setattr(solving, "plan_cascade", two_parts)
     est = fit(dask_client, X, y, route="sample", sample_size=1500)
     assert plans and all(h["cascade_parts"] == 2 for h in est.history_)
     assert_certified_optimum(est, X, y, p_opt, f_opt)
@@ -181,10 +181,10 @@ def test_a_stalled_gap_narrows_the_violator_slack(dask_client, ringnorm):
 
 
 def test_warm_started_re_solves_reach_the_same_optimum(dask_client, ringnorm, monkeypatch):
-    from randsvm_dist.exact import steps
+    from randsvm_dist.exact import solving
 
     X, y, p_opt, f_opt = ringnorm
-    monkeypatch.setattr(steps, "WARM_MAX_FRESH_SHARE", 1.0)  # every re-solve warm
+    monkeypatch.setattr(solving, "WARM_MAX_FRESH_SHARE", 1.0)  # every re-solve warm
     est = fit(dask_client, X, y, route="sample", sample_size=600)
     warm = [h["warm_start"] for h in est.history_]
     assert warm[0] is False and all(warm[1:]) and len(warm) >= 2

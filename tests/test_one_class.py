@@ -101,7 +101,7 @@ def test_an_uncertified_stop_warns(dask_client, blobs):
 
 
 def test_seeded_and_parallel_plan_fits_reach_the_same_optimum(dask_client, blobs, monkeypatch):
-    from randsvm_dist.exact import steps
+    from randsvm_dist.exact import solving
 
     X, _ = blobs
     first = fit(dask_client, X)
@@ -113,7 +113,7 @@ def test_seeded_and_parallel_plan_fits_reach_the_same_optimum(dask_client, blobs
     def two_parts(n_rows, n_fresh, n_parts):
         return 2
 
-    monkeypatch.setattr(steps, "plan_cascade", two_parts)
+    monkeypatch.setattr(solving, "plan_cascade", two_parts)
     cascade = fit(dask_client, X, random_state=6)
     # a part of a one-class working set would need its own nu: one-class never cascades
     assert all(h["cascade_parts"] <= 1 for h in cascade.history_)

@@ -14,7 +14,7 @@ from randsvm_dist.exact.bounds import support_bound
 from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.sampling import stream_id
 from randsvm_dist.exact.scan import ProblemRequest, ScanModel, scan_partition
-from randsvm_dist.exact.steps import merged_scan
+from randsvm_dist.exact.scan_dispatch import merged_scan
 from randsvm_dist.numerics.kernels import Kernel, decision_values
 
 
@@ -151,42 +151,6 @@ def test_multiclass_one_vs_rest_shares_scans(dask_client):
     assert sorted({h["problem"] for h in est.history_}) == [0, 1, 2]
 
 
-def test_screening_is_exact():
-    """A scan that skips rows by the bound y f_new >= y f_old - ||dw|| ||phi|| - |db| finds
-    the same violators and hinge sums as a full scan."""
-    from randsvm_dist.exact.state import SupportModel
-    from randsvm_dist.exact.steps import model_shift
-    from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
-
-    X, y = make_arrays("checkerboard", 6000, seed=11)
-    kernel = Kernel("rbf", 1.0)
-    part = Partition(X, (y > 0).astype(np.int32), 0)
-    sols = [solve_binary(X[a:a + 1500], y[a:a + 1500], SolverParams(10.0, kernel))
-            for a in (0, 700)]
-    snaps = [SupportModel(a + s.support, X[a + s.support], coef=s.dual_coef,
-                          intercept=s.intercept) for a, s in zip((0, 700), sols)]
-    models = [ScanModel(kernel, sn.X, sn.coef[:, None].astype(np.float32),
-                        np.array([sn.intercept])) for sn in snaps]
-    req = [ProblemRequest(CSVC(1), np.empty(0, np.int64), 10**6, 5, band=0.5)]
-    first = scan_partition(part, models[0], req)
-    dw, db = model_shift(snaps[0], snaps[1], kernel, False, np.inf)
-    screened = scan_partition(part, models[1], req, first.lower, np.array([dw]),
-                              np.array([db]))
-    full = scan_partition(part, models[1], req)
-    assert screened.n_evaluated < full.n_evaluated == 6000
-    a, b = screened.problems[0], full.problems[0]
-    # the same answers, the fill band's draw included: screening changes the time only
-    for name in ("n_violators", "n_errors", "max_slack"):
-        assert getattr(a, name) == getattr(b, name), name
-    np.testing.assert_array_equal(a.rows, b.rows)
-    np.testing.assert_array_equal(a.keys, b.keys)
-    assert a.loss == pytest.approx(b.loss, rel=1e-5)
-    # the shift is the feature-space distance between the two models
-    f0 = decision_values(X, snaps[0].X, snaps[0].coef, snaps[0].intercept, kernel)
-    f1 = decision_values(X, snaps[1].X, snaps[1].coef, snaps[1].intercept, kernel)
-    assert np.max(np.abs(f1 - f0)) <= dw + db + 1e-3
-
-
 @pytest.mark.parametrize("kernel, extra", [("linear", ""), ("poly", "-d 2 -r 1"),
                                            ("sigmoid", "-r 0")])
 def test_other_kernels_reach_libsvm_optimum(dask_client, kernel, extra):
@@ -230,3 +194,49 @@ def test_auto_sample_size_is_an_eighth_of_the_rows_between_the_floor_and_twice_k
     assert auto_sample_size(50_000, k) == 50_000 // 8          # ijcnn1-sized: samples
     assert auto_sample_size(10_000, support_bound(10_000)) == AUTO_FLOOR
     assert auto_sample_size(10**6, support_bound(10**6)) == 2 * support_bound(10**6)
+
+
+def test_every_kind_fulfils_the_problem_kind_contract():
+    from randsvm_dist.exact.kinds import KINDS, EpsilonSVR, OneClass, ProblemKind
+
+    kinds = [CSVC(1), CSVC(0, 1), EpsilonSVR(0.2), OneClass(0.3)]
+    assert {type(k) for k in kinds} == set(KINDS.values())
+    assert all(isinstance(k, ProblemKind) for k in kinds)
+    # only C-SVC re-solves start warm (solvers.warm_smo); one-class is never cut in parts
+    assert [k.warm_startable for k in kinds] == [True, True, False, False]
+    assert [k.cascadable for k in kinds] == [True, True, True, False]
+
+
+def test_history_records_are_the_iteration_record_schema(dask_client, checkerboard):
+    from dataclasses import fields
+
+    from randsvm_dist.exact.history import IterationRecord
+
+    X, y = checkerboard
+    est = RandSVMClassifier(C=1.0, gamma=1.0, sample_size=500, route="sample", max_iter=2,
+                            gap_tol=0, random_state=0, client=dask_client).fit(X, y)
+    names = [f.name for f in fields(IterationRecord)]
+    assert [list(h) for h in est.history_] == [names] * len(est.history_)
+    assert [h["iteration"] for h in est.history_] == [1, 2]
+
+
+def test_a_cancel_check_stops_the_fit_between_steps(dask_client, checkerboard):
+    from randsvm_dist.exact.cancellation import cancel_check, cancel_when
+    from randsvm_dist.exceptions import FitCancelled
+
+    X, y = checkerboard
+    steps = []
+
+    def cancelled() -> bool:  # False at the first draw, the first solves and scan
+        steps.append(1)
+        return len(steps) > 3
+
+    est = RandSVMClassifier(C=1.0, gamma=1.0, sample_size=500, route="sample", max_iter=5,
+                            gap_tol=0, random_state=0, client=dask_client)
+    with cancel_when(cancelled), pytest.raises(FitCancelled, match="draw of iteration 1"):
+        est.fit(X, y)
+    assert len(steps) == 4
+    assert cancel_check() is None  # the check ends with its block
+    with cancel_when(lambda: True), pytest.raises(FitCancelled, match="the first draw"):
+        est.fit(X, y)
+    assert est.fit(X, y).n_iter_ == 5  # no check: the fit runs to its stop

@@ -105,7 +105,7 @@ def test_an_uncertified_stop_warns(dask_client, friedman):
 
 
 def test_seeded_and_cascade_fits_reach_the_same_optimum(dask_client, friedman, monkeypatch):
-    from randsvm_dist.exact import steps
+    from randsvm_dist.exact import solving
 
     X, y = friedman
     first = fit(dask_client, X, y)
@@ -118,7 +118,7 @@ def test_seeded_and_cascade_fits_reach_the_same_optimum(dask_client, friedman, m
         plans.append(n_rows)
         return 2
 
-    monkeypatch.setattr(steps, "plan_cascade", two_parts)
+    monkeypatch.setattr(solving, "plan_cascade", two_parts)
     cascade = fit(dask_client, X, y, random_state=5)
     assert plans and all(h["cascade_parts"] == 2 for h in cascade.history_)
     np.testing.assert_allclose(cascade.predict(X), first.predict(X), atol=2e-3)

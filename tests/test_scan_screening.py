@@ -1,5 +1,5 @@
 """Screening of the violator scan by the change of the coefficients (``exact.scan``,
-``exact.steps.model_delta``): rows are skipped once a model settles, and nothing the scan
+``exact.screening.model_delta``): rows are skipped once a model settles, and nothing the scan
 reports changes (every kind, sample weights, a lost store, a whole fit)."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from randsvm_dist.estimators import RandSVMClassifier
 from randsvm_dist.exact import screening_store
 from randsvm_dist.exact.kinds import CSVC, EpsilonSVR, OneClass
 from randsvm_dist.exact.scan import ProblemRequest, ScanModel, scan_partition
+from randsvm_dist.exact.scan_dispatch import scan_model
+from randsvm_dist.exact.screening import model_delta
 from randsvm_dist.exact.state import SupportModel
-from randsvm_dist.exact.steps import model_delta, scan_model
 from randsvm_dist.numerics.kernels import Kernel, decision_values
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
 

@@ -73,7 +73,7 @@ HELP = {
            "When the working set's own gap keeps the certified gap above gap_tol, the next "
            "solve divides tol by 10, or by the ratio of that gap to a quarter of gap_tol "
            "when larger (at most 1000x at once, never below 1e-7; "
-           "``exact.steps.tightened``). ``history_`` records the tol of every solve.",
+           "``exact.certificate.tightened``). ``history_`` records the tol of every solve.",
     "violator_tol": "stop when at most this fraction of rows are violators (0: off). Not "
                     "certified: warns.",
     "gap_tol": "the default stop: (primal - dual) / |primal| <= gap_tol, the primal "

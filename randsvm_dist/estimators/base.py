@@ -26,6 +26,7 @@ from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.inputs import apply_to_dask, is_dask_collection
 from randsvm_dist.engine.partitions import original_rows
 from randsvm_dist.exact.bounds import support_bound
+from randsvm_dist.exact.cancellation import cancel_check
 from randsvm_dist.exact.driver import auto_sample_size, run_randsvm
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.exceptions import NotFittedError, ParameterError
@@ -82,7 +83,7 @@ class RandSVMBase(BaseEstimator):
         tol: LIBSVM's tolerance of the first solve (its -e); also the slack of a violator.
             When the working set's own gap keeps the certified gap above gap_tol, the next
             solve divides tol by 10, or by the ratio of that gap to a quarter of gap_tol
-            when larger (at most 1000x at once, never below 1e-7; ``exact.steps.tightened``).
+            when larger (at most 1000x at once, never below 1e-7; ``exact.certificate.tightened``).
             ``history_`` records the tol of every solve.
         violator_tol: stop when at most this fraction of rows are violators (0: off). Not
             certified: warns.
@@ -281,7 +282,8 @@ class RandSVMBase(BaseEstimator):
             ckpt = Checkpoint(checkpoint, run_fingerprint(cfg, problems, parts, classes))
         states, history = run_randsvm(client, parts, problems, cfg, progress=log_iteration,
                                       checkpoint=ckpt.save if ckpt else None,
-                                      resume=ckpt.load() if ckpt and resume else None)
+                                      resume=ckpt.load() if ckpt and resume else None,
+                                      cancelled=cancel_check())
         if self.seed_info_ is not None:
             for h in history:
                 if h["iteration"] == 1:

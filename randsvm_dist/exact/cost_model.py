@@ -36,7 +36,8 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from randsvm_dist.exact.steps import SCAN_TASKS_PER_THREAD, WARM_MAX_FRESH_SHARE
+from randsvm_dist.exact.scan_dispatch import SCAN_TASKS_PER_THREAD
+from randsvm_dist.exact.solving import WARM_MAX_FRESH_SHARE
 from randsvm_dist.solvers.libsvm_adapter import (
     KERNEL_ROW_TERMS,
     LIBSVM_SYNC_TERMS,

@@ -6,19 +6,25 @@
         R = random subset of V; SV = solve(SV u R); recompute V
 
 One loop for every kind of SVM (``exact.kinds``: C-SVC, one-vs-one pairs, epsilon-SVR,
-one-class) and every number of problems: each iteration is the named steps of
-``exact.steps`` (solve, scan, certify, decide, draw) applied to the problems' states
-(``exact.state``). Solves and scans run on the workers; the driver holds only the working
-sets, the support vectors and per-partition statistics. The draw from V is exactly
-uniform and identical for any partition layout (see ``sampling``).
+one-class) and every number of problems: each iteration runs the named steps solve
+(``exact.solving``), scan (``exact.scan_dispatch``, screened with
+``exact.screening``), certify and decide (``exact.certificate``) and draw (``exact.draw``),
+applied to the problems' states (``exact.state``). Solves and scans run on the workers;
+the driver holds only the working sets, the support vectors and per-partition
+statistics. The draw from V is exactly uniform and identical for any partition layout
+(see ``sampling``).
 
 The certificate: every scan gives the primal objective over all rows P, the solve gives the
 dual objective D of the working set, which is a feasible dual point of the whole problem;
 by weak duality P - D bounds how far the model's primal objective is from the optimum of
 the whole data set. The default stop is a certified relative gap (P - D) / |P| <= gap_tol
-(``steps.certify``, per kind in ``exact.kinds``). When the working set's own gap (LIBSVM's
-stopping tolerance) is what keeps it above gap_tol, the next solve runs with a 10x tighter
-``tol``, so the gap never stalls.
+(``certificate.certify``, per kind in ``exact.kinds``). When the working set's own gap
+(LIBSVM's stopping tolerance) is what keeps it above gap_tol, the next solve runs with a
+tighter ``tol``: 10x, or as much more as that gap exceeds its share of gap_tol, up to
+``certificate.MAX_TIGHTEN`` (1000x) at once, so the gap never stalls.
+
+Every iteration records an ``exact.history.IterationRecord`` per problem. A caller's
+``cancelled`` check is asked before every draw, solve and scan (``exact.cancellation``).
 
 The paper's stop at |SV| >= k stays available (``k``); it and any other stop without the
 certificate are reported by the estimators with a ConvergenceWarning.
@@ -29,29 +35,23 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from randsvm_dist.engine.partitions import PartitionSet
 from randsvm_dist.exact import screening_store
+from randsvm_dist.exact.cancellation import check
+from randsvm_dist.exact.certificate import Certificate, certify, decide
+from randsvm_dist.exact.draw import FILL_BAND, draw_size, first_draw, with_draws
+from randsvm_dist.exact.history import IterationRecord
 from randsvm_dist.exact.sampling import stream_id
 from randsvm_dist.exact.scan import ProblemRequest
+from randsvm_dist.exact.scan_dispatch import ScanResult, merged_scan, run_scan, scan_model
+from randsvm_dist.exact.screening import model_delta
+from randsvm_dist.exact.solving import solve_direct, solve_sampled
 from randsvm_dist.exact.state import DriverState, ProblemState, RunConfig
-from randsvm_dist.exact.steps import (
-    FILL_BAND,
-    draw_size,
-    first_draw,
-    merged_scan,
-    model_delta,
-    run_scan,
-    scan_model,
-    solve_direct,
-    solve_sampled,
-    with_draws,
-)
-from randsvm_dist.exact.steps import certify as certificate_of
-from randsvm_dist.exact.steps import decide as decided
 from randsvm_dist.solvers.onedal_backend import (
     AUTO_MIN_DENSE_FEATURES,
     onedal_available,
@@ -74,20 +74,23 @@ SV_SHARE_ALWAYS_DIRECT = 0.6
 # The first sample of sample_size='auto': 2 x the paper's k, but at most 1/AUTO_SHARE of the
 # rows and at least AUTO_FLOOR. The paper's k (~10-12k rows) made every set under ~45k
 # rows a direct solve; a smaller first sample pays there because its working sets grow
-# with the support set (measured, ijcnn1, 49,990 rows, 2,478 SVs, one busy machine:
-# r = 6,000 19.3 s, r = 3,000 35.0 s, one direct solve 66.6 s, same optimum).
+# with the support set (measured, ijcnn1, 49,990 rows, 2,478 SVs: r = 6,000 19.3 s,
+# r = 3,000 35.0 s, one direct solve 66.6 s, same optimum).
 AUTO_SHARE = 8
 AUTO_FLOOR = 5_000
 # With oneDAL as the solver (solver='onedal', or 'auto' on rows it is preferred for), one
-# solve of all rows beats sampling up to ONEDAL_DIRECT_MAX_ROWS rows. Measured (quiet,
-# 2026-11-25, benchmarks/bench_ahead.py; scikit-learn-intelex's SVC on all rows vs
-# RandSVM sampling with oneDAL solves): ijcnn1 50k 2.4 vs 5.6 s, w8a 33k 1.5 vs 5.7 s;
+# solve of all rows beats sampling up to ONEDAL_DIRECT_MAX_ROWS rows. Measured with
+# benchmarks/bench_ahead.py (scikit-learn-intelex's SVC on all rows vs RandSVM sampling
+# with oneDAL solves): ijcnn1 50k 2.4 vs 5.6 s, w8a 33k 1.5 vs 5.7 s;
 # ringnorm 3e5 25.7 vs 24.2 s (sampling wins from there on).
 ONEDAL_DIRECT_MAX_ROWS = 150_000
 
 
 def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
-                progress=None, checkpoint=None, resume: DriverState | None = None
+                progress: Callable[[dict], None] | None = None,
+                checkpoint: Callable[[DriverState], None] | None = None,
+                resume: DriverState | None = None,
+                cancelled: Callable[[], bool] | None = None
                 ) -> tuple[list[ProblemState], list[dict]]:
     """Run RandSVM-1 for every problem until each stops.
 
@@ -101,29 +104,20 @@ def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: 
             not end the run (e.g. ``randsvm_dist.exact.checkpoint.Checkpoint.save``).
         resume: a DriverState given to ``checkpoint``: go on from there (same data and
             settings); the result is the uninterrupted run's.
+        cancelled: optional check asked before every draw, solve and scan; True stops the
+            run (``exact.cancellation``).
 
     Returns:
-        (the problems' final states, the history): per-iteration, per-problem records:
-        iteration, problem (index), label, kind, route ('sample' or 'direct'), route_reason,
-        sample_size, n_fresh, cascade_parts (0: one solve), warm_start (the solve started
-        from the previous alphas), tol (the solver's, this solve), margin_tol (the scan's
-        violator slack), n_support, n_violators, violator_fraction, n_errors, max_slack,
-        dual_objective, primal_objective, relative_gap, ws_relative_gap (the working set's
-        own share), solve_seconds, scan_seconds, warm_speedup_estimate (a warm solve's
-        speed-up over the run's last cold solve scaled by the working sets' sizes squared;
-        None otherwise), duplicates_collapsed (rows of the data set merged into identical
-        rows as multiplicity weights before the run), rows_evaluated (rows whose decision values
-        the scan computed in full), rows_screened (rows of the problems screened out
-        exactly: bounded clear of every threshold), kernel_evals (rows_evaluated x SVs),
-        screening_kernel_evals (what screening cost besides: rows x the changed coefficients
-        computed for them, and the driver's for the model delta; the rates below count
-        kernel_evals only),
-        kernel_evals_per_second (over the scan's wall time), kernel_evals_per_core_second
-        (over the scan tasks' compute time), seconds (since the start), stop_reason.
+        (the problems' final states, the history: one ``IterationRecord`` per iteration
+        and problem, as a dict with the record's fields as keys).
+
+    Raises:
+        FitCancelled: ``cancelled`` returned True.
     """
     run = uuid.uuid4().hex  # names this run's screening bounds on the workers
     try:
-        return _run(client, parts, problems, cfg, progress, checkpoint, resume, run)
+        return _run(client, parts, problems, cfg, _Hooks(progress, checkpoint, cancelled),
+                    resume, run)
     finally:
         _drop_bounds(client, run)
 
@@ -192,100 +186,207 @@ def _warm_speedup(cold: tuple[int, float] | None, p: ProblemState,
     return float(t0 * (len(p.ws.rows) / max(m0, 1)) ** 2 / seconds)
 
 
+@dataclass
+class _Hooks:
+    """The caller's callbacks (see ``run_randsvm``)."""
+
+    progress: Callable[[dict], None] | None
+    checkpoint: Callable[[DriverState], None] | None
+    cancelled: Callable[[], bool] | None
+
+
+@dataclass
+class _Loop:
+    """What the loop carries from one iteration to the next besides the problems.
+
+    Attributes:
+        r: the sample size; route, why: the route and the reason for it.
+        t0: the run's start (``time.perf_counter``).
+        it: the last iteration; history: the records so far (dicts).
+        placement: the workers holding the last scan's screening bounds (per scan task).
+        scanned: the models the last scan saw (per problem), for the next model delta.
+        cold: (working-set rows, seconds) of the run's last cold solve, for
+            ``warm_speedup_estimate``.
+    """
+
+    r: int
+    route: str
+    why: str
+    t0: float
+    it: int = 0
+    history: list = field(default_factory=list)
+    placement: list | None = None
+    scanned: list | None = None
+    cold: tuple[int, float] | None = None
+
+
+@dataclass
+class _Solve:
+    """An iteration's solve step: the solver tol of each problem before it, its seconds."""
+
+    tols: list
+    seconds: float
+
+
+@dataclass
+class _Scan:
+    """An iteration's scan step: the requests, the result, its seconds and kernel
+    evaluations (rows evaluated in full x SVs)."""
+
+    requests: list
+    result: ScanResult
+    seconds: float
+    kernel_evals: int
+
+
 def _run(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
-         progress, checkpoint, resume: DriverState | None, run: str):
+         hooks: _Hooks, resume: DriverState | None, run: str):
+    """The loop of ``run_randsvm``: solve, scan, certify and decide, draw, checkpoint."""
+    loop, problems = _start(client, parts, problems, cfg, resume, hooks.cancelled)
+    while True:
+        loop.it += 1
+        check(hooks.cancelled, f"the solves of iteration {loop.it}")
+        problems, solve = _solve_step(client, parts, problems, cfg, loop)
+        check(hooks.cancelled, f"the scan of iteration {loop.it}")
+        scan = _scan_step(client, parts, problems, cfg, loop, run)
+        problems, draws = _decide_step(parts, problems, cfg, loop, solve, scan, hooks)
+        if not any(p.active for p in problems):
+            return problems, loop.history
+        if loop.route == "sample":
+            check(hooks.cancelled, f"the draw of iteration {loop.it}")
+            problems = with_draws(client, parts, problems, draws, problems[0].solver.C)
+        if hooks.checkpoint is not None:
+            hooks.checkpoint(DriverState(loop.it, loop.route, loop.history, problems))
+
+
+def _start(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
+           resume: DriverState | None, cancelled) -> tuple[_Loop, list[ProblemState]]:
+    """The loop's state before the first iteration: the route, and on the sampled route the
+    first working sets (a uniform draw plus the seed rows); or the resumed state."""
     n = parts.n_rows
     r = sample_size_for(problems, min(cfg.sample_size, n), n)
-    kernel = problems[0].solver.kernel
-    t0 = time.perf_counter()
     route, why = choose_route(cfg, n, r, onedal_solves_all(problems, parts))
-    it, history = 0, []
+    loop = _Loop(r, route, why, time.perf_counter())
     problems = [replace(p, margin_tol=cfg.margin_tol) for p in problems]
     if resume is not None:
-        it, route, history, problems = (resume.iteration, resume.route, list(resume.history),
-                                        list(resume.problems))
-        why = "resumed"
-    elif route == "sample":
+        loop.it, loop.route, loop.history = resume.iteration, resume.route, list(resume.history)
+        loop.why = "resumed"
+        return loop, list(resume.problems)
+    if route == "sample":
+        check(cancelled, "the first draw")
         draw = first_draw(client, parts, r, cfg)
         seeds = cfg.seed_rows or [np.empty(0, np.int64)] * len(problems)
         problems = with_draws(client, parts, problems,
                               [np.union1d(draw, np.asarray(s, np.int64)) for s in seeds],
                               problems[0].solver.C)
-    placement, scanned, cold = None, None, None
-    while True:
-        it += 1
-        tols = [p.solver.tol for p in problems]
-        if route == "direct":
-            problems, solve_seconds = solve_direct(client, parts, problems)
-        else:
-            problems, solve_seconds = solve_sampled(client, problems, it, cfg, parts.weighted)
-            if (it == 1 and cfg.route == "auto"
-                    and ((n <= DIRECT_MAX_SAMPLES * r and _mostly_support(problems))
-                         or _mostly_support(problems, SV_SHARE_ALWAYS_DIRECT))):
-                share = max(p.model.n_support / max(len(p.ws.rows), 1) for p in problems)
-                route = "direct"
-                why = f"{100 * share:.0f}% of the first sample are support vectors" + (
-                    "" if n <= DIRECT_MAX_SAMPLES * r else
-                    f" (>= {100 * SV_SHARE_ALWAYS_DIRECT:.0f}%: the last working set would "
-                    "hold most rows)")
-                log.info("iter 1: %s: solving all rows", why)
-                problems, extra = solve_direct(client, parts, problems)
-                solve_seconds += extra
-        t_scan = time.perf_counter()
-        model = scan_model(problems, kernel, parts.is_sparse, parts.n_features)
-        if scanned is not None:
-            model.delta = model_delta(scanned, [p.model for p in problems], kernel,
-                                      parts.is_sparse, parts.n_features,
-                                      0.25 * n * max(model.coef.shape[0], 1))
-        requests = [ProblemRequest(p.kind, p.ws.rows, draw_size(p, r, route, n),
-                                   stream_id(cfg.random_state, it, j), p.margin_tol,
-                                   FILL_BAND, p.solver.C) if p.active else None
-                    for j, p in enumerate(problems)]
-        scan = run_scan(client, parts, model, requests, run, it, placement=placement)
-        placement, scanned = scan.workers, [p.model for p in problems]
-        scan_seconds = time.perf_counter() - t_scan
-        kernel_evals = scan.n_evaluated * model.coef.shape[0]
-        draws: list[np.ndarray | None] = []
-        for j, p in enumerate(problems):
-            if requests[j] is None:
-                draws.append(None)
-                continue
-            n_viol = sum(part[j].n_violators for part in scan.per_part)
-            s = merged_scan(scan.per_part, j, draw_size(p, r, route, n_viol))
-            cert = certificate_of(p, s)
-            p = problems[j] = decided(p, cert, s, it, cfg, route, max(s["n_rows"], 1))
-            record = {
-                "iteration": it, "problem": j, "label": p.kind.label, "kind": p.kind.name,
-                "route": route, "route_reason": why,
-                "sample_size": len(p.ws.rows), "n_fresh": p.ws.n_fresh,
-                "cascade_parts": len(p.cascade), "warm_start": bool(p.warm),
-                "tol": tols[j], "margin_tol": requests[j].tol,
-                "n_support": p.model.n_support, "n_violators": s["n_violators"],
-                "violator_fraction": s["n_violators"] / max(s["n_rows"], 1),
-                "n_errors": s["n_errors"], "max_slack": s["max_slack"],
-                "dual_objective": cert.dual, "primal_objective": cert.primal,
-                "relative_gap": cert.relative_gap, "ws_relative_gap": cert.ws_relative_gap,
-                "solve_seconds": solve_seconds, "scan_seconds": scan_seconds,
-                "warm_speedup_estimate": _warm_speedup(cold, p, solve_seconds),
-                "duplicates_collapsed": parts.n_collapsed,
-                "rows_evaluated": scan.n_evaluated, "rows_screened": scan.n_screened,
-                "kernel_evals": int(kernel_evals),
-                "screening_kernel_evals": int(scan.kernel_evals - kernel_evals),
-                "kernel_evals_per_second": kernel_evals / max(scan_seconds, 1e-9),
-                "kernel_evals_per_core_second": kernel_evals / max(scan.compute_seconds,
-                                                                   1e-9),
-                "seconds": time.perf_counter() - t0,
-                "stop_reason": p.stop_reason,
-            }
-            history.append(record)
-            if len(problems) == 1 and route == "sample" and not p.warm and not p.cascade:
-                cold = (len(p.ws.rows), solve_seconds)
-            if progress is not None:
-                progress(record)
-            draws.append(s["draw"] if p.active and route == "sample" else None)
-        if not any(p.active for p in problems):
-            return problems, history
-        if route == "sample":
-            problems = with_draws(client, parts, problems, draws, problems[0].solver.C)
-        if checkpoint is not None:
-            checkpoint(DriverState(it, route, history, problems))
+    return loop, problems
+
+
+def _solve_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
+                loop: _Loop) -> tuple[list[ProblemState], _Solve]:
+    """Every active problem solved: its working set, or all its rows on the direct route
+    (which the first sampled solve may switch to, see ``_direct_reason``)."""
+    tols = [p.solver.tol for p in problems]
+    if loop.route == "direct":
+        problems, seconds = solve_direct(client, parts, problems)
+        return problems, _Solve(tols, seconds)
+    problems, seconds = solve_sampled(client, problems, loop.it, cfg, parts.weighted)
+    why = (_direct_reason(problems, parts.n_rows, loop.r)
+           if loop.it == 1 and cfg.route == "auto" else None)
+    if why is not None:
+        loop.route, loop.why = "direct", why
+        log.info("iter 1: %s: solving all rows", why)
+        problems, extra = solve_direct(client, parts, problems)
+        seconds += extra
+    return problems, _Solve(tols, seconds)
+
+
+def _direct_reason(problems: list[ProblemState], n: int, r: int) -> str | None:
+    """Why the first sample's solve says one solve of all rows pays, or None."""
+    if not ((n <= DIRECT_MAX_SAMPLES * r and _mostly_support(problems))
+            or _mostly_support(problems, SV_SHARE_ALWAYS_DIRECT)):
+        return None
+    share = max(p.model.n_support / max(len(p.ws.rows), 1) for p in problems)
+    return f"{100 * share:.0f}% of the first sample are support vectors" + (
+        "" if n <= DIRECT_MAX_SAMPLES * r else
+        f" (>= {100 * SV_SHARE_ALWAYS_DIRECT:.0f}%: the last working set would "
+        "hold most rows)")
+
+
+def _scan_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
+               loop: _Loop, run: str) -> _Scan:
+    """The scan of every row against the active problems' new models, screened by how the
+    models moved since the last scan."""
+    n, kernel = parts.n_rows, problems[0].solver.kernel
+    t_scan = time.perf_counter()
+    model = scan_model(problems, kernel, parts.is_sparse, parts.n_features)
+    if loop.scanned is not None:
+        model.delta = model_delta(loop.scanned, [p.model for p in problems], kernel,
+                                  parts.is_sparse, parts.n_features,
+                                  0.25 * n * max(model.coef.shape[0], 1))
+    requests = [ProblemRequest(p.kind, p.ws.rows, draw_size(p, loop.r, loop.route, n),
+                               stream_id(cfg.random_state, loop.it, j), p.margin_tol,
+                               FILL_BAND, p.solver.C) if p.active else None
+                for j, p in enumerate(problems)]
+    result = run_scan(client, parts, model, requests, run, loop.it, placement=loop.placement)
+    loop.placement, loop.scanned = result.workers, [p.model for p in problems]
+    seconds = time.perf_counter() - t_scan
+    return _Scan(requests, result, seconds, result.n_evaluated * model.coef.shape[0])
+
+
+def _decide_step(parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
+                 loop: _Loop, solve: _Solve, scan: _Scan, hooks: _Hooks
+                 ) -> tuple[list[ProblemState], list[np.ndarray | None]]:
+    """Each scanned problem certified and decided, its record kept and reported.
+
+    Returns:
+        (the problems, each one's next draw: None when it stopped, was not scanned, or on
+        the direct route).
+    """
+    problems = list(problems)
+    draws: list[np.ndarray | None] = []
+    for j, p in enumerate(problems):
+        if scan.requests[j] is None:
+            draws.append(None)
+            continue
+        n_viol = sum(part[j].n_violators for part in scan.result.per_part)
+        s = merged_scan(scan.result.per_part, j, draw_size(p, loop.r, loop.route, n_viol))
+        cert = certify(p, s)
+        p = problems[j] = decide(p, cert, s, loop.it, cfg, loop.route, max(s["n_rows"], 1))
+        record = _record(parts, loop, j, p, s, cert, solve, scan).as_dict()
+        loop.history.append(record)
+        if len(problems) == 1 and loop.route == "sample" and not p.warm and not p.cascade:
+            loop.cold = (len(p.ws.rows), solve.seconds)
+        if hooks.progress is not None:
+            hooks.progress(record)
+        draws.append(s["draw"] if p.active and loop.route == "sample" else None)
+    return problems, draws
+
+
+def _record(parts: PartitionSet, loop: _Loop, j: int, p: ProblemState, s: dict,
+            cert: Certificate, solve: _Solve, scan: _Scan) -> IterationRecord:
+    """Problem j's record of this iteration (p: its state after ``decide``; s: its merged
+    scan)."""
+    result, kernel_evals = scan.result, scan.kernel_evals
+    return IterationRecord(
+        iteration=loop.it, problem=j, label=p.kind.label, kind=p.kind.name,
+        route=loop.route, route_reason=loop.why,
+        sample_size=len(p.ws.rows), n_fresh=p.ws.n_fresh,
+        cascade_parts=len(p.cascade), warm_start=bool(p.warm),
+        tol=solve.tols[j], margin_tol=scan.requests[j].tol,
+        n_support=p.model.n_support, n_violators=s["n_violators"],
+        violator_fraction=s["n_violators"] / max(s["n_rows"], 1),
+        n_errors=s["n_errors"], max_slack=s["max_slack"],
+        dual_objective=cert.dual, primal_objective=cert.primal,
+        relative_gap=cert.relative_gap, ws_relative_gap=cert.ws_relative_gap,
+        solve_seconds=solve.seconds, scan_seconds=scan.seconds,
+        warm_speedup_estimate=_warm_speedup(loop.cold, p, solve.seconds),
+        duplicates_collapsed=parts.n_collapsed,
+        rows_evaluated=result.n_evaluated, rows_screened=result.n_screened,
+        kernel_evals=int(kernel_evals),
+        screening_kernel_evals=int(result.kernel_evals - kernel_evals),
+        kernel_evals_per_second=kernel_evals / max(scan.seconds, 1e-9),
+        kernel_evals_per_core_second=kernel_evals / max(result.compute_seconds, 1e-9),
+        seconds=time.perf_counter() - loop.t0,
+        stop_reason=p.stop_reason,
+    )

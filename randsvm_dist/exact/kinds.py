@@ -4,14 +4,15 @@ The driver (``exact.driver``) is the same for every SVM whose solution is fixed 
 set of rows; a kind says how the rows of a partition become solver targets, when a row
 outside the working set violates the current model, its term of the primal objective over
 all rows (for the certificate), how 1/2 |w|^2 follows from a solve's dual objective, and
-the LIBSVM parameters of a working set.
+the LIBSVM parameters of a working set, and whether its re-solves may start warm or be cut
+into a cascade. ``ProblemKind`` is that contract; ``CSVC``, ``EpsilonSVR`` and ``OneClass``
+fulfil it.
 
 Every kind writes the model as f(x) = sum_i coef_i k(x_i, x) + b (b = -rho in LIBSVM's
 terms) and measures a row by its *slack* s(f(x), t): the row adds C_i max(0, s) to the
 primal objective, violates when s > tol, and lies in the fill band (drawn after every
-violator) when s > -band. The screening bound of the scan follows for every kind from
-|f_new(x) - f_old(x)| <= ||w_new - w_old|| ||phi(x)|| + |b_new - b_old|, since each s
-below moves by at most |f_new - f_old|.
+violator) when s > -band. Each s below moves by at most |f_new(x) - f_old(x)|, so the
+scan's screening (``exact.scan``), which bounds how far f moved, holds for every kind.
 
 Certificate (weak duality): the working set's solution, extended by zero coefficients, is
 a feasible dual point of the whole problem, so its dual objective D bounds the optimum
@@ -36,8 +37,57 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
+
+from randsvm_dist.solvers.libsvm_adapter import SolverParams
+
+
+@runtime_checkable
+class ProblemKind(Protocol):
+    """What the driver, the solves and the scans ask of a problem kind.
+
+    Attributes:
+        svm_type: LIBSVM's -s of the kind's solves (0 C-SVC, 2 one-class, 3 epsilon-SVR).
+        name: the kind's name in the history and in checkpoints.
+        label: how the history names the problem.
+        error_slack: a row whose slack exceeds this counts as an error (``n_errors``).
+        warm_startable: a re-solve may start from the previous alphas
+            (``solvers.warm_smo`` solves C-SVC only).
+        cascadable: a working set may be cut into parts solved apart (not one-class: each
+            part would need nu n rows).
+    """
+
+    svm_type: ClassVar[int]
+    name: ClassVar[str]
+    error_slack: ClassVar[float]
+    warm_startable: ClassVar[bool]
+    cascadable: ClassVar[bool]
+
+    @property
+    def label(self) -> str: ...
+
+    def targets(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """(solver targets of every row, mask of the problem's rows or None: all)."""
+
+    def slack(self, f: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Each row's slack s(f(x), t): positive where the row carries loss."""
+
+    def row_box(self, C: float, t: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        """Each row's box constraint (upper bound of its alpha)."""
+
+    def half_wkw(self, coef: np.ndarray, sv_t: np.ndarray, dual_objective: float) -> float:
+        """1/2 |w|^2 of a solve, from its coefficients and dual objective."""
+
+    def primal_constant(self, intercept: float, n_rows: int) -> float:
+        """The primal's term that is not a sum over rows."""
+
+    def min_working_set(self, n_rows: int) -> int:
+        """The fewest rows a feasible working set has."""
+
+    def solver_params(self, params: SolverParams, n_ws: int, n_rows: int) -> SolverParams:
+        """The solver parameters of a working set of n_ws of the problem's n_rows rows."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +103,8 @@ class CSVC:
     svm_type = 0
     name = "c_svc"
     error_slack = 1.0   # y f < 0: misclassified
+    warm_startable = True
+    cascadable = True
 
     @property
     def label(self) -> str:
@@ -88,7 +140,7 @@ class CSVC:
         """The fewest rows a feasible working set has."""
         return 1
 
-    def solver_params(self, params, n_ws: int, n_rows: int):
+    def solver_params(self, params: SolverParams, n_ws: int, n_rows: int) -> SolverParams:
         """LIBSVM parameters for a working set of n_ws of the problem's n_rows rows."""
         return replace(params, svm_type=0, weight_pos=self.weight_pos,
                        weight_neg=self.weight_neg)
@@ -104,6 +156,8 @@ class EpsilonSVR:
     name = "epsilon_svr"
     label = "regression"
     error_slack = math.inf   # no misclassification in regression
+    warm_startable = False
+    cascadable = True
 
     def targets(self, y: np.ndarray) -> tuple[np.ndarray, None]:
         """(real targets, None: every row belongs to the problem)."""
@@ -130,7 +184,7 @@ class EpsilonSVR:
         """The fewest rows a feasible working set has."""
         return 1
 
-    def solver_params(self, params, n_ws: int, n_rows: int):
+    def solver_params(self, params: SolverParams, n_ws: int, n_rows: int) -> SolverParams:
         """LIBSVM's -s 3 with this epsilon (-p)."""
         return replace(params, svm_type=3, epsilon=self.epsilon)
 
@@ -145,6 +199,8 @@ class OneClass:
     name = "one_class"
     label = "one-class"
     error_slack = 0.0   # f < 0: predicted outlier
+    warm_startable = False
+    cascadable = False   # each part of a cascade would need nu n rows
 
     def targets(self, y: np.ndarray) -> tuple[np.ndarray, None]:
         """(ones: every row is a training row of the one class, None: all rows)."""
@@ -170,10 +226,10 @@ class OneClass:
         """ceil(nu n): sum alpha = nu n with alpha <= 1 needs that many rows."""
         return int(math.ceil(self.nu * n_rows - 1e-9))
 
-    def solver_params(self, params, n_ws: int, n_rows: int):
+    def solver_params(self, params: SolverParams, n_ws: int, n_rows: int) -> SolverParams:
         """LIBSVM's -s 2 with nu_ws = nu n / n_ws (see the module docstring)."""
         nu_ws = min(1.0, self.nu * n_rows / max(n_ws, 1))
         return replace(params, svm_type=2, nu=nu_ws)
 
 
-KINDS = {k.name: k for k in (CSVC, EpsilonSVR, OneClass)}
+KINDS: dict[str, type[ProblemKind]] = {k.name: k for k in (CSVC, EpsilonSVR, OneClass)}

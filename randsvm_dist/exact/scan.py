@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.engine.partitions import Partition
+from randsvm_dist.exact.kinds import ProblemKind
 from randsvm_dist.exact.sampling import keys_of, smallest_keys
 from randsvm_dist.numerics.kernels import Kernel, decision_values, row_sq_norms
 
@@ -44,8 +45,6 @@ class ModelDelta:
             kernel values (inf: unknown).
         shift_b: (n_problems,) b_new - b_old.
         kernel_evals: kernel evaluations spent on the driver computing the residuals.
-        radius_b: (n_problems,) an unsigned shift of b added to every radius (when only
-            |b_new - b_old| is known), or None.
     """
 
     vectors: object
@@ -54,7 +53,6 @@ class ModelDelta:
     residual: np.ndarray
     shift_b: np.ndarray
     kernel_evals: int = 0
-    radius_b: np.ndarray | None = None
 
 
 @dataclass
@@ -67,8 +65,8 @@ class ScanModel:
             before the first solve (then every row counts as a violator).
         coef: (n_sv, n_problems) dual coefficients (zero where a row is not a problem's SV).
         intercept: (n_problems,).
-        delta: the change since the previous scan's models (None: screen only by the
-            global shift given to the scan, if any).
+        delta: the change since the previous scan's models (None: no screening, every
+            row is evaluated in full).
     """
 
     kernel: Kernel
@@ -95,7 +93,7 @@ class ProblemRequest:
         C: the box before class and sample weights (see ``kind.row_box``).
     """
 
-    kind: object
+    kind: ProblemKind
     exclude: np.ndarray
     n_draw: int
     stream: int
@@ -152,11 +150,6 @@ class ScanOutput:
     seconds: float = 0.0
     cpu_seconds: float = 0.0
 
-    @property
-    def lower(self) -> np.ndarray:
-        """The screening state (``bounds``), as ``scan_partition`` takes it back."""
-        return self.bounds
-
 
 def feature_norms(X, kernel: Kernel) -> np.ndarray:
     """||phi(x)|| = sqrt(k(x, x)) per row (inf where the kernel gives no such bound)."""
@@ -168,17 +161,6 @@ def feature_norms(X, kernel: Kernel) -> np.ndarray:
     if kernel.name == "poly" and kernel.coef0 >= 0:
         return (kernel.gamma * sq + kernel.coef0) ** (kernel.degree / 2.0)
     return np.full(X.shape[0], np.inf)  # sigmoid is not positive definite
-
-
-def _global_delta(model: ScanModel, shift_w, shift_b) -> ModelDelta | None:
-    """The delta of a caller that only knows ||w_new - w_old|| and |b_new - b_old|."""
-    if model.delta is not None or shift_w is None:
-        return model.delta
-    P = len(model.intercept)
-    w = np.asarray(shift_w, np.float64)
-    b = np.zeros(P) if shift_b is None else np.abs(np.asarray(shift_b, np.float64))
-    return ModelDelta(None, np.zeros((0, P), np.float32), np.zeros(1, np.int64),
-                      w[None, :], np.zeros(P), radius_b=b)
 
 
 def _neg_slack(requests, active, coded, rows, f):
@@ -214,9 +196,7 @@ def _pick_size(neg_s, radius, members, threshold, delta, active, phi, n_sv) -> i
 
 
 def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequest],
-                   prev_bounds: np.ndarray | None = None,
-                   shift_w: np.ndarray | None = None,
-                   shift_b: np.ndarray | None = None) -> ScanOutput:
+                   prev_bounds: np.ndarray | None = None) -> ScanOutput:
     """Scan one partition for the violators of every problem (runs on a worker).
 
     Screening (exact): every kind's slack s moves by at most as much as f (see
@@ -237,119 +217,158 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
             scan that left ``prev_bounds``).
         requests: one ProblemRequest per problem (None for a finished problem).
         prev_bounds: the previous scan's ``bounds`` of this partition (None: evaluate all).
-        shift_w, shift_b: per problem ||w_new - w_old|| and |b_new - b_old| (inf: unknown),
-            used when the model carries no delta.
 
     Returns:
         ScanOutput.
     """
     t0, c0 = time.perf_counter(), time.thread_time()
-    n = part.n_rows
-    P = len(requests)
-    active = [p for p, r in enumerate(requests) if r is not None]
-    A = len(active)
-    coded = [requests[p].kind.targets(part.y) for p in active]
-    members = np.ones((n, A), dtype=bool)
-    for col, (_, mask) in enumerate(coded):
-        if mask is not None:
-            members[:, col] = mask
-    need = members.any(axis=1) if A else np.zeros(n, bool)
-    screen_at = max((requests[p].band for p in active), default=0.0) + SCREEN_SLACK
-    threshold = screen_at + SCREEN_SLACK
-    centre = np.zeros((n, A))
-    radius = np.full((n, A), np.inf)
-    kernel_evals = 0
-    delta = _global_delta(model, shift_w, shift_b)
-    if model.support_vectors is None:
-        full = np.arange(n)
-        f_full = np.zeros((n, A))
+    n, P = part.n_rows, len(requests)
+    rows = _Membership.of(part, requests)
+    screen_at = max((requests[p].band for p in rows.active), default=0.0) + SCREEN_SLACK
+    if model.support_vectors is None:  # no model yet: every row violates, f = 0
+        A = len(rows.active)
+        full, f_full = np.arange(n), np.zeros((n, A))
+        centre, radius, kernel_evals = np.zeros((n, A)), np.full((n, A), np.inf), 0
     else:
-        n_sv = model.coef.shape[0]
-        phi = (feature_norms(part.X, model.kernel).astype(np.float64)
-               if prev_bounds is not None and delta is not None and A else None)
-        if phi is not None and np.isfinite(phi).all():
-            centre = prev_bounds[0][:, active].astype(np.float64) + delta.shift_b[active]
-            prev_radius = prev_bounds[1][:, active].astype(np.float64)
-            if delta.radius_b is not None:
-                prev_radius += delta.radius_b[active]
-            with np.errstate(invalid="ignore"):
-                radius = prev_radius + phi[:, None] * delta.residual[0, active]
-            radius[np.isnan(radius)] = np.inf
-            rows = np.flatnonzero(need)
-            ok = _clear(_neg_slack(requests, active, coded, rows, centre[rows]),
-                        radius[rows], members[rows], threshold)
-            rows = rows[~ok]
-            i = 0
-            if len(rows) and len(delta.sizes) > 1:
-                i = _pick_size(_neg_slack(requests, active, coded, rows, centre[rows]),
-                               prev_radius[rows], members[rows], threshold, delta, active,
-                               phi[rows], n_sv)
-            if i:
-                t = int(delta.sizes[i])
-                centre[rows] += decision_values(
-                    part.X[rows], _dense_svs(delta.vectors[:t]), delta.coef[:t][:, active],
-                    np.zeros(A), model.kernel).reshape(len(rows), A)
-                kernel_evals += len(rows) * t
-                radius[rows] = prev_radius[rows] + phi[rows, None] * delta.residual[i, active]
-                ok = _clear(_neg_slack(requests, active, coded, rows, centre[rows]),
-                            radius[rows], members[rows], threshold)
-                rows = rows[~ok]
-            full = rows
-        else:
-            full = np.flatnonzero(need)
-        f_full = np.zeros((len(full), A))
-        if len(full) and A:
-            X = part.X if len(full) == n else part.X[full]
-            f_full = decision_values(X, _dense_svs(model.support_vectors),
-                                     model.coef[:, active], model.intercept[active],
-                                     model.kernel).reshape(len(full), A)
-            kernel_evals += len(full) * n_sv
+        centre, radius, full, kernel_evals = _screened(part, model, requests, rows,
+                                                       prev_bounds, screen_at + SCREEN_SLACK)
+        f_full, full_evals = _evaluated(part, model, rows.active, full)
+        kernel_evals += full_evals
         centre[full] = f_full
         radius[full] = 0.0
     bounds = np.empty((2, n, P), dtype=np.float32)
     bounds[0] = 0.0
     bounds[1] = np.inf
-    bounds[0][:, active] = centre
-    bounds[1][:, active] = np.where(members, radius, np.inf)
-    n_screened = int(need.sum()) - len(full) if model.support_vectors is not None else 0
+    bounds[0][:, rows.active] = centre
+    bounds[1][:, rows.active] = np.where(rows.members, radius, np.inf)
+    n_screened = (int(rows.need.sum()) - len(full) if model.support_vectors is not None
+                  else 0)
     # -s of the evaluated rows; every other row of a problem is screened (-s >= threshold)
-    neg_s = _neg_slack(requests, active, coded, full, f_full)
+    neg_s = _neg_slack(requests, rows.active, rows.coded, full, f_full)
     out: list[ProblemScan | None] = [None] * P
     weight = np.maximum(part.weights(), 0.0)  # rows weighing <= 0 take no part
-    for col, p in enumerate(active):
-        req = requests[p]
-        t, inside = coded[col][0], members[:, col]
-        in_full = inside[full]
-        s = -neg_s[:, col]
-        # over all n rows (screened ones 0), so the sums are the same with or without
-        # screening to the last bit
-        loss = np.zeros(n)
-        loss[full] = np.where(in_full, req.kind.row_box(req.C, t[full], weight[full])
-                              * np.maximum(0.0, s), 0.0)
-        in_ws = np.zeros(n, bool)
-        if len(req.exclude):
-            lo, hi = np.searchsorted(req.exclude, [part.offset, part.offset + n])
-            in_ws[req.exclude[lo:hi] - part.offset] = True
-        active_row = in_full & ~in_ws[full] & (weight[full] > 0)
-        is_viol = s > req.tol
-        cand = np.flatnonzero(active_row & (s > -req.band))
-        grows = part.offset + full[cand].astype(np.int64)
-        keys = keys_of(req.stream, grows) + (~is_viol[cand])
-        pick = smallest_keys(keys, req.n_draw)
-        n_inside = int(inside.sum())
-        out[p] = ProblemScan(
-            n_rows=n_inside,
-            n_violators=int((active_row & is_viol).sum()),
-            n_errors=int((in_full & (s > req.kind.error_slack)).sum()),
-            loss=float(loss.sum()),
-            loss_ws=float(loss[inside & in_ws].sum()),
-            max_slack=(max(float(s[in_full].max()) if in_full.any() else -np.inf,
-                           -screen_at) if n_inside else -np.inf),
-            keys=keys[pick],
-            rows=grows[pick],
-        )
+    for col, p in enumerate(rows.active):
+        out[p] = _problem_scan(part, requests[p], rows.coded[col][0], rows.members[:, col],
+                               full, -neg_s[:, col], weight, screen_at)
     return ScanOutput(out, bounds, len(full), n_screened, kernel_evals,
                       time.perf_counter() - t0, time.thread_time() - c0)
+
+
+@dataclass
+class _Membership:
+    """Which rows of a partition belong to which active problem.
+
+    Attributes:
+        active: indices of the requests that are not None.
+        coded: per active problem, ``kind.targets`` of the partition's labels.
+        members: (n_rows, n_active) bool: the row belongs to the problem.
+        need: (n_rows,) bool: the row belongs to some active problem.
+    """
+
+    active: list
+    coded: list
+    members: np.ndarray
+    need: np.ndarray
+
+    @classmethod
+    def of(cls, part: Partition, requests: list[ProblemRequest | None]) -> _Membership:
+        active = [p for p, r in enumerate(requests) if r is not None]
+        coded = [requests[p].kind.targets(part.y) for p in active]
+        members = np.ones((part.n_rows, len(active)), dtype=bool)
+        for col, (_, mask) in enumerate(coded):
+            if mask is not None:
+                members[:, col] = mask
+        need = members.any(axis=1) if active else np.zeros(part.n_rows, bool)
+        return cls(active, coded, members, need)
+
+
+def _screened(part: Partition, model: ScanModel, requests, rows: _Membership,
+              prev_bounds: np.ndarray | None, threshold: float):
+    """The rows left to evaluate in full after screening (see ``scan_partition``).
+
+    Returns:
+        (centre, radius: (n_rows, n_active) decision-value bounds of the screened rows;
+        the rows left, ascending; kernel evaluations spent on partial decision values).
+    """
+    n, active, A = part.n_rows, rows.active, len(rows.active)
+    centre, radius = np.zeros((n, A)), np.full((n, A), np.inf)
+    delta = model.delta
+    phi = (feature_norms(part.X, model.kernel).astype(np.float64)
+           if prev_bounds is not None and delta is not None and A else None)
+    if phi is None or not np.isfinite(phi).all():
+        return centre, radius, np.flatnonzero(rows.need), 0
+    coded, members = rows.coded, rows.members
+    centre = prev_bounds[0][:, active].astype(np.float64) + delta.shift_b[active]
+    prev_radius = prev_bounds[1][:, active].astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        radius = prev_radius + phi[:, None] * delta.residual[0, active]
+    radius[np.isnan(radius)] = np.inf
+    left = np.flatnonzero(rows.need)
+    ok = _clear(_neg_slack(requests, active, coded, left, centre[left]),
+                radius[left], members[left], threshold)
+    left = left[~ok]
+    i = 0
+    if len(left) and len(delta.sizes) > 1:
+        i = _pick_size(_neg_slack(requests, active, coded, left, centre[left]),
+                       prev_radius[left], members[left], threshold, delta, active,
+                       phi[left], model.coef.shape[0])
+    if not i:
+        return centre, radius, left, 0
+    t = int(delta.sizes[i])
+    centre[left] += decision_values(
+        part.X[left], _dense_svs(delta.vectors[:t]), delta.coef[:t][:, active],
+        np.zeros(A), model.kernel).reshape(len(left), A)
+    radius[left] = prev_radius[left] + phi[left, None] * delta.residual[i, active]
+    ok = _clear(_neg_slack(requests, active, coded, left, centre[left]),
+                radius[left], members[left], threshold)
+    return centre, radius, left[~ok], len(left) * t
+
+
+def _evaluated(part: Partition, model: ScanModel, active: list, full: np.ndarray):
+    """(decision values (len(full), n_active) of the rows ``full``, kernel evaluations)."""
+    A = len(active)
+    if not (len(full) and A):
+        return np.zeros((len(full), A)), 0
+    X = part.X if len(full) == part.n_rows else part.X[full]
+    f_full = decision_values(X, _dense_svs(model.support_vectors), model.coef[:, active],
+                             model.intercept[active], model.kernel).reshape(len(full), A)
+    return f_full, len(full) * model.coef.shape[0]
+
+
+def _problem_scan(part: Partition, req: ProblemRequest, t: np.ndarray, inside: np.ndarray,
+                  full: np.ndarray, s: np.ndarray, weight: np.ndarray,
+                  screen_at: float) -> ProblemScan:
+    """One problem's answer from the slacks ``s`` of the rows ``full`` evaluated in full
+    (``t``: the partition's targets; ``inside``: its rows that belong to the problem)."""
+    n = part.n_rows
+    in_full = inside[full]
+    # over all n rows (screened ones 0), so the sums are the same with or without
+    # screening to the last bit
+    loss = np.zeros(n)
+    loss[full] = np.where(in_full, req.kind.row_box(req.C, t[full], weight[full])
+                          * np.maximum(0.0, s), 0.0)
+    in_ws = np.zeros(n, bool)
+    if len(req.exclude):
+        lo, hi = np.searchsorted(req.exclude, [part.offset, part.offset + n])
+        in_ws[req.exclude[lo:hi] - part.offset] = True
+    active_row = in_full & ~in_ws[full] & (weight[full] > 0)
+    is_viol = s > req.tol
+    cand = np.flatnonzero(active_row & (s > -req.band))
+    grows = part.offset + full[cand].astype(np.int64)
+    keys = keys_of(req.stream, grows) + (~is_viol[cand])
+    pick = smallest_keys(keys, req.n_draw)
+    n_inside = int(inside.sum())
+    return ProblemScan(
+        n_rows=n_inside,
+        n_violators=int((active_row & is_viol).sum()),
+        n_errors=int((in_full & (s > req.kind.error_slack)).sum()),
+        loss=float(loss.sum()),
+        loss_ws=float(loss[inside & in_ws].sum()),
+        max_slack=(max(float(s[in_full].max()) if in_full.any() else -np.inf,
+                       -screen_at) if n_inside else -np.inf),
+        keys=keys[pick],
+        rows=grows[pick],
+    )
 
 
 @dataclass
@@ -373,14 +392,12 @@ def row_range(part: Partition, lo: int, hi: int) -> Partition:
 
 def scan_partition_task(part: Partition, model: ScanModel, requests: list[ProblemRequest],
                         run: str, index: int, iteration: int,
-                        shift_w: np.ndarray | None = None,
-                        shift_b: np.ndarray | None = None,
                         rows: tuple[int, int] | None = None) -> ScanAnswer:
     """``scan_partition`` as a task: screening bounds of scan ``iteration - 1`` are taken from,
     and this scan's are left in, the worker's ``screening_store`` (never in the task graph).
 
     Args:
-        part, model, requests, shift_w, shift_b: see ``scan_partition``.
+        part, model, requests: see ``scan_partition``.
         run: the run's key in the store.
         index: the task's key in the store (the partition's, or its row range's).
         iteration: this scan's number.
@@ -394,11 +411,11 @@ def scan_partition_task(part: Partition, model: ScanModel, requests: list[Proble
     if rows is not None:
         part = row_range(part, *rows)
 
-    screens = model.delta is not None or shift_w is not None
-    prev = screening_store.get(run, index, iteration - 1) if screens else None
+    prev = (screening_store.get(run, index, iteration - 1) if model.delta is not None
+            else None)
     if prev is not None and prev.shape != (2, part.n_rows, len(requests)):
         prev = None
-    out = scan_partition(part, model, requests, prev, shift_w, shift_b)
+    out = scan_partition(part, model, requests, prev)
     worker = None
     if model.support_vectors is not None and screening_store.put(run, index, iteration,
                                                                  out.bounds):

@@ -6,8 +6,8 @@ from scans of all rows, whatever the first working set was.
 - A fitted ``RandSVMClassifier`` (retraining with another C or gamma, or after new
   partitions were appended): its support vectors' global rows (those still in the data).
 - A streaming learner (``'bsgd'``, ``'ramp'``, or an unfitted StreamingClassifier): trained
-  per partition on the workers and tree-merged (``reduce.fit_streaming``: the design's
-  per-partition reducer). Its support or core vectors are not rows of the data set (BSGD
+  per partition on the workers and tree-merged (``distributed.streaming.fit_streaming``).
+  Its support or core vectors are not rows of the data set (BSGD
   merges points into new ones), so one scan maps the summary back to rows: the rows the
   streaming model puts on or inside its margin (y f(x) < 1 + SEED_MARGIN) are the support
   vector candidates, and a uniform draw of them (smallest keys, as every draw here) joins
@@ -23,6 +23,7 @@ import numpy as np
 
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.partitions import Partition
+from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.sampling import row_keys, smallest_keys, stream_id
 from randsvm_dist.exceptions import ParameterError
 
@@ -98,15 +99,38 @@ def seed_rows(client, parts, seed, classes: np.ndarray, kinds: list, r: int,
         ParameterError: an unknown seed, a seed with other classes, or a streaming seed to
             train on array input.
     """
+    t0 = time.perf_counter()
+    model, info = _fitted_seed(client, seed, classes, C, gamma, parts.n_rows, random_state,
+                               dataset)
+    if hasattr(model, "support_"):  # an earlier RandSVM fit: its support vectors' rows
+        rows = np.asarray(model.support_, np.int64)
+        rows = rows[rows < parts.n_rows]
+        info.update(seed_rows=int(len(rows)), seed_seconds=time.perf_counter() - t0)
+        return [rows] * len(kinds), info
+    if getattr(model, "classes_", None) is None:
+        raise ParameterError(f"seed {type(model).__name__} is not fitted")
+    if not all(isinstance(k, CSVC) for k in kinds):  # the scan reads C-SVC's classes
+        raise ParameterError("a streaming seed applies to classification only; seed a "
+                             "regression or one-class fit with a fitted RandSVM model")
+    rows, n_candidates = _margin_rows(client, parts, model, kinds, len(classes) == 2,
+                                      stream_id(random_state, SEED_STREAM), r)
+    info.update(seed_candidates=n_candidates,
+                seed_rows=int(sum(len(x) for x in rows)), seed_seconds=time.perf_counter() - t0)
+    return rows, info
+
+
+def _fitted_seed(client, seed, classes, C: float, gamma: float, n_rows: int,
+                 random_state: int, dataset) -> tuple[object, dict]:
+    """(the seed model, trained here when it is a name or an unfitted streaming learner;
+    the history's info on it). Raises ParameterError as ``seed_rows``."""
     from sklearn.base import clone
 
     from randsvm_dist.distributed.streaming import fit_streaming
     from randsvm_dist.streaming.base import StreamingClassifier
 
-    t0 = time.perf_counter()
     model = seed
     if isinstance(seed, str):
-        model = seed_learner(seed, C, gamma, parts.n_rows, random_state)
+        model = seed_learner(seed, C, gamma, n_rows, random_state)
     info = {"seed": type(model).__name__}
     if isinstance(model, StreamingClassifier) and not hasattr(model, "classes_"):
         if dataset is None:
@@ -121,19 +145,15 @@ def seed_rows(client, parts, seed, classes: np.ndarray, kinds: list, r: int,
                                                           != classes)):
         raise ParameterError(f"seed model's classes {list(fitted_classes)} differ from the "
                              f"data's {list(classes)}")
-    if hasattr(model, "support_"):  # an earlier RandSVM fit: its support vectors' rows
-        rows = np.asarray(model.support_, np.int64)
-        rows = rows[rows < parts.n_rows]
-        info.update(seed_rows=int(len(rows)), seed_seconds=time.perf_counter() - t0)
-        return [rows] * len(kinds), info
-    if fitted_classes is None:
-        raise ParameterError(f"seed {type(model).__name__} is not fitted")
-    if any(k.svm_type != 0 for k in kinds):
-        raise ParameterError("a streaming seed applies to classification only; seed a "
-                             "regression or one-class fit with a fitted RandSVM model")
-    stream = stream_id(random_state, SEED_STREAM)
+    return model, info
+
+
+def _margin_rows(client, parts, model, kinds: list, binary: bool, stream: int,
+                 r: int) -> tuple[list, int]:
+    """(per problem, the r rows nearest the seed model's margin by random key among its
+    candidates; the candidates summed over problems), from a scan of every partition."""
     futures = [client.submit(seed_scan_partition, parts.partition(client, i), model, kinds,
-                             len(classes) == 2, stream, r, pure=False, retries=2)
+                             binary, stream, r, pure=False, retries=2)
                for i in range(parts.n_partitions)]
     got = gather(client, futures, "the seed model's margin scan",
                  [f"partition {i}" for i in range(parts.n_partitions)])
@@ -143,6 +163,4 @@ def seed_rows(client, parts, seed, classes: np.ndarray, kinds: list, r: int,
         cand = np.concatenate([g[j][1] for g in got])
         rows.append(np.sort(cand[np.argsort(keys, kind="stable")[:r]]))
         candidates.append(int(sum(g[j][2] for g in got)))
-    info.update(seed_candidates=int(sum(candidates)),
-                seed_rows=int(sum(len(x) for x in rows)), seed_seconds=time.perf_counter() - t0)
-    return rows, info
+    return rows, int(sum(candidates))

@@ -1,4 +1,6 @@
-"""Where and how the LIBSVM solves of an iteration run on the workers.
+"""Where and how the solves of an iteration run on the workers: the driver's solve steps
+(``solve_sampled`` for working sets, ``solve_direct`` for all rows) and the ways a solve
+uses the cluster.
 
 The driver alternates solves and scans, so while a solve runs the other cores would idle.
 Three ways to keep them busy, all leaving the result exact (the scan that follows every
@@ -20,14 +22,17 @@ solve checks the model against all rows, and the certificate is computed from th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.engine.bounded_wait import gather
-from randsvm_dist.engine.partitions import Partition, vstack_rows
-from randsvm_dist.exact.sampling import keys_of
+from randsvm_dist.engine.partitions import Partition, PartitionSet, vstack_rows
+from randsvm_dist.exact.kinds import ProblemKind
+from randsvm_dist.exact.sampling import keys_of, stream_id
+from randsvm_dist.exact.state import ProblemState, RunConfig, SupportModel, WorkingSet
 from randsvm_dist.numerics.kernels import decision_values
 from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams, solve_libsvm
 from randsvm_dist.solvers.onedal_backend import onedal_solves, prefer_onedal, solve_onedal
@@ -103,8 +108,8 @@ def total_threads(client) -> int:
                       for w in client.scheduler_info().get("workers", {}).values()))
 
 
-def solve_partitions(kind, params: SolverParams, C: float, weighted: bool, n_threads: int,
-                     *parts: Partition) -> tuple:
+def solve_partitions(kind: ProblemKind, params: SolverParams, C: float, weighted: bool,
+                     n_threads: int, *parts: Partition) -> tuple:
     """One solve on every row of the problem in the given partitions (runs on a worker).
 
     Args:
@@ -132,6 +137,117 @@ def solve_partitions(kind, params: SolverParams, C: float, weighted: bool, n_thr
     return rows[s], X[s], t[s], w[s], sol
 
 
+# A solve starts from the previous alphas (solvers.warm_smo) when at most this share of the
+# working set is fresh rows: then most of the optimum is already there, and LIBSVM, which
+# cannot take a starting point, would spend its time finding it again. The gradient needs
+# the working set in memory once more (dense float64), so it is used up to WARM_MAX_BYTES
+# of features. With LIBSVM's shrinking and an LRU cache in the warm solver it wins more the
+# larger the working set (20% fresh rows: 2-2.6x at 10-20k rows, 3-8x at 40k, 13.7x at
+# 100k ringnorm rows; benchmarks/bench_warm_solver.py), so there is no row cap.
+WARM_MAX_FRESH_SHARE = 0.25
+WARM_MAX_BYTES = 2 << 30
+
+
+# -- the driver's solve steps: every active problem's solve as a task --------------------
+def warm_start(p: ProblemState) -> np.ndarray | None:
+    """The alphas a solve of p's working set starts from, or None for a cold solve (only
+    warm-startable kinds, see ``kinds.ProblemKind``; ``solvers.warm_smo``)."""
+    ws = p.ws
+    n = len(ws.rows)
+    nbytes = ws.X.data.nbytes if sp.issparse(ws.X) else getattr(ws.X, "nbytes", 0)
+    if (not p.kind.warm_startable or not p.model.n_support or len(ws.alpha0) != n
+            or ws.n_fresh > WARM_MAX_FRESH_SHARE * n
+            or nbytes > WARM_MAX_BYTES):
+        return None
+    return ws.alpha0
+
+
+def _box(p: ProblemState, t: np.ndarray, weight: np.ndarray, weighted: bool):
+    return p.kind.row_box(p.solver.C, t, weight) if weighted else None
+
+
+def solve_working_set_task(kind: ProblemKind, X, t: np.ndarray, box: np.ndarray | None,
+                           rows: np.ndarray, params: SolverParams, n_threads: int,
+                           n_parts: int, stream: int,
+                           alpha0: np.ndarray | None = None) -> Solved:
+    """A working set's solve run from a task: warm-started (``solvers.warm_smo``) with
+    ``alpha0``, else LIBSVM, whole or as a cascade whose parts are tasks too."""
+    from distributed import worker_client
+
+    if alpha0 is not None:
+        from randsvm_dist.solvers.warm_smo import solve_warm
+        from randsvm_dist.solvers.weighted import solve_weighted_warm
+
+        sol = (solve_warm(X, t, params, alpha0, n_threads) if box is None
+               else solve_weighted_warm(X, t, params, box, alpha0, n_threads))
+        return Solved(sol.support, sol, warm=True)
+    if n_parts <= 1 or not kind.cascadable:
+        sol = solve_rows(X, t, box, params, n_threads)
+        return Solved(sol.support, sol)
+    with worker_client() as wc:
+        return solve_working_set(wc, kind, X, t, box, rows, params, n_threads, n_parts, stream)
+
+
+def solve_sampled(client, problems: list[ProblemState], it: int, cfg: RunConfig,
+                  weighted: bool) -> tuple[list[ProblemState], float]:
+    """Solve every active problem's working set on the workers, concurrently."""
+    active = [p for p in problems if p.active]
+    t0 = time.perf_counter()
+    threads = threads_per_solve(client, len(active))
+    n_parts = max(1, total_threads(client) // max(1, len(active)))
+    futures = []
+    for j, p in enumerate(active):
+        ws = p.ws
+        params = p.kind.solver_params(p.solver, _size(ws.weight, weighted), p.size)
+        futures.append(client.submit(
+            solve_working_set_task, p.kind, ws.X, ws.t, _box(p, ws.t, ws.weight, weighted),
+            ws.rows, params, threads, plan_cascade(len(ws.rows), ws.n_fresh, n_parts),
+            stream_id(cfg.random_state, it, j, 0xCA5C), warm_start(p), pure=False, retries=2))
+    def solved_state(p: ProblemState, s: Solved) -> ProblemState:
+        ws, k = p.ws, s.support
+        model = SupportModel(ws.rows[k], ws.X[k], ws.t[k], ws.weight[k],
+                             s.solution.dual_coef, s.solution.intercept,
+                             s.solution.dual_objective)
+        return replace(p, model=model, prev_n_support=p.model.n_support, warm=s.warm,
+                       cascade=s.parts)
+
+    results = gather(client, futures, "the working-set solves", [p.kind.label for p in active])
+    return _with_results(problems, results, solved_state), time.perf_counter() - t0
+
+
+def _with_results(problems: list[ProblemState], results: list, update) -> list[ProblemState]:
+    """The problems with each active one replaced by ``update(problem, its result)``."""
+    results = iter(results)
+    return [update(p, next(results)) if p.active else p for p in problems]
+
+
+def _size(weight: np.ndarray, weighted: bool) -> float:
+    return float(weight.sum()) if weighted else float(len(weight))
+
+
+def solve_direct(client, parts: PartitionSet, problems: list[ProblemState]
+                 ) -> tuple[list[ProblemState], float]:
+    """One solve of all of each active problem's rows, concatenated on the worker."""
+    active = [p for p in problems if p.active]
+    t0 = time.perf_counter()
+    threads = threads_per_solve(client, len(active))
+    inputs = parts.all(client)
+    futures = [client.submit(solve_partitions, p.kind,
+                             p.kind.solver_params(p.solver, p.size, p.size), p.solver.C,
+                             parts.weighted, threads, *inputs, pure=False, retries=2)
+               for p in active]
+    every_row = WorkingSet(np.arange(parts.n_rows, dtype=np.int64))
+
+    def solved_state(p: ProblemState, result) -> ProblemState:
+        rows, X, t, w, sol = result
+        model = SupportModel(rows, X, t, w, sol.dual_coef, sol.intercept, sol.dual_objective)
+        return replace(p, model=model, prev_n_support=p.model.n_support, warm=False,
+                       cascade=(), ws=every_row)
+
+    results = gather(client, futures, "the direct solves", [p.kind.label for p in active])
+    return _with_results(problems, results, solved_state), time.perf_counter() - t0
+
+
 def plan_cascade(n_rows: int, n_fresh: int, n_parts: int) -> int:
     """How many parts to cut a working set into (1: solve it whole).
 
@@ -143,7 +259,7 @@ def plan_cascade(n_rows: int, n_fresh: int, n_parts: int) -> int:
     return max(1, min(n_parts, n_rows // CASCADE_MIN_ROWS))
 
 
-def solve_working_set(client, kind, X, y: np.ndarray, box: np.ndarray | None,
+def solve_working_set(client, kind: ProblemKind, X, y: np.ndarray, box: np.ndarray | None,
                       rows: np.ndarray, params: SolverParams, n_threads: int, n_parts: int,
                       stream: int) -> Solved:
     """Solve one working set on the workers, whole or as a two-level cascade.
@@ -161,7 +277,7 @@ def solve_working_set(client, kind, X, y: np.ndarray, box: np.ndarray | None,
     Returns:
         Solved.
     """
-    if n_parts <= 1 or kind.svm_type == 2:  # one-class parts would each need nu n rows
+    if n_parts <= 1 or not kind.cascadable:
         sol, = gather(client, [client.submit(solve_rows, X, y, box, params, n_threads,
                                              pure=False, retries=2)], "the working-set solve")
         return Solved(sol.support, sol)

@@ -1,6 +1,6 @@
 """The sampling driver's state as values: settings, each problem's working set and model.
 
-Every step of the loop (``exact.steps``) takes a ``ProblemState`` and returns a new one
+Every step of the loop (``exact.driver``) takes a ``ProblemState`` and returns a new one
 (``dataclasses.replace``); nothing is changed in place, so a checkpoint is the state itself
 and a resumed run starts from exactly the value an uninterrupted run had.
 """
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from randsvm_dist.exact.kinds import ProblemKind
 from randsvm_dist.solvers.libsvm_adapter import SolverParams
 
 
@@ -105,7 +106,7 @@ class ProblemState:
         stop_reason: why the problem stopped (None: it goes on).
     """
 
-    kind: object
+    kind: ProblemKind
     solver: SolverParams
     n_rows: int = 0
     size: float = 0.0

@@ -18,19 +18,17 @@ import threading
 import time
 import traceback
 
+from randsvm_dist.exact.cancellation import cancel_when
+from randsvm_dist.exceptions import FitCancelled
 from randsvm_dist.jobs.store import JobStore
 
 log = logging.getLogger("randsvm_dist")
 CANCEL_POLL = 0.5  # seconds between two looks for a cancel request
 
 
-class JobCancelled(Exception):
-    """A cancel was asked for (the ``cancel`` file of the job exists)."""
-
-
 class _JobLog(logging.Handler):
-    """Copies the job's log records (and printed lines) to ``log.txt``, and stops the job at
-    a log line once a cancel was asked for (the driver logs once per iteration)."""
+    """Copies the job's log records (and printed lines) to ``log.txt``; ``cancelled`` is set
+    by the watcher once a cancel was asked for."""
 
     def __init__(self, store: JobStore, job_id: str):
         super().__init__(logging.INFO)
@@ -47,8 +45,6 @@ class _JobLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.add(self.format(record))
-        if self.cancelled.is_set() or self.store.exists(self.job_id, "cancel"):
-            raise JobCancelled(f"job {self.job_id} was cancelled")
 
     def flush(self) -> None:
         self.last_flush = time.monotonic()
@@ -189,10 +185,11 @@ def run_job(root: str, job_id: str) -> dict:
             watcher = threading.Thread(target=_watch_cancel, daemon=True,
                                        args=(store, job_id, client, handler, stop))
             watcher.start()
-            result = RUNNERS[spec["kind"]](client, **kwargs)
+            with cancel_when(handler.cancelled.is_set):  # the driver checks it at every step
+                result = RUNNERS[spec["kind"]](client, **kwargs)
         store.write_text(job_id, "result.json", json.dumps(result, indent=1, default=str))
         state = {"state": "done"}
-    except JobCancelled:
+    except FitCancelled:
         state = {"state": "cancelled"}
     except BaseException as e:  # noqa: BLE001 - every failure is recorded for `jobs status`
         if store.exists(job_id, "cancel"):

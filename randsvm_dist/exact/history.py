@@ -1,0 +1,89 @@
+"""The history of a run: one record per iteration and problem.
+
+The driver builds an ``IterationRecord``; ``history_`` of the estimators, the checkpoints,
+the command line's JSON and the model files hold it as a plain dict (``as_dict``), so
+fitted models keep no package class in their history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass
+class IterationRecord:
+    """What one iteration did for one problem.
+
+    Attributes:
+        iteration: the iteration (1 for the first solve).
+        problem: the problem's index in the run.
+        label, kind: the problem's label and its kind's name (``exact.kinds``).
+        route: 'sample' or 'direct'; route_reason: why.
+        sample_size: rows of the working set solved; n_fresh: those that were not support
+            vectors of the previous model.
+        cascade_parts: parts of the solve's cascade (0: one solve).
+        warm_start: the solve started from the previous alphas.
+        tol: the solver's stopping tolerance of this solve.
+        margin_tol: the scan's violator slack.
+        n_support: support vectors of the solve.
+        n_violators, violator_fraction: violators the scan found, and their share of the
+            problem's rows.
+        n_errors: rows with slack above the kind's ``error_slack``.
+        max_slack: the largest slack of a row of the problem.
+        dual_objective, primal_objective: the certificate's D and P.
+        relative_gap: (P - D) / |P|; ws_relative_gap: the working set's own share of it.
+        solve_seconds, scan_seconds: wall time of the solve step and of the scan.
+        warm_speedup_estimate: a warm solve's speed-up over the run's last cold solve,
+            scaled by the working sets' sizes squared (None otherwise).
+        duplicates_collapsed: rows of the data set merged into identical rows as
+            multiplicity weights before the run.
+        rows_evaluated: rows whose decision values the scan computed in full.
+        rows_screened: rows of the problems screened out exactly (bounded clear of every
+            threshold).
+        kernel_evals: rows_evaluated x support vectors.
+        screening_kernel_evals: what screening cost besides (rows x the changed
+            coefficients computed for them, and the driver's for the model delta); the
+            rates below count kernel_evals only.
+        kernel_evals_per_second: over the scan's wall time.
+        kernel_evals_per_core_second: over the scan tasks' compute time.
+        seconds: since the start of the run.
+        stop_reason: why the problem stopped (None: it goes on).
+    """
+
+    iteration: int
+    problem: int
+    label: str
+    kind: str
+    route: str
+    route_reason: str
+    sample_size: int
+    n_fresh: int
+    cascade_parts: int
+    warm_start: bool
+    tol: float
+    margin_tol: float
+    n_support: int
+    n_violators: int
+    violator_fraction: float
+    n_errors: int
+    max_slack: float
+    dual_objective: float
+    primal_objective: float
+    relative_gap: float
+    ws_relative_gap: float
+    solve_seconds: float
+    scan_seconds: float
+    warm_speedup_estimate: float | None
+    duplicates_collapsed: int
+    rows_evaluated: int
+    rows_screened: int
+    kernel_evals: int
+    screening_kernel_evals: int
+    kernel_evals_per_second: float
+    kernel_evals_per_core_second: float
+    seconds: float
+    stop_reason: str | None
+
+    def as_dict(self) -> dict:
+        """The record as the dict ``history_`` holds (the fields in this order)."""
+        return asdict(self)

@@ -1,0 +1,118 @@
+"""Screening maths on the driver: how the models moved between two scans.
+
+The next scan screens a row with its stored decision value plus the changes of the
+coefficients that moved most, within the kernel norm of the rest (``scan.ModelDelta``);
+``model_delta`` computes those norms once per scan, for every candidate size of "most".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from randsvm_dist.engine.partitions import empty_rows, vstack_rows
+from randsvm_dist.exact.scan import ModelDelta
+from randsvm_dist.exact.scan_dispatch import united_support
+from randsvm_dist.exact.state import SupportModel
+from randsvm_dist.numerics.kernels import decision_values, kernel_matrix, single_threaded_blas
+
+# The changed coefficients computed per row are at most DELTA_MAX_ROWS, and at most
+# DELTA_SV_SHARE of the support vectors (beyond that a full evaluation costs little more).
+DELTA_MAX_ROWS = 2048
+DELTA_SV_SHARE = 0.25
+DELTA_FIRST_SIZE = 8
+# Absolute error of a float32 kernel value (float32 distances, the fused exp): pads
+# r'Kr by KERNEL_VALUE_ERROR (sum |r|)^2 so the residual norms stay upper bounds.
+KERNEL_VALUE_ERROR = 1e-6
+DELTA_BLOCK_ROWS = 4096
+
+
+def model_delta(prev: list[SupportModel], cur: list[SupportModel], kernel, sparse: bool,
+                n_features: int, max_pairs: float) -> ModelDelta:
+    """How the models moved between two scans, for the next scan's screening.
+
+    dc = coef_cur - coef_prev over the union U of both scans' support vectors of every
+    problem; its rows ordered by the largest |dc| over the problems. For each candidate size
+    t (0, 8, 16, ... up to min(DELTA_MAX_ROWS, DELTA_SV_SHARE |SV|)) the residual norm
+    ||r_t||_K of dc without its first t rows, from K r_t = K dc - K[:, B_t] dc_B_t:
+    |U|^2 + |U| t_max kernel evaluations on the driver.
+
+    Args:
+        prev, cur: per problem, the models of the previous scan and of this one.
+        kernel: resolved Kernel.
+        sparse: the rows are CSR.
+        n_features: feature count.
+        max_pairs: the most kernel evaluations to spend; a larger union gives residuals of
+            inf (no screening).
+
+    Returns:
+        ModelDelta (``scan.ModelDelta``).
+    """
+    P = len(cur)
+    shift_b = np.array([c.intercept - p.intercept for p, c in zip(prev, cur)], np.float64)
+    union, XU, dc, n_cur = _coef_change(prev, cur, sparse, n_features)
+    sizes = candidate_sizes(int(min(DELTA_MAX_ROWS, DELTA_SV_SHARE * n_cur, len(union))))
+    order = np.argsort(-np.abs(dc).max(axis=1), kind="stable")[:sizes[-1]]
+    V, dV = XU[order], dc[order]
+    if len(union) ** 2 + len(union) * len(order) > max_pairs:
+        return ModelDelta(V, dV.astype(np.float32), sizes,
+                          np.full((len(sizes), P), np.inf), shift_b)
+    if not len(union):
+        return ModelDelta(V, dV.astype(np.float32), sizes, np.zeros((len(sizes), P)), shift_b)
+    residual = _residual_norms(XU, dc, order, sizes, kernel)
+    return ModelDelta(V, dV.astype(np.float32), sizes, residual, shift_b,
+                      kernel_evals=len(union) ** 2 + len(union) * len(order))
+
+
+def _coef_change(prev: list[SupportModel], cur: list[SupportModel], sparse: bool,
+                 n_features: int):
+    """(the union U of both scans' SV rows, their features, dc (|U|, n_problems) =
+    coef_cur - coef_prev, the current models' united SV count)."""
+    P = len(cur)
+    rows, sv, dc_new = united_support(list(cur), sparse, n_features)
+    union, first = np.unique(np.concatenate([rows] + [p.rows for p in prev]),
+                             return_index=True)
+    XU = vstack_rows([sv] + [p.X for p in prev], sparse)
+    XU = XU[first] if XU is not None else empty_rows(n_features, sparse)
+    dc = np.zeros((len(union), P))
+    dc[np.searchsorted(union, rows)] = dc_new.T
+    for j, p in enumerate(prev):
+        dc[np.searchsorted(union, p.rows), j] -= p.coef
+    return union, XU, dc, len(rows)
+
+
+def candidate_sizes(t_max: int) -> np.ndarray:
+    """The sizes t of B_t tried: 0, DELTA_FIRST_SIZE, doubling, and t_max."""
+    sizes = [0]
+    t = DELTA_FIRST_SIZE
+    while t < t_max:
+        sizes.append(t)
+        t *= 2
+    if t_max > 0 and t_max not in sizes:
+        sizes.append(t_max)
+    return np.asarray(sizes, np.int64)
+
+
+def _residual_norms(XU, dc: np.ndarray, order: np.ndarray, sizes: np.ndarray,
+                    kernel) -> np.ndarray:
+    """(len(sizes), n_problems) ||dc without its rows order[:t]||_K for every t in sizes,
+    padded for float32 kernel values."""
+    n_union, P = dc.shape
+    V, dV = XU[order], dc[order]
+    Kdc = decision_values(XU, XU, dc, np.zeros(P), kernel).reshape(n_union, P)
+    q = np.empty((len(sizes), P))
+    abs_r = np.empty((len(sizes), P))
+    for i, t in enumerate(sizes):
+        r = dc.copy()
+        r[order[:t]] = 0.0
+        abs_r[i] = np.abs(r).sum(axis=0)
+        q[i] = (r * Kdc).sum(axis=0)         # r' K dc, corrected below to r' K r
+    # r_t' K r_t = r_t' K dc - r_t' K[:, B_t] dc_B_t, K[:, B_t] in blocks of rows of U
+    for a in range(0, n_union, DELTA_BLOCK_ROWS):
+        with single_threaded_blas():
+            KB = kernel_matrix(XU[a:a + DELTA_BLOCK_ROWS], V, kernel).astype(np.float64)
+        for i, t in enumerate(sizes[1:], start=1):
+            r = dc[a:a + DELTA_BLOCK_ROWS].copy()
+            r[order[:t][(order[:t] >= a) & (order[:t] < a + DELTA_BLOCK_ROWS)] - a] = 0.0
+            q[i] -= (r * (KB[:, :t] @ dV[:t])).sum(axis=0)
+    return (np.sqrt(np.maximum(q, 0.0) + KERNEL_VALUE_ERROR * abs_r ** 2) * (1 + 1e-3)
+            + 1e-4)

@@ -123,8 +123,12 @@ def fill_to_total(alpha: np.ndarray, G: np.ndarray, Cb: np.ndarray, deficit: flo
     room = (Cb - alpha)[order]
     before = np.concatenate([[0.0], np.cumsum(room)[:-1]])
     add = np.clip(deficit - before, 0.0, room)
-    changed = order[add > 0]
-    alpha[changed] = np.minimum(alpha[changed] + add[add > 0], Cb[changed])
+    grow = add > 0
+    changed = order[grow]
+    # a row given all its room is set to its bound exactly (not a rounding under it,
+    # where it would count as free)
+    alpha[changed] = np.where(add[grow] >= room[grow], Cb[changed],
+                              alpha[changed] + add[grow])
     return changed
 
 

@@ -9,16 +9,16 @@ sample_weight=)``. ``solve_weighted`` calls that API with C = 1 and sample_weigh
 so LIBSVM's box of row i is exactly C_i.
 
 Why scikit-learn and not the project's warm-start SMO (``warm_smo``, which takes per-row
-bounds for C-SVC too): measured once by hand on 2 cores (rough ratios; no script in
+bounds too): measured once by hand on 2 cores (rough ratios; no script in
 benchmarks/), cold solves at tol 1e-3, weights uniform in [0.5, 2]:
 checkerboard 4,000 rows (C=100, gamma=1, ~420 SVs): libsvm-official unweighted 0.05 s,
 scikit-learn weighted 0.05 s, warm_smo weighted 0.16 s (~3x slower; measured before
 warm_smo had shrinking);
 3,000 x 10 Gaussian rows (C=1, gamma=0.1, ~1,850 SVs): all three ~0.13 s. So the
 weighted solve costs what the unweighted LIBSVM solve costs, warm_smo only pays off
-from a warm start (``solve_weighted_warm`` keeps that for C-SVC re-solves), and
-scikit-learn covers epsilon-SVR and one-class with the very LIBSVM code and its
-zero/negative-weight semantics by construction. Its costs: a float64 copy of the working
+from a warm start (``solve_weighted_warm`` keeps that for re-solves of every kind), and
+scikit-learn's cold solves are the very LIBSVM code with its zero/negative-weight
+semantics by construction. Its costs: a float64 copy of the working
 set (libsvm-official copies to float64 too), and no OpenMP: scikit-learn's LIBSVM computes
 kernel columns on one core, where libsvm-official with ``n_threads=2`` uses two (4.8 s vs
 6.5 s on ijcnn1, measured by hand). So unweighted problems should keep using

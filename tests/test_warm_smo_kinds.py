@@ -246,3 +246,23 @@ def test_starts_are_repaired_to_feasible_points():
     assert np.all((dual.alpha >= 0) & (dual.alpha <= dual.Cb))
     assert a.sum() == pytest.approx(ast.sum(), rel=1e-12)
     assert not np.any((a > 0) & (ast > 0))
+
+
+def test_svr_twins_take_the_same_path_with_half_the_kernel_values():
+    """a_i and a*_i share row i: a Q row over both costs row i's kernel values once
+    (LIBSVM's SVR_Q), with the same iterates as computing every variable's value."""
+    from randsvm_dist.solvers import warm_smo
+
+    X, z = friedman(400)
+    dual = svr_dual(z, np.full(len(z), SVR.C), SVR.epsilon, previous_plus_fresh(X, z, SVR))
+    XR = np.ascontiguousarray(X.T, dtype=np.float64)
+    runs = []
+    for twins in (XR, None):
+        stats: dict = {}
+        alpha, rho, it = warm_smo._smo(np.ascontiguousarray(XR[:, dual.rows]), dual, SVR, 1,
+                                       10**7, stats, twins)
+        runs.append((alpha, rho, it, stats["kernel_evals"]))
+    (a1, rho1, it1, ev1), (a2, rho2, it2, ev2) = runs
+    assert it1 == it2 and rho1 == rho2
+    np.testing.assert_array_equal(a1, a2)
+    assert ev1 < 0.8 * ev2  # rows of a shrunk active set under l are computed per variable

@@ -23,9 +23,9 @@ LIBSVM's own algorithm (``svm.cpp``, ``Solver::Solve``) started from the previou
 Of the ``n_threads`` offered a solve takes ``libsvm_adapter.step_threads`` for its kernel
 rows' length (WARM_SYNC_TERMS: each parallel loop is short, and waiting for many threads
 cost more than they gave); the threads never change the result. A CSR working set is
-densified when its float64 copy fits MAX_DENSE_BYTES (else LIBSVM solves it). epsilon-SVR
-holds each row twice (its 2n variables' kernel rows are computed over both copies: twice
-LIBSVM's kernel work per row of Q, which computes n values and signs them twice).
+densified when its float64 copy fits MAX_DENSE_BYTES (else LIBSVM solves it). epsilon-SVR's
+2n variables hold each row twice; a row of Q over more than n positions costs the row's n
+kernel values once, signed per variable (LIBSVM's ``SVR_Q``; ``warm_smo_kernels.qrow``).
 """
 
 from __future__ import annotations
@@ -159,11 +159,21 @@ def _start(XT, dual: WarmDual, sq, kp, threads: int):
     return alpha, G, G_bar
 
 
+def _twins(XR: np.ndarray | None, perm: np.ndarray) -> tuple:
+    """``warm_smo_kernels.qrow``'s twins: (perm, XR, ones, XR's squared norms) when the
+    variables are XR's rows twice (variable v is row v mod l), else with no rows."""
+    if XR is None:
+        XR = np.empty((0, 0))
+    return perm, XR, np.ones(XR.shape[1]), np.einsum("ij,ij->j", XR, XR)
+
+
 def _smo(XT: np.ndarray, dual: WarmDual, params: SolverParams, n_threads: int,
-         max_iter: int, stats: dict) -> tuple[np.ndarray, float, int]:
+         max_iter: int, stats: dict, XR: np.ndarray | None = None
+         ) -> tuple[np.ndarray, float, int]:
     """Run the solver on permuted copies of the dual; returns (alpha in the dual's
     variable order, rho, iterations) and fills ``stats``. XT ((d, m): the variables' rows
-    as columns) is permuted in place."""
+    as columns) is permuted in place; XR: the distinct rows (d, l) when variable v is row
+    v mod l (epsilon-SVR), else None."""
     t0 = time.perf_counter()
     n = len(dual.y)
     y, Cb = dual.y.copy(), dual.Cb.copy()
@@ -183,11 +193,12 @@ def _smo(XT: np.ndarray, dual: WarmDual, params: SolverParams, n_threads: int,
     ist = np.array([n, 0, min(n, every) + 1, 0, max_iter, DONE, every, 0], dtype=np.int64)
     fst = np.zeros(2)
     scratch = np.empty(n, dtype=np.float32)  # float32 like cached rows: same G_bar either way
+    tw = _twins(XR, perm)
     t1 = time.perf_counter()
     t_rebuild = 0.0
     while True:
         code = run_smo(XT, y, sq, alpha, G, G_bar, Cb, QD, perm, kp, float(params.tol),
-                       bool(params.shrinking), pool, cm, cst, ist, fst, scratch, par)
+                       bool(params.shrinking), pool, cm, cst, ist, fst, scratch, par, tw)
         if code in (UNSHRINK, FINAL_CHECK, MAX_ITER):
             tr = time.perf_counter()
             _reconstruct(int(ist[ACTIVE]), XT, y, sq, alpha, G, G_bar, Cb, dual.p[perm], kp,
@@ -274,15 +285,17 @@ def solve_warm_counted(X, y: np.ndarray | None, params: SolverParams,
     dual = dual_for(params, t, Cb, alpha0)
     m = len(dual.y)
     threads = step_threads(m * (X.shape[1] + KERNEL_ROW_TERMS), n_threads, WARM_SYNC_TERMS)
-    XT = _dense64_t(X)
-    if m != n:
+    XT = XR = _dense64_t(X)
+    if m != n:  # epsilon-SVR: variable v is row v mod n
         XT = XT[:, dual.rows]
+    else:
+        XR = None
     before = nb.get_num_threads()
     try:
         nb.set_num_threads(min(threads, nb.config.NUMBA_NUM_THREADS))
         with threadpool_limits(limits=threads):
             alpha, rho, it = _smo(XT, dual, params, threads, max(10_000_000, 100 * m),
-                                  {} if stats is None else stats)
+                                  {} if stats is None else stats, XR)
     finally:
         nb.set_num_threads(before)
     if stats is not None:

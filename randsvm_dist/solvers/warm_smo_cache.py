@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numba as nb
 
-from randsvm_dist.solvers.warm_smo_kernels import qfill
+from randsvm_dist.solvers.warm_smo_kernels import qrow
 
 # indices into the cache's int64 state vector ``cst``
 STRIDE, NSLOTS, NFREE, EVALS = range(4)
@@ -60,8 +60,9 @@ def cache_reset(cm, cst, pool_size, n):
 
 
 @nb.njit(nogil=True, cache=True)
-def cache_get(r, need, X, y, sq, kp, pool, cm, cst, par):
-    """The pool offset of row r of Q, computed at least over positions [0, need)."""
+def cache_get(r, need, X, y, sq, kp, pool, cm, cst, par, tw):
+    """The pool offset of row r of Q, computed at least over positions [0, need) (by
+    ``warm_smo_kernels.qrow``, with its twins ``tw``)."""
     n = len(y)
     stride = cst[STRIDE]
     s = cm[SLOT_OF, r]
@@ -69,8 +70,8 @@ def cache_get(r, need, X, y, sq, kp, pool, cm, cst, par):
         _lru_unlink(cm, s)
         have = cm[SLOT_LEN, s]
         if have < need:
-            qfill(r, have, need, X, y, sq, kp, pool, s * stride + have, par)
-            cst[EVALS] += need - have
+            cst[EVALS] += qrow(r, have, need, X, y, sq, kp, pool, s * stride + have, par,
+                               tw)
             cm[SLOT_LEN, s] = need
     else:
         if cst[NFREE] > 0:
@@ -80,8 +81,7 @@ def cache_get(r, need, X, y, sq, kp, pool, cm, cst, par):
             s = cm[NEXT, n]  # least recently used
             _lru_unlink(cm, s)
             cm[SLOT_OF, cm[ROW_IN, s]] = -1
-        qfill(r, 0, need, X, y, sq, kp, pool, s * stride, par)
-        cst[EVALS] += need
+        cst[EVALS] += qrow(r, 0, need, X, y, sq, kp, pool, s * stride, par, tw)
         cm[ROW_IN, s], cm[SLOT_OF, r], cm[SLOT_LEN, s] = r, s, need
     _lru_push(cm, s, n)
     return s * stride

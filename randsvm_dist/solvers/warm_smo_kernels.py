@@ -8,7 +8,8 @@ pairs and calls libm's exp. Long rows and the products split over threads (numba
 every value is computed the same way whatever the split, so threads never change a result.
 
 Q_pk = y_p y_k K(x_p, x_k): the SMO's variables are columns of XT with a sign y each (for
-epsilon-SVR each row appears twice, with y = +1 and -1: ``warm_smo_duals``).
+epsilon-SVR each row appears twice, with y = +1 and -1: ``warm_smo_duals``; ``qrow``
+then computes a row's kernel values once for both).
 """
 
 from __future__ import annotations
@@ -149,6 +150,29 @@ def qfill(p, start, end, XT, y, sq, kp, out, off, par):
         _qfill_parallel(p, start, end, XT, y, sq, kp, out, off)
     else:
         _qfill_serial(p, start, end, XT, y, sq, kp, out, off)
+
+
+@nb.njit(nogil=True, cache=True)
+def qrow(p, start, end, XT, y, sq, kp, out, off, par, tw):
+    """``qfill``, and for twinned variables the cheaper way; returns the kernel values
+    computed.
+
+    tw = (perm, XR, yr, sqr): with XR of l > 0 columns, variable v (at position k,
+    v = perm[k]) is row v mod l of XR (epsilon-SVR's a_i and a*_i); a range longer than l
+    then costs the l kernel values of x_p's row, signed per position (LIBSVM's
+    ``SVR_Q::get_Q``); the same values as ``qfill`` computes. l = 0: ``qfill``.
+    """
+    perm, XR, yr, sqr = tw
+    nreal = XR.shape[1]
+    if end - start <= nreal or nreal == 0:
+        qfill(p, start, end, XT, y, sq, kp, out, off, par)
+        return end - start
+    kr = np.empty(nreal)
+    qfill(perm[p] % nreal, 0, nreal, XR, yr, sqr, kp, kr, 0, par)
+    yp = y[p]
+    for k in range(start, end):
+        out[off + k - start] = yp * y[k] * kr[perm[k] % nreal]
+    return nreal
 
 
 @nb.njit(nogil=True, cache=True)

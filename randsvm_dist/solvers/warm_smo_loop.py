@@ -34,7 +34,7 @@ from randsvm_dist.solvers.warm_smo_cache import (
     cache_reset,
     swap_index,
 )
-from randsvm_dist.solvers.warm_smo_kernels import qfill
+from randsvm_dist.solvers.warm_smo_kernels import qrow
 
 TAU = 1e-12
 # the cache's slots are repacked when the active set falls under this share of their length
@@ -75,31 +75,30 @@ def _shrink(active, g1, g2, X, y, sq, alpha, G, G_bar, Cb, QD, perm, pool, cm, c
 
 
 @nb.njit(nogil=True, cache=True)
-def _update_g_bar(r, c, active, X, y, sq, kp, G_bar, pool, cm, cst, scratch, par):
+def _update_g_bar(r, c, active, X, y, sq, kp, G_bar, pool, cm, cst, scratch, par, tw):
     """G_bar += c Q_r over all rows (LIBSVM's get_Q(r, l) when r's upper-bound state
     changes): the active part from the cache, the shrunk part computed."""
     n = len(y)
     if cst[STRIDE] == n:
-        b = cache_get(r, n, X, y, sq, kp, pool, cm, cst, par)
+        b = cache_get(r, n, X, y, sq, kp, pool, cm, cst, par, tw)
         for k in range(n):
             G_bar[k] += c * pool[b + k]
         return
-    b = cache_get(r, active, X, y, sq, kp, pool, cm, cst, par)
+    b = cache_get(r, active, X, y, sq, kp, pool, cm, cst, par, tw)
     for k in range(active):
         G_bar[k] += c * pool[b + k]
-    qfill(r, active, n, X, y, sq, kp, scratch, 0, par)
-    cst[EVALS] += n - active
+    cst[EVALS] += qrow(r, active, n, X, y, sq, kp, scratch, 0, par, tw)
     for k in range(active, n):
         G_bar[k] += c * scratch[k - active]
 
 
 @nb.njit(nogil=True, cache=True)
 def run_smo(X, y, sq, alpha, G, G_bar, Cb, QD, perm, kp, eps, shrinking, pool, cm, cst,
-            ist, fst, scratch, par):
+            ist, fst, scratch, par, tw):
     """SMO iterations (LIBSVM's ``Solver::Solve`` loop) from the state in the arrays,
     updated in place, until one of the return codes DONE, UNSHRINK, FINAL_CHECK (the
     caller rebuilds the shrunk rows' gradient and calls again with ist[RESUME] set to the
-    code) or MAX_ITER."""
+    code) or MAX_ITER. tw: the twins of ``warm_smo_kernels.qrow``."""
     n = len(y)
     active, it, counter, unshrunk = ist[ACTIVE], ist[ITER], ist[COUNTER], ist[UNSHRUNK]
     resume = ist[RESUME]
@@ -155,7 +154,7 @@ def run_smo(X, y, sq, alpha, G, G_bar, Cb, QD, perm, kp, eps, shrinking, pool, c
                 i = t
         gmax2, j, best = -np.inf, -1, np.inf
         if i >= 0:
-            bi = cache_get(i, active, X, y, sq, kp, pool, cm, cst, par)
+            bi = cache_get(i, active, X, y, sq, kp, pool, cm, cst, par, tw)
             qdi, yi = QD[i], y[i]
             # --- select j: second-order rule over I_low; a_it = K_ii + K_tt - 2 K_it with
             # K_it = y_i y_t Q_it
@@ -182,8 +181,8 @@ def run_smo(X, y, sq, alpha, G, G_bar, Cb, QD, perm, kp, eps, shrinking, pool, c
         resume = DONE
         it += 1
         ist[SCANNED] += active
-        bi = cache_get(i, active, X, y, sq, kp, pool, cm, cst, par)
-        bj = cache_get(j, active, X, y, sq, kp, pool, cm, cst, par)
+        bi = cache_get(i, active, X, y, sq, kp, pool, cm, cst, par, tw)
+        bj = cache_get(j, active, X, y, sq, kp, pool, cm, cst, par, tw)
         # --- LIBSVM's update of (alpha_i, alpha_j)
         Ci, Cj = Cb[i], Cb[j]
         old_i, old_j = alpha[i], alpha[j]
@@ -239,10 +238,10 @@ def run_smo(X, y, sq, alpha, G, G_bar, Cb, QD, perm, kp, eps, shrinking, pool, c
         ui, uj = old_i >= Ci, old_j >= Cj
         if ui != (alpha[i] >= Ci):
             _update_g_bar(i, -Ci if ui else Ci, active, X, y, sq, kp, G_bar, pool, cm, cst,
-                          scratch, par)
+                          scratch, par, tw)
         if uj != (alpha[j] >= Cj):
             _update_g_bar(j, -Cj if uj else Cj, active, X, y, sq, kp, G_bar, pool, cm, cst,
-                          scratch, par)
+                          scratch, par, tw)
     ist[ACTIVE], ist[ITER], ist[COUNTER], ist[UNSHRUNK] = active, it, counter, unshrunk
     ist[RESUME] = DONE
     return code

@@ -266,3 +266,20 @@ def test_svr_twins_take_the_same_path_with_half_the_kernel_values():
     assert it1 == it2 and rho1 == rho2
     np.testing.assert_array_equal(a1, a2)
     assert ev1 < 0.8 * ev2  # rows of a shrunk active set under l are computed per variable
+
+
+def test_svr_on_two_threads_takes_the_same_path():
+    """Long kernel rows (twinned too) split over threads: the same values, so the same
+    iterates."""
+    X, z = friedman(3000)
+    params = replace(SVR, tol=1e-3)
+    start = previous_plus_fresh(X, z, params)
+    runs = []
+    for threads in (1, 2):
+        stats: dict = {}
+        sol, it = solve_warm_counted(X, z, params, start, n_threads=threads, stats=stats)
+        runs.append((sol, it, stats))
+    (one, it1, s1), (two, it2, s2) = runs
+    assert it1 == it2 and s1["kernel_evals"] == s2["kernel_evals"]
+    np.testing.assert_array_equal(one.support, two.support)
+    np.testing.assert_allclose(one.dual_coef, two.dual_coef, rtol=0, atol=1e-12)

@@ -127,44 +127,56 @@ def _rho(y: np.ndarray, alpha: np.ndarray, G: np.ndarray, Cb: np.ndarray) -> flo
     return float((ub + lb) / 2.0)
 
 
-def _gradients(XT, y, sq, alpha, Cb, p, kp, cols, threads: int, G, G_bar,
-               old: np.ndarray | None = None) -> None:
-    """G += Q[:, cols] (alpha - old)[cols] and G_bar += the same for the alphas whose
-    upper-bound state changed (old None: from zeros)."""
-    if not len(cols):
-        return
-    a, c = alpha[cols], Cb[cols]
-    up = np.where(a >= c, c, 0.0)
-    if old is not None:
-        a = a - old[cols]
-        up = up - np.where(old[cols] >= c, c, 0.0)
-    acc = np.zeros((len(y), 2))
-    add_kernel_products(acc, np.arange(len(y)), XT, y, sq, cols,
-                        np.stack([a * y[cols], up * y[cols]], axis=1), kp, threads)
-    G += acc[:, 0]
-    G_bar += acc[:, 1]
-
-
-def _start(XT, dual: WarmDual, sq, kp, threads: int):
-    """(alpha, G, G_bar) at the start: the gradients over the nonzero alphas, then (one-
-    class) the deficit filled by ``fill_to_total`` and the gradients updated by it."""
-    y, Cb, p = dual.y, dual.Cb, dual.p
-    alpha = dual.alpha.copy()
-    G, G_bar = p.copy(), np.zeros(len(y))
-    _gradients(XT, y, sq, alpha, Cb, p, kp, np.flatnonzero(alpha > 0), threads, G, G_bar)
-    if dual.deficit > 0:
-        old = alpha.copy()
-        changed = fill_to_total(alpha, G, Cb, dual.deficit)
-        _gradients(XT, y, sq, alpha, Cb, p, kp, changed, threads, G, G_bar, old)
-    return alpha, G, G_bar
-
-
 def _twins(XR: np.ndarray | None, perm: np.ndarray) -> tuple:
     """``warm_smo_kernels.qrow``'s twins: (perm, XR, ones, XR's squared norms) when the
     variables are XR's rows twice (variable v is row v mod l), else with no rows."""
     if XR is None:
         XR = np.empty((0, 0))
     return perm, XR, np.ones(XR.shape[1]), np.einsum("ij,ij->j", XR, XR)
+
+
+def _gradients(XT, dual: WarmDual, sq, alpha, kp, cols, threads: int, G, G_bar, tw,
+               old: np.ndarray | None = None) -> None:
+    """G += Q[:, cols] (alpha - old)[cols] and G_bar += the same for the alphas whose
+    upper-bound state changed (old None: from zeros), variables in the dual's order. With
+    twins (tw's XR has l > 0 rows) the columns are summed per row first: the products
+    cost l rows, not 2l."""
+    if not len(cols):
+        return
+    y, Cb = dual.y, dual.Cb
+    a, c = alpha[cols], Cb[cols]
+    up = np.where(a >= c, c, 0.0)
+    if old is not None:
+        a = a - old[cols]
+        up = up - np.where(old[cols] >= c, c, 0.0)
+    coefs = np.stack([a * y[cols], up * y[cols]], axis=1)
+    _, XR, ones, sqr = tw
+    if not XR.shape[1]:
+        acc = np.zeros((len(y), 2))
+        add_kernel_products(acc, np.arange(len(y)), XT, y, sq, cols, coefs, kp, threads)
+    else:
+        per_row = np.zeros((XR.shape[1], 2))
+        np.add.at(per_row, dual.rows[cols], coefs)
+        used = np.flatnonzero(per_row.any(axis=1))
+        rows = np.zeros((XR.shape[1], 2))
+        add_kernel_products(rows, np.arange(XR.shape[1]), XR, ones, sqr, used,
+                            per_row[used], kp, threads)
+        acc = y[:, None] * rows[dual.rows]
+    G += acc[:, 0]
+    G_bar += acc[:, 1]
+
+
+def _start(XT, dual: WarmDual, sq, kp, threads: int, tw):
+    """(alpha, G, G_bar) at the start: the gradients over the nonzero alphas, then (one-
+    class) the deficit filled by ``fill_to_total`` and the gradients updated by it."""
+    alpha = dual.alpha.copy()
+    G, G_bar = dual.p.copy(), np.zeros(len(alpha))
+    _gradients(XT, dual, sq, alpha, kp, np.flatnonzero(alpha > 0), threads, G, G_bar, tw)
+    if dual.deficit > 0:
+        old = alpha.copy()
+        changed = fill_to_total(alpha, G, dual.Cb, dual.deficit)
+        _gradients(XT, dual, sq, alpha, kp, changed, threads, G, G_bar, tw, old)
+    return alpha, G, G_bar
 
 
 def _smo(XT: np.ndarray, dual: WarmDual, params: SolverParams, n_threads: int,
@@ -182,18 +194,18 @@ def _smo(XT: np.ndarray, dual: WarmDual, params: SolverParams, n_threads: int,
     kp = kernel_params(params.kernel)
     par = n_threads > 1 and threadsafe_layer()
     par_threads = n_threads if par else 1
-    alpha, G, G_bar = _start(XT, dual, sq, kp, par_threads)
+    perm = np.arange(n, dtype=np.int64)
+    tw = _twins(XR, perm)
+    alpha, G, G_bar = _start(XT, dual, sq, kp, par_threads, tw)
     pool_size = int(min(max(params.cache_size * (1 << 20) // 4, 2 * n), n * n))
     pool = np.empty(max(pool_size, 1), dtype=np.float32)
     cm = np.empty((6, n + 1), dtype=np.int64)
     cst = np.zeros(4, dtype=np.int64)
     cache_reset(cm, cst, len(pool), n)
-    perm = np.arange(n, dtype=np.int64)
     every = WARM_SHRINK_EVERY if dual.warm else SHRINK_EVERY
     ist = np.array([n, 0, min(n, every) + 1, 0, max_iter, DONE, every, 0], dtype=np.int64)
     fst = np.zeros(2)
     scratch = np.empty(n, dtype=np.float32)  # float32 like cached rows: same G_bar either way
-    tw = _twins(XR, perm)
     t1 = time.perf_counter()
     t_rebuild = 0.0
     while True:

@@ -248,24 +248,28 @@ def test_starts_are_repaired_to_feasible_points():
     assert not np.any((a > 0) & (ast > 0))
 
 
-def test_svr_twins_take_the_same_path_with_half_the_kernel_values():
+def test_a_twinned_row_of_q_is_the_per_variable_row():
     """a_i and a*_i share row i: a Q row over both costs row i's kernel values once
-    (LIBSVM's SVR_Q), with the same iterates as computing every variable's value."""
-    from randsvm_dist.solvers import warm_smo
+    (LIBSVM's SVR_Q), exactly the values computed per variable, in any variable order."""
+    from randsvm_dist.solvers.warm_smo_kernels import kernel_params, qfill, qrow
 
-    X, z = friedman(400)
-    dual = svr_dual(z, np.full(len(z), SVR.C), SVR.epsilon, previous_plus_fresh(X, z, SVR))
+    X, z = friedman(300)
+    dual = svr_dual(z, np.full(len(z), SVR.C), SVR.epsilon, None)
+    perm = np.random.default_rng(3).permutation(len(dual.y)).astype(np.int64)
     XR = np.ascontiguousarray(X.T, dtype=np.float64)
-    runs = []
-    for twins in (XR, None):
-        stats: dict = {}
-        alpha, rho, it = warm_smo._smo(np.ascontiguousarray(XR[:, dual.rows]), dual, SVR, 1,
-                                       10**7, stats, twins)
-        runs.append((alpha, rho, it, stats["kernel_evals"]))
-    (a1, rho1, it1, ev1), (a2, rho2, it2, ev2) = runs
-    assert it1 == it2 and rho1 == rho2
-    np.testing.assert_array_equal(a1, a2)
-    assert ev1 < 0.8 * ev2  # rows of a shrunk active set under l are computed per variable
+    XT = np.ascontiguousarray(XR[:, dual.rows[perm]])
+    y, sq = dual.y[perm].copy(), np.einsum("ij,ij->j", XT, XT)
+    tw = (perm, XR, np.ones(XR.shape[1]), np.einsum("ij,ij->j", XR, XR))
+    kp = kernel_params(SVR.kernel)
+    m = len(y)
+    for p in (0, 7, m - 1):
+        twinned, plain = np.empty(m, np.float32), np.empty(m, np.float32)
+        assert qrow(p, 0, m, XT, y, sq, kp, twinned, 0, False, tw) == m // 2
+        qfill(p, 0, m, XT, y, sq, kp, plain, 0, False)
+        np.testing.assert_array_equal(twinned, plain)
+        short = np.empty(m // 2, np.float32)  # a shrunk active set: per variable
+        assert qrow(p, 0, m // 2, XT, y, sq, kp, short, 0, False, tw) == m // 2
+        np.testing.assert_array_equal(short, plain[: m // 2])
 
 
 def test_svr_on_two_threads_takes_the_same_path():

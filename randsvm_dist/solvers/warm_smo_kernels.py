@@ -167,7 +167,9 @@ def qrow(p, start, end, XT, y, sq, kp, out, off, par, tw):
     if end - start <= nreal or nreal == 0:
         qfill(p, start, end, XT, y, sq, kp, out, off, par)
         return end - start
-    kr = np.empty(nreal)
+    # float32 as the cache's rows (one compiled qfill): signing a rounded value by +-1 is
+    # exact, so the values are those of qfill
+    kr = np.empty(nreal, dtype=np.float32)
     qfill(perm[p] % nreal, 0, nreal, XR, yr, sqr, kp, kr, 0, par)
     yp = y[p]
     for k in range(start, end):

@@ -177,6 +177,25 @@ def qrow(p, start, end, XT, y, sq, kp, out, off, par, tw):
     return nreal
 
 
+@nb.njit(nogil=True, cache=True, inline="always")
+def _direct_row(v, XR, XC, a, distances):
+    """v[c] = the squared distance (distances) or the dot product of XR[:, a] and XC[:, c],
+    summed feature by feature."""
+    nc = XC.shape[1]
+    for c in range(nc):
+        v[c] = 0.0
+    for t in range(XC.shape[0]):
+        xv = XR[t, a]
+        row = XC[t]
+        if distances:
+            for c in range(nc):
+                dlt = xv - row[c]
+                v[c] += dlt * dlt
+        else:
+            for c in range(nc):
+                v[c] += xv * row[c]
+
+
 @nb.njit(nogil=True, cache=True)
 def _accumulate_rows(lo, hi, D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out):
     """out[a, m] += y_r[a] sum_c K_ac coefs[m, c] for a in [lo, hi), a row at a time while
@@ -190,26 +209,13 @@ def _accumulate_rows(lo, hi, D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out):
     code, gamma = int(kp[0]), kp[1]
     for a in range(lo, hi):
         if direct and code == 2:
-            for c in range(nc):
-                v[c] = 0.0
-            for t in range(XC.shape[0]):
-                xv = XR[t, a]
-                row = XC[t]
-                for c in range(nc):
-                    dlt = xv - row[c]
-                    v[c] += dlt * dlt
+            _direct_row(v, XR, XC, a, True)
             for c in range(nc):
                 v[c] = -gamma * v[c]
             exp_inplace(v, nc, tb)
         else:
             if direct:
-                for c in range(nc):
-                    v[c] = 0.0
-                for t in range(XC.shape[0]):
-                    xv = XR[t, a]
-                    row = XC[t]
-                    for c in range(nc):
-                        v[c] += xv * row[c]
+                _direct_row(v, XR, XC, a, False)
             else:
                 v[:] = D[a]
             kernel_of_dots(v, nc, sq_r[a], sq_c, kp, tb)

@@ -173,8 +173,6 @@ def test_warm_smo_with_row_bounds_is_the_same_optimum():
     np.testing.assert_allclose(f_of(X, warm), f_of(X, ref), atol=1e-3)
     assert not np.isin(warm.support, np.arange(0, len(y), 9)).any()
     assert warm.dual_objective == pytest.approx(ref.dual_objective, rel=1e-5)
-    with pytest.raises(ParameterError, match="C-SVC"):
-        solve_weighted_warm(X, y, params(svm_type=3), w)
 
 
 def regression(n=400, seed=0):

@@ -9,16 +9,16 @@ sample_weight=)``. ``solve_weighted`` calls that API with C = 1 and sample_weigh
 so LIBSVM's box of row i is exactly C_i.
 
 Why scikit-learn and not the project's warm-start SMO (``warm_smo``, which takes per-row
-bounds for C-SVC too): measured once by hand on 2 cores (rough ratios; no script in
+bounds too): measured once by hand on 2 cores (rough ratios; no script in
 benchmarks/), cold solves at tol 1e-3, weights uniform in [0.5, 2]:
 checkerboard 4,000 rows (C=100, gamma=1, ~420 SVs): libsvm-official unweighted 0.05 s,
 scikit-learn weighted 0.05 s, warm_smo weighted 0.16 s (~3x slower; measured before
 warm_smo had shrinking);
 3,000 x 10 Gaussian rows (C=1, gamma=0.1, ~1,850 SVs): all three ~0.13 s. So the
 weighted solve costs what the unweighted LIBSVM solve costs, warm_smo only pays off
-from a warm start (``solve_weighted_warm`` keeps that for C-SVC re-solves), and
-scikit-learn covers epsilon-SVR and one-class with the very LIBSVM code and its
-zero/negative-weight semantics by construction. Its costs: a float64 copy of the working
+from a warm start (``solve_weighted_warm`` keeps that for re-solves of every kind), and
+scikit-learn's cold solves are the very LIBSVM code with its zero/negative-weight
+semantics by construction. Its costs: a float64 copy of the working
 set (libsvm-official copies to float64 too), and no OpenMP: scikit-learn's LIBSVM computes
 kernel columns on one core, where libsvm-official with ``n_threads=2`` uses two (4.8 s vs
 6.5 s on ijcnn1, measured by hand). So unweighted problems should keep using
@@ -149,40 +149,42 @@ def solve_weighted(X, t: np.ndarray | None, params: SolverParams, row_C,
     return finish_solution(X, t, support, coef, float(np.ravel(est.intercept_)[0]), params)
 
 
-def solve_weighted_warm(X, y: np.ndarray, params: SolverParams, row_C,
+def solve_weighted_warm(X, y: np.ndarray | None, params: SolverParams, row_C,
                         alpha0: np.ndarray | None = None,
                         n_threads: int = 1) -> BinarySolution:
-    """C-SVC with per-row boxes, warm-started (``warm_smo`` with per-row upper bounds).
+    """Any kind with per-row boxes, warm-started (``warm_smo`` with per-row upper bounds).
 
-    Same problem and result as ``solve_weighted`` for svm_type 0 (rows with C_i <= 0
-    dropped), starting from alpha0 (repaired to a feasible point). Use it for re-solves of
-    a working set that mostly holds the previous support vectors.
+    Same problem and result as ``solve_weighted`` (rows with C_i <= 0 dropped), starting
+    from alpha0 (repaired to a feasible point). Use it for re-solves of a working set that
+    mostly holds the previous support vectors.
 
     Args:
-        X: (n, d) float32 ndarray or CSR; y: (n,) labels in {-1, +1}.
-        params: SolverParams with svm_type 0 (C and class weights NOT applied).
+        X: (n, d) float32 ndarray or CSR; y: (n,) targets as in ``solve_weighted``.
+        params: SolverParams (C and class weights NOT applied).
         row_C: (n,) boxes C_i.
-        alpha0: (n,) starting alphas (>= 0) or None.
+        alpha0: (n,) the start as ``warm_smo.solve_warm`` takes it (alphas; SVR: signed
+            dual coefficients) or None.
         n_threads: threads for the starting gradient and long kernel rows.
 
     Returns:
         BinarySolution.
 
     Raises:
-        ParameterError: bad row_C, or an svm_type other than 0.
+        ParameterError: bad row_C.
     """
     from randsvm_dist.solvers.warm_smo import needs_libsvm, solve_warm
 
-    if params.svm_type != C_SVC:
-        raise ParameterError("solve_weighted_warm solves C-SVC only (svm_type 0)")
     n = X.shape[0]
     c = check_row_C(row_C, n)
-    y = np.where(np.asarray(y) > 0, 1.0, -1.0)
+    if params.svm_type == ONE_CLASS and (y is None or len(y) != n):
+        y = np.ones(n)
+    y = np.where(np.asarray(y) > 0, 1.0, -1.0) if params.svm_type == C_SVC else \
+        np.asarray(y, dtype=np.float64)
     keep = np.flatnonzero(c > 0)
     degenerate = degenerate_solution(y[keep], params)
     if degenerate is not None:
         return degenerate
-    if needs_libsvm(X[keep], y[keep]):
+    if needs_libsvm(X[keep], y[keep], params.svm_type):
         return solve_weighted(X, y, params, c, n_threads)
     a0 = None if alpha0 is None else np.asarray(alpha0, dtype=np.float64)[keep]
     return _on_rows(solve_warm(X[keep], y[keep], params, a0, n_threads, row_C=c[keep]), keep)

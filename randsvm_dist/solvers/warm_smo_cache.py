@@ -1,0 +1,149 @@
+"""LIBSVM's kernel cache for the warm SMO (``warm_smo_loop``): rows of Q, least recently used
+evicted first (numba).
+
+Rows of Q (y_i y_j K_ij) are kept in float32 as LIBSVM's ``Qfloat`` (computed in
+float64), over the active set, within ``params.cache_size`` MB (at least two full rows).
+Cached rows are slots of one pool; when shrinking leaves the active set short, the slots
+are repacked to the active length (``cache_repack``), so more rows fit (LIBSVM's cache
+gets the same by storing each row at the active length); all rows active again empties
+the cache (``cache_reset``). ``swap_index`` is LIBSVM's ``swap_index``: two variables
+trade places in the solver's arrays and in every cached row.
+
+The state: ``pool`` (float32 values), ``cst`` (int64: STRIDE, NSLOTS, NFREE, EVALS) and
+``cm`` (int64, shape (6, n + 1); column n is the LRU list's sentinel) whose rows are the
+slot of a row, the row of a slot, the computed length of a slot, the LRU links and the
+stack of free slots.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+
+from randsvm_dist.solvers.warm_smo_kernels import qrow
+
+# indices into the cache's int64 state vector ``cst``
+STRIDE, NSLOTS, NFREE, EVALS = range(4)
+# rows of the cache's bookkeeping matrix ``cm``
+SLOT_OF, ROW_IN, SLOT_LEN, PREV, NEXT, FREE = range(6)
+
+
+@nb.njit(nogil=True, cache=True)
+def _lru_unlink(cm, s):
+    cm[NEXT, cm[PREV, s]] = cm[NEXT, s]
+    cm[PREV, cm[NEXT, s]] = cm[PREV, s]
+
+
+@nb.njit(nogil=True, cache=True)
+def _lru_push(cm, s, head):
+    """Link slot s as the most recently used (just before the sentinel)."""
+    last = cm[PREV, head]
+    cm[NEXT, last] = s
+    cm[PREV, s] = last
+    cm[NEXT, s] = head
+    cm[PREV, head] = s
+
+
+@nb.njit(nogil=True, cache=True)
+def cache_reset(cm, cst, pool_size, n):
+    """Empty the cache, slots of full length n (LIBSVM keeps at least two full rows)."""
+    cst[STRIDE] = n
+    cst[NSLOTS] = min(pool_size // n, n)
+    cst[NFREE] = cst[NSLOTS]
+    for r in range(n):
+        cm[SLOT_OF, r] = -1
+        cm[ROW_IN, r] = -1
+        cm[SLOT_LEN, r] = 0
+    for s in range(cst[NSLOTS]):
+        cm[FREE, s] = cst[NSLOTS] - 1 - s
+    cm[PREV, n] = n
+    cm[NEXT, n] = n
+
+
+@nb.njit(nogil=True, cache=True)
+def cache_get(r, need, X, y, sq, kp, pool, cm, cst, par, tw):
+    """The pool offset of row r of Q, computed at least over positions [0, need) (by
+    ``warm_smo_kernels.qrow``, with its twins ``tw``)."""
+    n = len(y)
+    stride = cst[STRIDE]
+    s = cm[SLOT_OF, r]
+    if s >= 0:
+        _lru_unlink(cm, s)
+        have = cm[SLOT_LEN, s]
+        if have < need:
+            cst[EVALS] += qrow(r, have, need, X, y, sq, kp, pool, s * stride + have, par,
+                               tw)
+            cm[SLOT_LEN, s] = need
+    else:
+        if cst[NFREE] > 0:
+            cst[NFREE] -= 1
+            s = cm[FREE, cst[NFREE]]
+        else:
+            s = cm[NEXT, n]  # least recently used
+            _lru_unlink(cm, s)
+            cm[SLOT_OF, cm[ROW_IN, s]] = -1
+        cst[EVALS] += qrow(r, 0, need, X, y, sq, kp, pool, s * stride, par, tw)
+        cm[ROW_IN, s], cm[SLOT_OF, r], cm[SLOT_LEN, s] = r, s, need
+    _lru_push(cm, s, n)
+    return s * stride
+
+
+@nb.njit(nogil=True, cache=True)
+def cache_repack(cm, cst, pool, new_stride):
+    """Shorter slots (the active set shrank): cached rows keep their first new_stride
+    values, and the freed memory becomes new slots."""
+    n = cm.shape[1] - 1
+    old, nslots = cst[STRIDE], cst[NSLOTS]
+    # ascending slots and positions: a value only moves down, over values already moved
+    for s in range(nslots):
+        if cm[ROW_IN, s] >= 0:
+            keep = min(cm[SLOT_LEN, s], new_stride)
+            src, dst = s * old, s * new_stride
+            for t in range(keep):
+                pool[dst + t] = pool[src + t]
+            cm[SLOT_LEN, s] = keep
+    more = min(len(pool) // new_stride, n)
+    for s in range(more - 1, nslots - 1, -1):
+        cm[FREE, cst[NFREE]] = s
+        cm[ROW_IN, s] = -1
+        cm[SLOT_LEN, s] = 0
+        cst[NFREE] += 1
+    cst[STRIDE], cst[NSLOTS] = new_stride, more
+
+
+@nb.njit(nogil=True, cache=True)
+def swap_index(i, j, X, y, sq, alpha, G, G_bar, Cb, QD, perm, pool, cm, cst):
+    """LIBSVM's ``swap_index``: rows i < j trade places in every array and cached row."""
+    for t in range(X.shape[0]):
+        X[t, i], X[t, j] = X[t, j], X[t, i]
+    y[i], y[j] = y[j], y[i]
+    sq[i], sq[j] = sq[j], sq[i]
+    alpha[i], alpha[j] = alpha[j], alpha[i]
+    G[i], G[j] = G[j], G[i]
+    G_bar[i], G_bar[j] = G_bar[j], G_bar[i]
+    Cb[i], Cb[j] = Cb[j], Cb[i]
+    QD[i], QD[j] = QD[j], QD[i]
+    perm[i], perm[j] = perm[j], perm[i]
+    n = len(y)
+    si, sj = cm[SLOT_OF, i], cm[SLOT_OF, j]
+    cm[SLOT_OF, i], cm[SLOT_OF, j] = sj, si
+    if sj >= 0:
+        cm[ROW_IN, sj] = i
+    if si >= 0:
+        cm[ROW_IN, si] = j
+    stride = cst[STRIDE]
+    s = cm[NEXT, n]
+    while s != n:
+        nxt = cm[NEXT, s]
+        ln = cm[SLOT_LEN, s]
+        if ln > i:
+            if ln > j:
+                b = s * stride
+                pool[b + i], pool[b + j] = pool[b + j], pool[b + i]
+            else:  # the row holds i but not j: drop it, as LIBSVM does
+                _lru_unlink(cm, s)
+                cm[SLOT_OF, cm[ROW_IN, s]] = -1
+                cm[ROW_IN, s] = -1
+                cm[SLOT_LEN, s] = 0
+                cm[FREE, cst[NFREE]] = s
+                cst[NFREE] += 1
+        s = nxt

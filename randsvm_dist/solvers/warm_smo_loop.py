@@ -1,0 +1,247 @@
+"""The warm SMO's iterations (numba): LIBSVM's ``Solver::Solve`` loop with shrinking.
+
+LIBSVM's general problem: min 1/2 a'Qa + p'a over 0 <= a_i <= Cb_i with y'a fixed,
+Q_ij = y_i y_j K_ij, G = Qa + p. C-SVC, epsilon-SVR (2n variables) and one-class are all
+of this form (``warm_smo_duals``); the loop never reads p (only the caller's gradient
+rebuild does), so it is one loop for every kind:
+
+- working-set selection WSS2 (Fan, Chen, Lin, "Working set selection using second order
+  information for training SVM", JMLR 2005): i maximises -y_i G_i over I_up, j minimises
+  the second-order decrease -(b_ij^2) / a_ij over I_low with a_ij = K_ii + K_jj - 2 K_ij
+  (TAU = 1e-12 when a_ij <= 0);
+- LIBSVM's two-variable update with clipping to per-variable boxes Cb and the same
+  stopping rule (m(alpha) - M(alpha) < tol, LIBSVM's -e);
+- LIBSVM's shrinking (its -h): every ``ist[EVERY]`` iterations the variables at a bound
+  whose gradient says they stay there (``_be_shrunk``) are swapped behind the active set;
+  selection, gradient updates and kernel rows cover the active set only. G_bar (the
+  gradient's part from alphas at their upper bound) is kept for every variable, so the
+  caller can rebuild the shrunk gradient exactly (LIBSVM's ``reconstruct_gradient``): the
+  loop returns UNSHRINK once the active set is optimal to 10 x tol, FINAL_CHECK when it is
+  optimal, and is called again with ist[RESUME] set to that code.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from randsvm_dist.solvers.warm_smo_cache import (
+    EVALS,
+    NSLOTS,
+    STRIDE,
+    cache_get,
+    cache_repack,
+    cache_reset,
+    swap_index,
+)
+from randsvm_dist.solvers.warm_smo_kernels import qrow
+
+TAU = 1e-12
+# the cache's slots are repacked when the active set falls under this share of their length
+REPACK_SHARE = 0.8
+# run_smo's return codes: optimal; rebuild the shrunk gradient, then shrink (LIBSVM's
+# unshrink); rebuild it, then check optimality on all rows; iteration limit reached
+DONE, UNSHRINK, FINAL_CHECK, MAX_ITER = 0, 1, 2, 3
+# indices into the int64 state vector ``ist``
+ACTIVE, ITER, COUNTER, UNSHRUNK, MAXIT, RESUME, EVERY, SCANNED = range(8)
+
+
+@nb.njit(nogil=True, cache=True, inline="always")
+def _be_shrunk(t, g1, g2, y, alpha, G, Cb):
+    if alpha[t] >= Cb[t]:
+        return -G[t] > g1 if y[t] > 0 else -G[t] > g2
+    if alpha[t] <= 0:
+        return G[t] > g2 if y[t] > 0 else G[t] > g1
+    return False
+
+
+@nb.njit(nogil=True, cache=True)
+def _shrink(active, g1, g2, X, y, sq, alpha, G, G_bar, Cb, QD, perm, pool, cm, cst):
+    """LIBSVM's shrinking pass over the active rows; returns the new active size."""
+    i = 0
+    while i < active:
+        if _be_shrunk(i, g1, g2, y, alpha, G, Cb):
+            active -= 1
+            while active > i:
+                if not _be_shrunk(active, g1, g2, y, alpha, G, Cb):
+                    swap_index(i, active, X, y, sq, alpha, G, G_bar, Cb, QD, perm, pool,
+                               cm, cst)
+                    break
+                active -= 1
+        i += 1
+    if active < REPACK_SHARE * cst[STRIDE] and active >= 2 and cst[NSLOTS] < len(y):
+        cache_repack(cm, cst, pool, active)
+    return active
+
+
+@nb.njit(nogil=True, cache=True)
+def _update_g_bar(r, c, active, X, y, sq, kp, G_bar, pool, cm, cst, scratch, par, tw):
+    """G_bar += c Q_r over all rows (LIBSVM's get_Q(r, l) when r's upper-bound state
+    changes): the active part from the cache, the shrunk part computed."""
+    n = len(y)
+    if cst[STRIDE] == n:
+        b = cache_get(r, n, X, y, sq, kp, pool, cm, cst, par, tw)
+        for k in range(n):
+            G_bar[k] += c * pool[b + k]
+        return
+    b = cache_get(r, active, X, y, sq, kp, pool, cm, cst, par, tw)
+    for k in range(active):
+        G_bar[k] += c * pool[b + k]
+    cst[EVALS] += qrow(r, active, n, X, y, sq, kp, scratch, 0, par, tw)
+    for k in range(active, n):
+        G_bar[k] += c * scratch[k - active]
+
+
+@nb.njit(nogil=True, cache=True)
+def run_smo(X, y, sq, alpha, G, G_bar, Cb, QD, perm, kp, eps, shrinking, pool, cm, cst,
+            ist, fst, scratch, par, tw):
+    """SMO iterations (LIBSVM's ``Solver::Solve`` loop) from the state in the arrays,
+    updated in place, until one of the return codes DONE, UNSHRINK, FINAL_CHECK (the
+    caller rebuilds the shrunk rows' gradient and calls again with ist[RESUME] set to the
+    code) or MAX_ITER. tw: the twins of ``warm_smo_kernels.qrow``."""
+    n = len(y)
+    active, it, counter, unshrunk = ist[ACTIVE], ist[ITER], ist[COUNTER], ist[UNSHRUNK]
+    resume = ist[RESUME]
+    code = DONE
+    while True:
+        if resume != DONE:
+            active = n
+            if cst[STRIDE] < n:
+                cache_reset(cm, cst, len(pool), n)
+            if resume == UNSHRINK:
+                active = _shrink(active, fst[0], fst[1], X, y, sq, alpha, G, G_bar, Cb, QD,
+                                 perm, pool, cm, cst)
+                resume = DONE
+        else:
+            if it >= ist[MAXIT]:
+                code = MAX_ITER
+                break
+            counter -= 1
+            if counter == 0:
+                counter = min(n, ist[EVERY])
+                if shrinking:
+                    g1, g2 = -np.inf, -np.inf
+                    for t in range(active):
+                        if y[t] > 0:
+                            if alpha[t] < Cb[t]:
+                                g1 = max(g1, -G[t])
+                            if alpha[t] > 0:
+                                g2 = max(g2, G[t])
+                        else:
+                            if alpha[t] < Cb[t]:
+                                g2 = max(g2, -G[t])
+                            if alpha[t] > 0:
+                                g1 = max(g1, G[t])
+                    if unshrunk == 0 and g1 + g2 <= eps * 10:
+                        unshrunk = 1
+                        fst[0], fst[1] = g1, g2
+                        if active < n:
+                            code = UNSHRINK
+                            break
+                    active = _shrink(active, g1, g2, X, y, sq, alpha, G, G_bar, Cb, QD,
+                                     perm, pool, cm, cst)
+        # --- select i: max over I_up of -y G (active rows). Both scans are written
+        # without branches on the rows' class and bound (selects instead): those branches
+        # mispredict, and the scans ran 3-4x slower with them.
+        gmax, i = -np.inf, -1
+        for t in range(active):
+            yt = y[t]
+            up = ((yt > 0) & (alpha[t] < Cb[t])) | ((yt < 0) & (alpha[t] > 0))
+            v = -yt * G[t]
+            v = v if up else -np.inf
+            if v >= gmax:
+                gmax = v
+                i = t
+        gmax2, j, best = -np.inf, -1, np.inf
+        if i >= 0:
+            bi = cache_get(i, active, X, y, sq, kp, pool, cm, cst, par, tw)
+            qdi, yi = QD[i], y[i]
+            # --- select j: second-order rule over I_low; a_it = K_ii + K_tt - 2 K_it with
+            # K_it = y_i y_t Q_it
+            for t in range(active):
+                yt = y[t]
+                yG = yt * G[t]
+                low = ((yt > 0) & (alpha[t] > 0)) | ((yt < 0) & (alpha[t] < Cb[t]))
+                w = yG if low else -np.inf
+                gmax2 = max(gmax2, w)
+                diff = gmax + yG
+                a = qdi + QD[t] - 2.0 * yi * yt * pool[bi + t]
+                a = a if a > 0 else TAU
+                obj = -(diff * diff) / a
+                obj = obj if (low & (diff > 0)) else np.inf
+                if obj <= best:
+                    best = obj
+                    j = t
+        if gmax + gmax2 < eps or j < 0:
+            if active < n and resume != FINAL_CHECK:
+                code = FINAL_CHECK
+            break
+        if resume == FINAL_CHECK:
+            counter = 1  # shrink at the next iteration, as LIBSVM does
+        resume = DONE
+        it += 1
+        ist[SCANNED] += active
+        bi = cache_get(i, active, X, y, sq, kp, pool, cm, cst, par, tw)
+        bj = cache_get(j, active, X, y, sq, kp, pool, cm, cst, par, tw)
+        # --- LIBSVM's update of (alpha_i, alpha_j)
+        Ci, Cj = Cb[i], Cb[j]
+        old_i, old_j = alpha[i], alpha[j]
+        Qij = pool[bi + j]
+        if y[i] != y[j]:
+            a = QD[i] + QD[j] + 2.0 * Qij
+            if a <= 0:
+                a = TAU
+            delta = (-G[i] - G[j]) / a
+            diff = alpha[i] - alpha[j]
+            alpha[i] += delta
+            alpha[j] += delta
+            if diff > 0:
+                if alpha[j] < 0:
+                    alpha[j] = 0.0
+                    alpha[i] = diff
+            elif alpha[i] < 0:
+                alpha[i] = 0.0
+                alpha[j] = -diff
+            if diff > Ci - Cj:
+                if alpha[i] > Ci:
+                    alpha[i] = Ci
+                    alpha[j] = Ci - diff
+            elif alpha[j] > Cj:
+                alpha[j] = Cj
+                alpha[i] = Cj + diff
+        else:
+            a = QD[i] + QD[j] - 2.0 * Qij
+            if a <= 0:
+                a = TAU
+            delta = (G[i] - G[j]) / a
+            total = alpha[i] + alpha[j]
+            alpha[i] -= delta
+            alpha[j] += delta
+            if total > Ci:
+                if alpha[i] > Ci:
+                    alpha[i] = Ci
+                    alpha[j] = total - Ci
+            elif alpha[j] < 0:
+                alpha[j] = 0.0
+                alpha[i] = total
+            if total > Cj:
+                if alpha[j] > Cj:
+                    alpha[j] = Cj
+                    alpha[i] = total - Cj
+            elif alpha[i] < 0:
+                alpha[i] = 0.0
+                alpha[j] = total
+        di, dj = alpha[i] - old_i, alpha[j] - old_j
+        for t in range(active):
+            G[t] += pool[bi + t] * di + pool[bj + t] * dj
+        # --- G_bar: the gradient's part from alphas at their upper bound
+        ui, uj = old_i >= Ci, old_j >= Cj
+        if ui != (alpha[i] >= Ci):
+            _update_g_bar(i, -Ci if ui else Ci, active, X, y, sq, kp, G_bar, pool, cm, cst,
+                          scratch, par, tw)
+        if uj != (alpha[j] >= Cj):
+            _update_g_bar(j, -Cj if uj else Cj, active, X, y, sq, kp, G_bar, pool, cm, cst,
+                          scratch, par, tw)
+    ist[ACTIVE], ist[ITER], ist[COUNTER], ist[UNSHRUNK] = active, it, counter, unshrunk
+    ist[RESUME] = DONE
+    return code

@@ -19,7 +19,6 @@ solve checks the model against all rows, and the certificate is computed from th
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +26,7 @@ import scipy.sparse as sp
 
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.partitions import Partition, vstack_rows
+from randsvm_dist.exact.placement_of_solves import place_solves
 from randsvm_dist.exact.sampling import keys_of
 from randsvm_dist.numerics.kernels import decision_values
 from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams, solve_libsvm
@@ -86,15 +86,6 @@ class Solved:
     solution: BinarySolution
     parts: tuple = ()
     warm: bool = False
-
-
-def host_threads(client) -> int:
-    """Cores a single solve can use: the fewest worker threads on any one host."""
-    per_host: dict[str, int] = {}
-    for w in client.scheduler_info().get("workers", {}).values():
-        host = w.get("host", w.get("id"))
-        per_host[host] = per_host.get(host, 0) + int(w.get("nthreads", 1))
-    return max(1, min(per_host.values())) if per_host else 1
 
 
 def total_threads(client) -> int:
@@ -194,13 +185,14 @@ def solve_working_set(client, kind, X, y: np.ndarray, box: np.ndarray | None,
 
 
 def threads_per_solve(client, n_solves: int) -> int:
-    """Cores offered to each of n concurrent solves (at least one): the host's worker
-    threads shared by the solves that land on it.
+    """Cores offered to each of n concurrent solves (at least one) that the scheduler may
+    run on any host: the fewest of ``exact.placement_of_solves.place_solves``'s shares (a
+    host's worker threads shared by the solves spread onto it), so wherever a solve lands
+    no host is offered more threads than it has. A caller that submits each solve to its
+    place's workers offers each place's own threads instead.
 
     An offer, not an order: every backend takes only as many of them as its work per
     step pays for, and never more than the cores of the process it runs in
     (``solvers.libsvm_adapter.step_threads``; the rule's cost per thread is
     ``exact.cost_model``'s), so more cores never make a solve slower."""
-    hosts_threads = host_threads(client)
-    per_host = math.ceil(n_solves / max(1, total_threads(client) // hosts_threads))
-    return max(1, hosts_threads // max(1, per_host))
+    return min((p.threads for p in place_solves(client, max(1, n_solves))), default=1)

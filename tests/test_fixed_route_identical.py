@@ -83,8 +83,9 @@ def test_a_fixed_route_gives_the_same_model_bytes_on_every_layout(tmp_path):
 @pytest.mark.parametrize("d", [3, 20, 60])  # kernel rows directly, and by BLAS dot products
 def test_the_warm_smo_gives_the_same_bytes_with_any_threads(monkeypatch, d):
     """Every parallel loop of the warm SMO runs (no thread is declined for too little work;
-    rows long enough for ``PARALLEL_MIN_WORK``): kernel rows split in blocks, the gradient's rows in ranges; each value is summed in one
-    order whatever the split, so the alphas are the same bytes."""
+    rows long enough for ``PARALLEL_MIN_WORK``): kernel rows split in blocks, the
+    gradient's rows in ranges; each value is summed in one order whatever the split, so
+    the alphas are the same bytes."""
     monkeypatch.setattr(warm_smo, "WARM_SYNC_TERMS", 0.0)
     monkeypatch.setattr(libsvm_adapter, "host_cores", lambda: 8)
     n = max(2400, warm_smo.PARALLEL_MIN_WORK // (d + 8) + 600)  # long rows split in blocks

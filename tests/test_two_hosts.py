@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from distributed import get_task_stream
 from test_fixed_route_identical import (
     FIT,
     fit_and_save,
@@ -27,7 +28,14 @@ from test_fixed_route_identical import (
 from randsvm_dist import RandSVMClassifier
 from randsvm_dist.data import make_arrays
 from randsvm_dist.exact.kinds import CSVC
-from randsvm_dist.exact.placement_of_solves import Host, place_solves, spread
+from randsvm_dist.exact.placement_of_solves import (
+    Host,
+    SolvePlace,
+    cluster_hosts,
+    place_here,
+    place_solves,
+    spread,
+)
 from randsvm_dist.exact.solving import solve_rows, solve_working_set, threads_per_solve
 from randsvm_dist.numerics.kernels import Kernel, decision_values
 from randsvm_dist.solvers.libsvm_adapter import (
@@ -161,6 +169,33 @@ def test_spread_offers_each_solve_its_own_hosts_threads():
         "workers": ["tcp://three:1", "tcp://three:2"], "allow_other_workers": True}
 
 
+class FakeScheduler:
+    """``client.scheduler_info`` of a cluster: {host: [nthreads of each worker]}."""
+
+    def __init__(self, hosts: dict[str, list[int]]):
+        self.workers = {f"tcp://{h}:{k}": {"host": h, "nthreads": n}
+                        for h, ns in hosts.items() for k, n in enumerate(ns)}
+
+    def scheduler_info(self, n_workers: int = 5) -> dict:
+        return {"workers": self.workers}
+
+
+def test_a_cascades_final_solve_stays_on_the_host_it_was_offered(monkeypatch):
+    import distributed
+
+    client = FakeScheduler({"a": [4, 4], "b": [2]})
+    hosts = cluster_hosts(client)
+    assert [(h.name, h.threads, len(h.workers)) for h in hosts] == [("a", 8, 2), ("b", 2, 1)]
+    assert place_here(client, 16) == SolvePlace("a", hosts[0].workers, 8)  # the driver
+    monkeypatch.setattr(distributed, "get_worker", lambda: type("W", (), {"address":
+                                                                        "tcp://b:0"})())
+    assert place_here(client, 16) == SolvePlace("b", ("tcp://b:0",), 2)   # never above b's
+    assert place_here(client, 1).threads == 1
+    assert threads_per_solve(client, 2) == 2  # a solve the scheduler may put on b
+    assert [p.threads for p in place_solves(client, 2)] == [8, 2]
+    assert place_here(FakeScheduler({}), 4) == SolvePlace("", (), 1)
+
+
 def test_the_cluster_has_two_hosts_and_solves_spread_over_them(two_hosts):
     client = two_hosts.client
     places = place_solves(client, 2)
@@ -219,8 +254,11 @@ def test_routes_chosen_by_the_workers_reach_the_same_optimum(two_hosts):
     params = SolverParams(C=1.0, kernel=Kernel("rbf", gamma=0.05), tol=1e-5)
     rows = np.arange(len(t))
     whole = solve_working_set(client, CSVC(1), X, t, None, rows, params, 1, 1, 11)
-    cascade = solve_working_set(client, CSVC(1), X, t, None, rows, params, 1, 2, 11)
+    with get_task_stream(client) as stream:
+        cascade = solve_working_set(client, CSVC(1), X, t, None, rows, params, 1, 2, 11)
     assert cascade.parts and len(cascade.parts) == 2 and not whole.parts
+    ran_on = [r["worker"] for r in stream.data if r["key"].startswith("solve_rows")]
+    assert len(ran_on) >= 3 and len(set(ran_on[:2])) == 2  # a part on each host, then final
     f = {name: decision_values(X, X[s.support], s.solution.dual_coef, s.solution.intercept,
                                params.kernel) for name, s in (("whole", whole),
                                                               ("cascade", cascade))}

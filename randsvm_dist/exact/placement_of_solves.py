@@ -108,3 +108,28 @@ def spread(hosts: list[Host], n_solves: int) -> list[SolvePlace]:
 def place_solves(client, n_solves: int) -> list[SolvePlace]:
     """``spread`` over the client's cluster as it is now (see ``cluster_hosts``)."""
     return spread(cluster_hosts(client), n_solves)
+
+
+def place_here(client, n_threads: int) -> SolvePlace:
+    """The place of a solve that continues one offered ``n_threads`` (a cascade's final
+    solve): the host of the worker this runs on, or the host with the most threads when
+    this is not a worker (or its host has left), with at most ``n_threads`` of its threads.
+
+    Args:
+        client: distributed.Client (a ``worker_client`` on a worker).
+        n_threads: threads the solve it continues was offered.
+
+    Returns:
+        SolvePlace (anywhere, one thread, on a cluster without workers).
+    """
+    from distributed import get_worker
+
+    hosts = cluster_hosts(client)
+    if not hosts:
+        return SolvePlace("", (), 1)
+    try:
+        address = get_worker().address
+    except ValueError:  # not on a worker
+        address = None
+    host = next((h for h in hosts if address in h.workers), hosts[0])
+    return SolvePlace(host.name, host.workers, max(1, min(int(n_threads), host.threads)))

@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.partitions import Partition, vstack_rows
-from randsvm_dist.exact.placement_of_solves import place_solves
+from randsvm_dist.exact.placement_of_solves import place_here, place_solves
 from randsvm_dist.exact.sampling import keys_of
 from randsvm_dist.numerics.kernels import decision_values
 from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams, solve_libsvm
@@ -145,7 +145,9 @@ def solve_working_set(client, kind, X, y: np.ndarray, box: np.ndarray | None,
         X, y, box, rows: the working set (features, targets, per-row boxes or None,
             global rows).
         params: LIBSVM parameters.
-        n_threads: cores for the (final) solve.
+        n_threads: cores offered to the solve: the final solve gets them on the host
+            this runs on (``placement_of_solves.place_here``), the parts share them,
+            spread over the hosts.
         n_parts: cascade parts (1: a single solve).
         stream: random stream that assigns rows to parts (by their keys).
 
@@ -159,18 +161,22 @@ def solve_working_set(client, kind, X, y: np.ndarray, box: np.ndarray | None,
     keys = keys_of(stream, rows)
     part_of = np.minimum((keys * n_parts).astype(np.int64), n_parts - 1)
     members = [np.flatnonzero(part_of == q) for q in range(n_parts)]
+    # the parts spread over the hosts, sharing the solve's threads
     futures = [client.submit(solve_rows, X[m], y[m], None if box is None else box[m],
-                             params, max(1, n_threads // n_parts), pure=False, retries=2)
-               for m in members if len(m)]
+                             params, min(q.threads, max(1, n_threads // n_parts)),
+                             pure=False, retries=2, **q.submit_options())
+               for m, q in zip(members, place_solves(client, n_parts)) if len(m)]
     kept = np.sort(np.concatenate([m[s.support] for m, s in
                                    zip([m for m in members if len(m)],
                                        gather(client, futures, "the cascade's part solves"))]))
     if not len(kept):  # every part one class: fall back to the whole set
         return solve_working_set(client, kind, X, y, box, rows, params, n_threads, 1, stream)
+    here = place_here(client, n_threads)  # the final solve on the host it was offered
     while True:
         sol, = gather(client, [client.submit(solve_rows, X[kept], y[kept],
                                              None if box is None else box[kept], params,
-                                             n_threads, pure=False, retries=2)],
+                                             here.threads, pure=False, retries=2,
+                                             **here.submit_options())],
                       "the cascade's final solve")
         # Graf et al.'s feedback: rows a part dropped that violate the united solution join
         # it, until none does, so the result is the optimum of the whole working set

@@ -270,3 +270,65 @@ def test_routes_chosen_by_the_workers_reach_the_same_optimum(two_hosts):
         last = [h for h in est.history_ if h["problem"] == 0][-1]
         assert last["stop_reason"] == "optimal" and last["relative_gap"] <= 1e-5, route
         np.testing.assert_allclose(est.decision_function(X), f["whole"], atol=20 * params.tol)
+
+
+def _kill_a_worker_running(client, prefix: str, until: float, alive) -> str:
+    """SIGKILL the worker process running a task whose key starts with ``prefix`` (its
+    nanny starts another); returns its address."""
+    while True:
+        running = [w for w, keys in client.processing().items()
+                   if any(str(k).startswith(prefix) for k in keys)]
+        if running:
+            break
+        assert alive() and time.monotonic() < until, f"no {prefix} task was seen"
+        time.sleep(0.005)
+    os.kill(client.run(os.getpid, workers=[running[0]])[running[0]], signal.SIGKILL)
+    return running[0]
+
+
+def _in_thread(fn):
+    import threading
+
+    out: dict = {}
+    run = threading.Thread(target=lambda: out.setdefault("value", fn()))
+    run.start()
+    return run, out
+
+
+@pytest.mark.heavy
+def test_a_host_lost_during_a_cascade_or_concurrent_solves_changes_nothing(two_hosts,
+                                                                          tmp_path):
+    """SIGKILL the worker running one of a cascade's part solves, then one running a
+    working-set solve of a 3-class fit (three concurrent solves over the two hosts): the
+    part runs again elsewhere (``allow_other_workers``) and the results are the
+    undisturbed runs', bit for bit."""
+    client = two_hosts.client
+    X, y = make_arrays("ringnorm", 12_000, seed=8)
+    t = np.where(y > 0, 1.0, -1.0)
+    params = SolverParams(C=1.0, kernel=Kernel("rbf", gamma=0.05))
+    rows = np.arange(len(t))
+
+    def cascade():
+        return solve_working_set(client, CSVC(1), X, t, None, rows, params, 1, 2, 12)
+
+    ref = cascade()
+    run, out = _in_thread(cascade)
+    _kill_a_worker_running(client, "solve_rows", time.monotonic() + 120, run.is_alive)
+    run.join(600)
+    client.wait_for_workers(len(HOSTS), timeout=120)
+    hit = out["value"]
+    assert hit.parts == ref.parts and hit.support.tobytes() == ref.support.tobytes()
+    assert hit.solution.dual_coef.tobytes() == ref.solution.dual_coef.tobytes()
+
+    X3, y3 = make_arrays("ringnorm", 20_000, seed=9)
+    y3 = np.where(y3 > 0, np.where(X3[:, 0] > 0, 2, 1), 0)
+    fit = {**FIT, "sample_size": 3000}
+    RandSVMClassifier(client=client, **fit).fit(X3, y3).save(tmp_path / "ref.model")
+    run, out = _in_thread(lambda: RandSVMClassifier(client=client, **fit).fit(X3, y3))
+    _kill_a_worker_running(client, "solve_working_set_task", time.monotonic() + 300,
+                           run.is_alive)
+    run.join(900)
+    assert not run.is_alive() and "value" in out
+    out["value"].save(tmp_path / "hit.model")
+    assert model_body(tmp_path / "hit.model") == model_body(tmp_path / "ref.model")
+    client.wait_for_workers(len(HOSTS), timeout=120)

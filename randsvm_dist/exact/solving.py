@@ -26,7 +26,12 @@ import scipy.sparse as sp
 
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.partitions import Partition, vstack_rows
-from randsvm_dist.exact.placement_of_solves import place_here, place_solves
+from randsvm_dist.exact.placement_of_solves import (
+    cluster_hosts,
+    place_here,
+    place_solves,
+    spread,
+)
 from randsvm_dist.exact.sampling import keys_of
 from randsvm_dist.numerics.kernels import decision_values
 from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams, solve_libsvm
@@ -192,13 +197,16 @@ def solve_working_set(client, kind, X, y: np.ndarray, box: np.ndarray | None,
 
 def threads_per_solve(client, n_solves: int) -> int:
     """Cores offered to each of n concurrent solves (at least one) that the scheduler may
-    run on any host: the fewest of ``exact.placement_of_solves.place_solves``'s shares (a
-    host's worker threads shared by the solves spread onto it), so wherever a solve lands
-    no host is offered more threads than it has. A caller that submits each solve to its
-    place's workers offers each place's own threads instead.
+    run on any host: no more than the smallest host has, nor than the fewest of
+    ``exact.placement_of_solves.place_solves``'s shares (a host's worker threads shared by
+    the solves spread onto it), so wherever a solve lands its host is never offered more
+    threads than it has. A caller that submits each solve to its place's workers
+    (``SolvePlace.submit_options``) offers each place's own threads instead.
 
     An offer, not an order: every backend takes only as many of them as its work per
     step pays for, and never more than the cores of the process it runs in
     (``solvers.libsvm_adapter.step_threads``; the rule's cost per thread is
     ``exact.cost_model``'s), so more cores never make a solve slower."""
-    return min((p.threads for p in place_solves(client, max(1, n_solves))), default=1)
+    hosts = cluster_hosts(client)
+    return min([h.threads for h in hosts]
+               + [p.threads for p in spread(hosts, max(1, n_solves))])

@@ -21,7 +21,6 @@ solve checks the model against all rows, and the certificate is computed from th
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, replace
 
@@ -31,6 +30,10 @@ import scipy.sparse as sp
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.partitions import Partition, PartitionSet, vstack_rows
 from randsvm_dist.exact.kinds import ProblemKind
+from randsvm_dist.exact.placement_of_solves import (
+    place_here,
+    place_solves,
+)
 from randsvm_dist.exact.sampling import keys_of, stream_id
 from randsvm_dist.exact.state import ProblemState, RunConfig, SupportModel, WorkingSet
 from randsvm_dist.numerics.kernels import decision_values
@@ -91,15 +94,6 @@ class Solved:
     solution: BinarySolution
     parts: tuple = ()
     warm: bool = False
-
-
-def host_threads(client) -> int:
-    """Cores a single solve can use: the fewest worker threads on any one host."""
-    per_host: dict[str, int] = {}
-    for w in client.scheduler_info().get("workers", {}).values():
-        host = w.get("host", w.get("id"))
-        per_host[host] = per_host.get(host, 0) + int(w.get("nthreads", 1))
-    return max(1, min(per_host.values())) if per_host else 1
 
 
 def total_threads(client) -> int:
@@ -193,7 +187,7 @@ def solve_sampled(client, problems: list[ProblemState], it: int, cfg: RunConfig,
     """Solve every active problem's working set on the workers, concurrently."""
     active = [p for p in problems if p.active]
     t0 = time.perf_counter()
-    threads = threads_per_solve(client, len(active))
+    places = place_solves(client, len(active))
     n_parts = max(1, total_threads(client) // max(1, len(active)))
     futures = []
     for j, p in enumerate(active):
@@ -201,8 +195,9 @@ def solve_sampled(client, problems: list[ProblemState], it: int, cfg: RunConfig,
         params = p.kind.solver_params(p.solver, _size(ws.weight, weighted), p.size)
         futures.append(client.submit(
             solve_working_set_task, p.kind, ws.X, ws.t, _box(p, ws.t, ws.weight, weighted),
-            ws.rows, params, threads, plan_cascade(len(ws.rows), ws.n_fresh, n_parts),
-            stream_id(cfg.random_state, it, j, 0xCA5C), warm_start(p), pure=False, retries=2))
+            ws.rows, params, places[j].threads, plan_cascade(len(ws.rows), ws.n_fresh, n_parts),
+            stream_id(cfg.random_state, it, j, 0xCA5C), warm_start(p), pure=False, retries=2,
+            **places[j].submit_options()))
     def solved_state(p: ProblemState, s: Solved) -> ProblemState:
         ws, k = p.ws, s.support
         model = SupportModel(ws.rows[k], ws.X[k], ws.t[k], ws.weight[k],
@@ -230,12 +225,13 @@ def solve_direct(client, parts: PartitionSet, problems: list[ProblemState]
     """One solve of all of each active problem's rows, concatenated on the worker."""
     active = [p for p in problems if p.active]
     t0 = time.perf_counter()
-    threads = threads_per_solve(client, len(active))
+    places = place_solves(client, len(active))
     inputs = parts.all(client)
     futures = [client.submit(solve_partitions, p.kind,
                              p.kind.solver_params(p.solver, p.size, p.size), p.solver.C,
-                             parts.weighted, threads, *inputs, pure=False, retries=2)
-               for p in active]
+                             parts.weighted, q.threads, *inputs, pure=False, retries=2,
+                             **q.submit_options())
+               for p, q in zip(active, places)]
     every_row = WorkingSet(np.arange(parts.n_rows, dtype=np.int64))
 
     def solved_state(p: ProblemState, result) -> ProblemState:
@@ -270,7 +266,9 @@ def solve_working_set(client, kind: ProblemKind, X, y: np.ndarray, box: np.ndarr
         X, y, box, rows: the working set (features, targets, per-row boxes or None,
             global rows).
         params: LIBSVM parameters.
-        n_threads: cores for the (final) solve.
+        n_threads: cores offered to the solve: the final solve gets them on the host
+            this runs on (``placement_of_solves.place_here``), the parts share them,
+            spread over the hosts.
         n_parts: cascade parts (1: a single solve).
         stream: random stream that assigns rows to parts (by their keys).
 
@@ -284,18 +282,22 @@ def solve_working_set(client, kind: ProblemKind, X, y: np.ndarray, box: np.ndarr
     keys = keys_of(stream, rows)
     part_of = np.minimum((keys * n_parts).astype(np.int64), n_parts - 1)
     members = [np.flatnonzero(part_of == q) for q in range(n_parts)]
+    # the parts spread over the hosts, sharing the solve's threads
     futures = [client.submit(solve_rows, X[m], y[m], None if box is None else box[m],
-                             params, max(1, n_threads // n_parts), pure=False, retries=2)
-               for m in members if len(m)]
+                             params, min(q.threads, max(1, n_threads // n_parts)),
+                             pure=False, retries=2, **q.submit_options())
+               for m, q in zip(members, place_solves(client, n_parts)) if len(m)]
     kept = np.sort(np.concatenate([m[s.support] for m, s in
                                    zip([m for m in members if len(m)],
                                        gather(client, futures, "the cascade's part solves"))]))
     if not len(kept):  # every part one class: fall back to the whole set
         return solve_working_set(client, kind, X, y, box, rows, params, n_threads, 1, stream)
+    here = place_here(client, n_threads)  # the final solve on the host it was offered
     while True:
         sol, = gather(client, [client.submit(solve_rows, X[kept], y[kept],
                                              None if box is None else box[kept], params,
-                                             n_threads, pure=False, retries=2)],
+                                             here.threads, pure=False, retries=2,
+                                             **here.submit_options())],
                       "the cascade's final solve")
         # Graf et al.'s feedback: rows a part dropped that violate the united solution join
         # it, until none does, so the result is the optimum of the whole working set
@@ -308,15 +310,3 @@ def solve_working_set(client, kind: ProblemKind, X, y: np.ndarray, box: np.ndarr
             return Solved(kept[sol.support], sol, tuple(len(m) for m in members))
         kept = np.union1d(kept, late)
 
-
-def threads_per_solve(client, n_solves: int) -> int:
-    """Cores offered to each of n concurrent solves (at least one): the host's worker
-    threads shared by the solves that land on it.
-
-    An offer, not an order: every backend takes only as many of them as its work per
-    step pays for, and never more than the cores of the process it runs in
-    (``solvers.libsvm_adapter.step_threads``; the rule's cost per thread is
-    ``exact.cost_model``'s), so more cores never make a solve slower."""
-    hosts_threads = host_threads(client)
-    per_host = math.ceil(n_solves / max(1, total_threads(client) // hosts_threads))
-    return max(1, hosts_threads // max(1, per_host))

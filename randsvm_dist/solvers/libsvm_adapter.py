@@ -268,7 +268,7 @@ def step_threads(work_per_step: float, offered: int, sync_terms: float) -> int:
 
     Args:
         work_per_step: terms of one parallel step (rows x (features + KERNEL_ROW_TERMS)).
-        offered: threads the caller offers (``exact.solving.threads_per_solve``).
+        offered: threads the caller offers (``exact.placement_of_solves``).
         sync_terms: the backend's wait per step and extra thread, in terms.
 
     Returns:

@@ -1,0 +1,197 @@
+"""Duplicates found across partitions: a hash-routed exchange on the workers.
+
+Within a partition, ``duplicates.duplicate_representatives`` groups identical rows. Copies
+that sit in different partitions are found by an exchange between the partitions' tasks:
+
+1. ``route_rows`` (one task per partition): each row's key (two independent 64-bit
+   ``row_hashes`` and its label) with its original global row id (and sample weight),
+   split by the hash range that owns it;
+2. ``own_hash_range`` (one task per range): groups the rows with equal keys; each group's
+   representative is its lowest global row id, its weight the sum of its copies' positive
+   weights (summed in row-id order), its count the copies; the answers go back split by
+   the partition holding each row;
+3. ``apply_groups`` (one task per partition): the partition's ``partition_build.Groups``:
+   the representatives it holds (with the summed weights and counts) are kept, the other
+   copies leave its rows.
+
+Every task is a pure function of its inputs, submitted with retries: a worker lost during
+the exchange makes Dask recompute what it held from the same inputs, no row is lost. The
+grouping depends on the rows only (lowest row id, sums in row-id order), not on how rows
+are cut into partitions or how many hash ranges there are: the collapsed set is the same
+for any worker layout. A collapsed copy is the same point as its representative (same
+features, same label), so it has the representative's margin and KKT status; scans and
+the certificate count it through the representative's summed weight, exactly as the
+unweighted problem counts each copy, and it needs no row of its own.
+
+Unlike the grouping within a partition (compared in full), rows in different partitions
+are matched on 128 bits of hash and the exact label, not compared value by value.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from randsvm_dist.engine.bounded_wait import gather
+from randsvm_dist.engine.duplicates import row_hashes
+from randsvm_dist.engine.partition_build import Groups, Loaded, positive_weights
+
+# Exchange when the rows it would remove beyond those collapsed within partitions are at
+# least this share of all rows. The exchange is one pass over the rows' hashes plus ~24
+# bytes a row sent once between workers, in two rounds of small tasks; every row it removes
+# saves its kernel row in every scan (~ support vectors x features operations, each
+# iteration) and shrinks the working sets drawn from the rows. Below 5% the saving is
+# within the run-to-run spread of a fit and the two rounds' fixed latency is not paid back.
+ACROSS_SHARE = 0.05
+# Rows whose hash falls in the lowest SAMPLE_ROWS / n_rows of the hash space form the
+# estimate's sample (all rows when there are fewer): a row and its copies hash alike, so
+# a sampled group is sampled whole and (sampled rows - distinct sampled hashes) / share is
+# an unbiased estimate of the rows a full grouping removes. 20,000 hashes are 160 kB.
+SAMPLE_ROWS = 20_000
+# Hash ranges (owner tasks): one per partition up to this many, so the number of small
+# routing tasks (partitions x ranges, twice) stays bounded.
+MAX_OWNERS = 32
+
+
+def sampled_hashes(loaded: Loaded, share: float) -> np.ndarray:
+    """The row hashes of a loaded partition that fall in the lowest ``share`` of the hash
+    space (runs on a worker; needs ``loaded.hashes``)."""
+    return loaded.hashes[loaded.hashes <= _hash_threshold(share)]
+
+
+def _hash_threshold(share: float) -> np.uint64:
+    return np.uint64(min(2**64 - 1, int(share * 2.0**64)))
+
+
+def estimated_copies(sample: np.ndarray, share: float) -> int:
+    """The estimated rows a grouping over all partitions removes, from ``sample``: the
+    hashes of every row in the lowest ``share`` of the hash space (see SAMPLE_ROWS)."""
+    removed = len(sample) - len(np.unique(sample))
+    return int(round(removed / share)) if share > 0 else 0
+
+
+def exchange_pays(client, loaded: list, stats: np.ndarray, names: list[str]) -> bool:
+    """Whether the exchange removes many rows beyond the within-partition grouping:
+    estimated on a hash sample (``estimated_copies``) against ACROSS_SHARE.
+
+    Args:
+        client: distributed.Client.
+        loaded: futures of ``partition_build.Loaded`` with hashes.
+        stats: the partitions' ``partition_build.survey`` rows (n, distinct, nnz, nnz).
+        names: the partitions' names for errors of the gather.
+
+    Returns:
+        True when (estimated copies - copies within partitions) >= ACROSS_SHARE x rows.
+    """
+    n, within = int(stats[:, 0].sum()), int((stats[:, 0] - stats[:, 1]).sum())
+    if len(loaded) < 2 or n == 0:
+        return False
+    share = min(1.0, SAMPLE_ROWS / n)
+    got = gather(client, [client.submit(sampled_hashes, f, share, pure=False, retries=2)
+                          for f in loaded], "the duplicate estimate's hash sample", names)
+    across = estimated_copies(np.concatenate(got), share) - within
+    return across >= ACROSS_SHARE * n
+
+
+def route_rows(loaded: Loaded, n_owners: int) -> tuple[dict, ...]:
+    """Each row's key, global row id and weight, split by the hash range owning it (runs
+    on a worker; pure).
+
+    Returns:
+        ``n_owners`` dicts of arrays: h1, h2 (uint64 hashes), y (labels), row (int64
+        original global row ids), w (positive sample weights; None when unweighted).
+    """
+    part, h1 = loaded.part, loaded.hashes
+    h2 = row_hashes(part.X, part.y, seed=1)
+    row = part.offset + np.arange(part.n_rows, dtype=np.int64)
+    w = None if part.weight is None else positive_weights(part)
+    owner = ((h1 >> np.uint64(32)) * np.uint64(n_owners)) >> np.uint64(32)
+    out = []
+    for b in range(n_owners):
+        m = owner == b
+        out.append({"h1": h1[m], "h2": h2[m], "y": part.y[m], "row": row[m],
+                    "w": None if w is None else w[m]})
+    return tuple(out)
+
+
+def own_hash_range(offsets: np.ndarray, *pieces: dict) -> tuple[dict, ...]:
+    """Group the rows of one hash range (runs on a worker; pure).
+
+    Args:
+        offsets: each partition's original global offset (ascending).
+        pieces: ``route_rows``' dicts for this range, one per partition.
+
+    Returns:
+        one dict per partition about its rows in groups of two or more: row (global row
+        ids), rep (bool: the group's representative), count (int64 copies in the group)
+        and weight (float64 summed positive weights), the last two at representatives.
+    """
+    cat = {k: np.concatenate([p[k] for p in pieces]) for k in ("h1", "h2", "y", "row")}
+    weighted = pieces[0]["w"] is not None
+    order = np.lexsort((cat["row"], cat["y"], cat["h2"], cat["h1"]))
+    s = {k: v[order] for k, v in cat.items()}
+    n = len(order)
+    starts = np.ones(n, bool)
+    starts[1:] = ((s["h1"][1:] != s["h1"][:-1]) | (s["h2"][1:] != s["h2"][:-1])
+                  | (s["y"][1:] != s["y"][:-1]))
+    first = np.flatnonzero(starts)
+    size = np.diff(np.append(first, n))
+    if weighted:
+        w = np.concatenate([p["w"] for p in pieces])[order]
+        weight = np.add.reduceat(w, first) if n else np.zeros(0)
+    else:
+        weight = size.astype(np.float64)
+    in_group = np.repeat(size > 1, size)
+    starts_kept = starts[in_group]
+    rows = s["row"][in_group]
+    count = np.zeros(len(rows), np.int64)
+    wsum = np.zeros(len(rows))
+    count[starts_kept], wsum[starts_kept] = size[size > 1], weight[size > 1]
+    dest = np.searchsorted(offsets, rows, side="right") - 1
+    return tuple({"row": rows[dest == p], "rep": starts_kept[dest == p],
+                  "count": count[dest == p], "weight": wsum[dest == p]}
+                 for p in range(len(offsets)))
+
+
+def apply_groups(loaded: Loaded, *answers: dict) -> Loaded:
+    """``loaded`` with its ``Groups`` from the owners' answers about its rows (runs on a
+    worker; pure): representatives kept with their summed weights and counts, the other
+    copies dropped, rows in no group kept as they are."""
+    part = loaded.part
+    keep = np.ones(part.n_rows, bool)
+    count = np.ones(part.n_rows, np.int64)
+    weight = (np.ones(part.n_rows) if part.weight is None else positive_weights(part))
+    for a in answers:
+        local = a["row"] - part.offset
+        keep[local[~a["rep"]]] = False
+        count[local[a["rep"]]] = a["count"][a["rep"]]
+        weight[local[a["rep"]]] = a["weight"][a["rep"]]
+    kept = np.flatnonzero(keep)
+    return Loaded(part, loaded.rep, loaded.hashes, Groups(kept, weight[kept], count[kept]))
+
+
+def exchanged(client, loaded: list, offsets: np.ndarray) -> list:
+    """Futures of the partitions' ``Loaded`` grouped over the whole data set (the
+    exchange's three steps; see the module docstring).
+
+    Args:
+        client: distributed.Client.
+        loaded: futures of ``partition_build.Loaded`` with hashes, in partition order.
+        offsets: each partition's original global offset.
+
+    Returns:
+        futures of ``Loaded`` with ``groups`` set, in partition order.
+    """
+    n_parts = len(loaded)
+    n_owners = max(1, min(n_parts, MAX_OWNERS))
+    offsets = np.asarray(offsets, np.int64)
+    routed = [client.submit(route_rows, f, n_owners, pure=False, retries=2) for f in loaded]
+    owned = [client.submit(own_hash_range, offsets,
+                           *[client.submit(operator.getitem, r, b, pure=False, retries=2)
+                             for r in routed], pure=False, retries=2)
+             for b in range(n_owners)]
+    return [client.submit(apply_groups, f,
+                          *[client.submit(operator.getitem, o, p, pure=False, retries=2)
+                            for o in owned], pure=False, retries=2)
+            for p, f in enumerate(loaded)]

@@ -79,7 +79,7 @@ def test_exchange_keeps_the_lowest_row_and_sums_weights_whatever_the_cut(weighte
         np.testing.assert_array_equal(rows, keep)
         np.testing.assert_array_equal(counts, np.bincount(inverse)[group_of_kept])
         np.testing.assert_allclose(weights, want_w, rtol=1e-12)
-    for rows, weights, counts in got[1:]:  # summed in row-id order: bit for bit the same
+    for _, weights, _ in got[1:]:  # summed in row-id order: bit for bit the same
         np.testing.assert_array_equal(weights, got[0][1])
 
 
@@ -154,35 +154,27 @@ def test_one_class_collapsed_across_equals_uncollapsed(dask_client):
     assert a.certified_ and b.certified_
 
 
-@pytest.fixture(scope="module")
-def one_worker_client():
-    """A local cluster of 1 worker x 1 thread (the layout to compare with 2 workers)."""
-    from distributed import Client
+def test_same_collapsed_set_and_model_for_one_and_two_workers(dask_client):
+    from distributed import Client, LocalCluster
 
-    from randsvm_dist.engine.launcher import launch, wait_for_workers
-
-    procs = launch(n_workers=1)
-    try:
-        with Client(procs.address, set_as_default=False, timeout="60s") as client:
-            wait_for_workers(client, 1)
-            yield client
-    finally:
-        procs.close()
-
-
-def test_same_collapsed_set_and_model_for_one_and_two_workers(dask_client, one_worker_client):
     X, y = _copies_apart()
     sw = np.random.default_rng(6).uniform(0.5, 2.0, len(y))
     sets, models = [], []
-    for client in (one_worker_client, dask_client):
-        parts, _ = load_partitions(client, X, y, sample_weight=sw, collapse=True)
-        rows = np.arange(parts.n_rows)
-        _, _, _, w = fetch_rows(client, parts, rows)
-        sets.append((original_rows(client, parts, rows), w, parts.n_collapsed))
-        models.append(_fit(RandSVMClassifier, client, X, y, True, sw, C=2.0, **EXACT))
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as one, \
+            Client(one, set_as_default=False) as one_worker:
+        clients = (one_worker, dask_client)
+        for client in clients:
+            parts, _ = load_partitions(client, X, y, sample_weight=sw, collapse=True)
+            rows = np.arange(parts.n_rows)
+            _, _, _, w = fetch_rows(client, parts, rows)
+            sets.append((original_rows(client, parts, rows), w, parts.n_collapsed,
+                         parts.n_partitions))
+            models.append(_fit(RandSVMClassifier, client, X, y, True, sw, C=2.0, **EXACT))
+    assert sets[0][3] != sets[1][3]  # another cut into partitions
     np.testing.assert_array_equal(sets[0][0], sets[1][0])
     np.testing.assert_array_equal(sets[0][1], sets[1][1])  # bit for bit
     assert sets[0][2] == sets[1][2] == _true_copies(X, y)
     a, b = models
+    np.testing.assert_array_equal(a.support_, b.support_)
     np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), atol=2e-3)
     assert a.certified_ and b.certified_

@@ -178,3 +178,39 @@ def test_same_collapsed_set_and_model_for_one_and_two_workers(dask_client):
     np.testing.assert_array_equal(a.support_, b.support_)
     np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), atol=2e-3)
     assert a.certified_ and b.certified_
+
+
+def test_a_worker_lost_after_the_exchange_loses_no_row():
+    """SIGKILL a worker holding exchanged partitions: Dask recomputes them (and the
+    exchange's tasks they come from) from the same inputs; the collapsed set is unchanged."""
+    import os
+    import signal
+    import time
+
+    from distributed import Client
+
+    from randsvm_dist.engine.launcher import launch, wait_for_workers
+
+    X, y = _copies_apart()
+    sw = np.random.default_rng(7).uniform(0.5, 2.0, len(y))
+    procs = launch(n_workers=2)
+    try:
+        with Client(procs.address, set_as_default=False, timeout="60s") as client:
+            wait_for_workers(client, 2)
+            parts, _ = load_partitions(client, X, y, n_partitions=4, sample_weight=sw,
+                                       collapse=True)
+            rows = np.arange(parts.n_rows)
+            before = fetch_rows(client, parts, rows), original_rows(client, parts, rows)
+            victim = next(iter(client.who_has(parts.futures[0]).values()))[0]
+            os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
+            deadline = time.monotonic() + 60
+            while victim in client.scheduler_info()["workers"]:  # its partitions are lost
+                assert time.monotonic() < deadline, "the killed worker was never removed"
+                time.sleep(0.05)
+            after = fetch_rows(client, parts, rows), original_rows(client, parts, rows)
+    finally:
+        procs.close()
+    assert parts.exchanged
+    for a, b in zip(before[0][1:], after[0][1:]):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(before[1], after[1])

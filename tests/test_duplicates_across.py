@@ -113,13 +113,32 @@ def test_partitions_collapse_across_and_map_back(dask_client):
     np.testing.assert_array_equal(class_counts(dask_client, parts, 2), np.bincount(y))
 
 
-def test_no_exchange_when_copies_sit_together(dask_client):
+def test_copies_side_by_side_give_the_one_partition_set(dask_client):
+    """Copies all within partitions: the exchange still runs (collapsing pays) and gives,
+    bit for bit, what one partition's own grouping gives."""
     X, y = make_arrays("twonorm", 200, seed=4)
+    X, y = np.repeat(X.astype(np.float32), 3, axis=0), np.repeat(np.where(y > 0, 1, 0), 3)
+    sw = np.random.default_rng(8).uniform(0.5, 2.0, len(y))
+    got = []
+    for n_partitions in (1, 3):
+        parts, _ = load_partitions(dask_client, X, y, n_partitions=n_partitions,
+                                   sample_weight=sw, collapse=True)
+        rows = np.arange(parts.n_rows)
+        _, _, _, w = fetch_rows(dask_client, parts, rows)
+        got.append((parts.exchanged, original_rows(dask_client, parts, rows), w,
+                    parts.n_collapsed))
+    assert not got[0][0] and got[1][0]
+    np.testing.assert_array_equal(got[0][1], got[1][1])
+    np.testing.assert_array_equal(got[0][2], got[1][2])
+    assert got[0][3] == got[1][3] == _true_copies(X, y)
+
+
+def test_few_copies_neither_exchange_nor_collapse(dask_client):
+    X, y = make_arrays("twonorm", 300, seed=9)
     X, y = X.astype(np.float32), np.where(y > 0, 1, 0)
-    X, y = np.repeat(X, 3, axis=0), np.repeat(y, 3)  # every copy next to its row
+    X, y = np.vstack([X, X[:30]]), np.concatenate([y, y[:30]])  # 9% copies, all apart
     parts, _ = load_partitions(dask_client, X, y, n_partitions=2, collapse=True)
-    assert not parts.exchanged and parts.n_collapsed_across == 0
-    assert parts.n_collapsed == _true_copies(X, y)  # within partitions found them all
+    assert not parts.exchanged and parts.n_collapsed == 0 and parts.n_rows == len(y)
 
 
 # -- same model ------------------------------------------------------------------------------

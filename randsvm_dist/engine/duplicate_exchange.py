@@ -18,10 +18,13 @@ Every task is a pure function of its inputs, submitted with retries: a worker lo
 the exchange makes Dask recompute what it held from the same inputs, no row is lost. The
 grouping depends on the rows only (lowest row id, sums in row-id order), not on how rows
 are cut into partitions or how many hash ranges there are: the collapsed set is the same
-for any worker layout. A collapsed copy is the same point as its representative (same
-features, same label), so it has the representative's margin and KKT status; scans and
-the certificate count it through the representative's summed weight, exactly as the
-unweighted problem counts each copy, and it needs no row of its own.
+for any worker layout, and the same as a data set cut into one partition groups within it.
+When the exchange runs: ``exchange_pays``.
+
+A collapsed copy is the same point as its representative (same features, same label), so
+it has the representative's margin and KKT status; scans and the certificate count it
+through the representative's summed weight, exactly as the unweighted problem counts each
+copy, so it needs no row of its own.
 
 Unlike the grouping within a partition (compared in full), rows in different partitions
 are matched on 128 bits of hash and the exact label, not compared value by value.
@@ -34,16 +37,9 @@ import operator
 import numpy as np
 
 from randsvm_dist.engine.bounded_wait import gather
-from randsvm_dist.engine.duplicates import row_hashes
+from randsvm_dist.engine.duplicates import collapse_pays, row_hashes
 from randsvm_dist.engine.partition_build import Groups, Loaded, positive_weights
 
-# Exchange when the rows it would remove beyond those collapsed within partitions are at
-# least this share of all rows. The exchange is one pass over the rows' hashes plus ~24
-# bytes a row sent once between workers, in two rounds of small tasks; every row it removes
-# saves its kernel row in every scan (~ support vectors x features operations, each
-# iteration) and shrinks the working sets drawn from the rows. Below 5% the saving is
-# within the run-to-run spread of a fit and the two rounds' fixed latency is not paid back.
-ACROSS_SHARE = 0.05
 # Rows whose hash falls in the lowest SAMPLE_ROWS / n_rows of the hash space form the
 # estimate's sample (all rows when there are fewer): a row and its copies hash alike, so
 # a sampled group is sampled whole and (sampled rows - distinct sampled hashes) / share is
@@ -71,27 +67,39 @@ def estimated_copies(sample: np.ndarray, share: float) -> int:
     return int(round(removed / share)) if share > 0 else 0
 
 
-def exchange_pays(client, loaded: list, stats: np.ndarray, names: list[str]) -> bool:
-    """Whether the exchange removes many rows beyond the within-partition grouping:
-    estimated on a hash sample (``estimated_copies``) against ACROSS_SHARE.
+def exchange_pays(client, loaded: list, stats: np.ndarray, weighted: bool,
+                  names: list[str]) -> bool:
+    """Whether to group the rows over the whole data set (the exchange) rather than within
+    each partition: when there are two partitions or more and collapsing pays
+    (``duplicates.collapse_pays``) on the copies of the whole data set, estimated on a hash
+    sample (``estimated_copies``; the copies found within partitions when more).
+
+    Why whenever collapsing pays, not only when many copies sit in different partitions:
+    the exchange costs one pass over the rows' hashes and ~24 bytes a row sent once (less
+    than one violator scan, which computes a kernel row per row), and it makes the
+    collapsed set a function of the rows alone, so a fit gives the same model, support_
+    and certificate whatever the worker layout; a grouping within partitions keeps the
+    copies split by the cut (another cut, other rows and weights). The estimate, not the
+    counts within partitions, decides because those miss the copies split by the cut (a
+    data set sorted by label or written in blocks: few copies within, many overall).
 
     Args:
         client: distributed.Client.
         loaded: futures of ``partition_build.Loaded`` with hashes.
         stats: the partitions' ``partition_build.survey`` rows (n, distinct, nnz, nnz).
+        weighted: the rows carry sample weights (collapsing pays at any copy).
         names: the partitions' names for errors of the gather.
-
-    Returns:
-        True when (estimated copies - copies within partitions) >= ACROSS_SHARE x rows.
     """
     n, within = int(stats[:, 0].sum()), int((stats[:, 0] - stats[:, 1]).sum())
     if len(loaded) < 2 or n == 0:
         return False
+    if collapse_pays(n, n - within, weighted):
+        return True  # the copies within partitions suffice: no sample needed
     share = min(1.0, SAMPLE_ROWS / n)
     got = gather(client, [client.submit(sampled_hashes, f, share, pure=False, retries=2)
                           for f in loaded], "the duplicate estimate's hash sample", names)
-    across = estimated_copies(np.concatenate(got), share) - within
-    return across >= ACROSS_SHARE * n
+    copies = estimated_copies(np.concatenate(got), share)
+    return collapse_pays(n, n - min(n, copies), weighted)
 
 
 def route_rows(loaded: Loaded, n_owners: int) -> tuple[dict, ...]:
@@ -137,9 +145,9 @@ def own_hash_range(offsets: np.ndarray, *pieces: dict) -> tuple[dict, ...]:
                   | (s["y"][1:] != s["y"][:-1]))
     first = np.flatnonzero(starts)
     size = np.diff(np.append(first, n))
-    if weighted:
+    if weighted:  # bincount sums in order (row ids), as ``partition_build.groups_of`` does
         w = np.concatenate([p["w"] for p in pieces])[order]
-        weight = np.add.reduceat(w, first) if n else np.zeros(0)
+        weight = np.bincount(np.cumsum(starts) - 1, weights=w, minlength=len(first))
     else:
         weight = size.astype(np.float64)
     in_group = np.repeat(size > 1, size)

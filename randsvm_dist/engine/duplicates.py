@@ -3,8 +3,10 @@ the rule for collapsing them into one weighted row.
 
 Identical rows become one row whose weight is their number (their summed sample weights
 when weighted) and whose box is C x that weight: the same optimum (the duals of identical
-rows act as one variable of the summed box), fewer rows. The grouping is exact: 64-bit
-row hashes find candidates, each candidate is then compared in full.
+rows act as one variable of the summed box), fewer rows. Within a partition the grouping
+is exact: 64-bit row hashes find candidates, each candidate is then compared in full.
+Copies in different partitions are found by ``engine.duplicate_exchange`` from the same
+hashes and a second, independent one (``row_hashes``' seed).
 """
 
 from __future__ import annotations

@@ -233,8 +233,9 @@ def built(client, parts: PartitionSet, loaded: list, collapse: bool, layout: str
         ``n_collapsed``, ``n_collapsed_across``, ``exchanged`` and ``is_sparse`` set.
     """
     stats = _surveyed(client, loaded, parts.names())
-    n, within = int(stats[:, 0].sum()), int(stats[:, 1].sum())
-    across = collapse and exchange_pays(client, loaded, stats, parts.names())
+    n, distinct_within = int(stats[:, 0].sum()), int(stats[:, 1].sum())
+    across = collapse and exchange_pays(client, loaded, stats, parts.weighted,
+                                        parts.names())
     if across:
         loaded = exchanged(client, loaded, parts.offsets)
         stats = _surveyed(client, loaded, parts.names())
@@ -253,11 +254,12 @@ def built(client, parts: PartitionSet, loaded: list, collapse: bool, layout: str
     if do_collapse:
         log.info("duplicates collapsed: %d of %d rows (%.1f%%) are copies of others (%d "
                  "of them in other partitions only); solving %d weighted rows",
-                 n - n_unique, n, 100.0 * (n - n_unique) / n, within - n_unique, n_unique)
+                 n - n_unique, n, 100.0 * (n - n_unique) / n, distinct_within - n_unique,
+                 n_unique)
     return replace(parts, futures=futures, offsets=offsets, sizes=sizes.astype(np.int64),
                    is_sparse=is_sparse, weighted=parts.weighted or do_collapse,
                    n_collapsed=n - n_unique if do_collapse else 0,
-                   n_collapsed_across=within - n_unique if do_collapse else 0,
+                   n_collapsed_across=distinct_within - n_unique if do_collapse else 0,
                    exchanged=across)
 
 

@@ -1,10 +1,12 @@
 """Building a partition on its worker, in two steps between which the driver decides for
 the whole data set.
 
-``load_rows`` (read and code the rows, find the duplicates: ``engine.duplicates``) and
-``finish`` (collapse duplicates, choose the layout: ``engine.layout``, number the rows).
-Between them the driver gathers a few numbers per partition (``survey``) and decides
-whether to collapse duplicates (``duplicates.collapse_pays``) and which layout to use
+``load_rows`` (read and code the rows, hash them and find the duplicates within the
+partition: ``engine.duplicates``) and ``finish`` (collapse duplicates as ``Groups`` say,
+choose the layout: ``engine.layout``, number the rows). Between them the driver gathers a
+few numbers per partition (``survey``), decides whether duplicates are grouped over the
+whole data set (``engine.duplicate_exchange``, which gives each Loaded its ``Groups``),
+whether to collapse them (``duplicates.collapse_pays``) and which layout to use
 (``layout.preferred_layout``). Every step is a pure task, so a lost partition is rebuilt
 from the same inputs.
 

@@ -108,19 +108,26 @@ def route_rows(loaded: Loaded, n_owners: int) -> tuple[dict, ...]:
 
     Returns:
         ``n_owners`` dicts of arrays: h1, h2 (uint64 hashes), y (labels), row (int64
-        original global row ids), w (positive sample weights; None when unweighted).
+        original global row ids) and, when the rows carry sample weights, w (their
+        positive weights).
     """
     part, h1 = loaded.part, loaded.hashes
     h2 = row_hashes(part.X, part.y, seed=1)
     row = part.offset + np.arange(part.n_rows, dtype=np.int64)
-    w = None if part.weight is None else positive_weights(part)
+    arrays = {"h1": h1, "h2": h2, "y": part.y, "row": row}
+    if part.weight is not None:
+        arrays["w"] = positive_weights(part)
     owner = ((h1 >> np.uint64(32)) * np.uint64(n_owners)) >> np.uint64(32)
-    out = []
-    for b in range(n_owners):
-        m = owner == b
-        out.append({"h1": h1[m], "h2": h2[m], "y": part.y[m], "row": row[m],
-                    "w": None if w is None else w[m]})
-    return tuple(out)
+    return _split(arrays, owner, n_owners)
+
+
+def _split(arrays: dict, where: np.ndarray, n: int) -> tuple[dict, ...]:
+    """``arrays`` (aligned) cut into n dicts by ``where`` (values 0..n-1), each keeping
+    the arrays' order."""
+    order = np.argsort(where, kind="stable")
+    cuts = np.searchsorted(where[order], np.arange(n + 1))
+    ordered = {k: v[order] for k, v in arrays.items()}
+    return tuple({k: v[cuts[i]:cuts[i + 1]] for k, v in ordered.items()} for i in range(n))
 
 
 def own_hash_range(offsets: np.ndarray, *pieces: dict) -> tuple[dict, ...]:
@@ -136,7 +143,7 @@ def own_hash_range(offsets: np.ndarray, *pieces: dict) -> tuple[dict, ...]:
         and weight (float64 summed positive weights), the last two at representatives.
     """
     cat = {k: np.concatenate([p[k] for p in pieces]) for k in ("h1", "h2", "y", "row")}
-    weighted = pieces[0]["w"] is not None
+    weighted = "w" in pieces[0]
     order = np.lexsort((cat["row"], cat["y"], cat["h2"], cat["h1"]))
     s = {k: v[order] for k, v in cat.items()}
     n = len(order)
@@ -157,9 +164,8 @@ def own_hash_range(offsets: np.ndarray, *pieces: dict) -> tuple[dict, ...]:
     wsum = np.zeros(len(rows))
     count[starts_kept], wsum[starts_kept] = size[size > 1], weight[size > 1]
     dest = np.searchsorted(offsets, rows, side="right") - 1
-    return tuple({"row": rows[dest == p], "rep": starts_kept[dest == p],
-                  "count": count[dest == p], "weight": wsum[dest == p]}
-                 for p in range(len(offsets)))
+    return _split({"row": rows, "rep": starts_kept, "count": count, "weight": wsum}, dest,
+                  len(offsets))
 
 
 def apply_groups(loaded: Loaded, *answers: dict) -> Loaded:

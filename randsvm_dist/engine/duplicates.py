@@ -3,8 +3,10 @@ the rule for collapsing them into one weighted row.
 
 Identical rows become one row whose weight is their number (their summed sample weights
 when weighted) and whose box is C x that weight: the same optimum (the duals of identical
-rows act as one variable of the summed box), fewer rows. The grouping is exact: 64-bit
-row hashes find candidates, each candidate is then compared in full.
+rows act as one variable of the summed box), fewer rows. Within a partition the grouping
+is exact: 64-bit row hashes find candidates, each candidate is then compared in full.
+Copies in different partitions are found by ``engine.duplicate_exchange`` from the same
+hashes and a second, independent one (``row_hashes``' seed).
 """
 
 from __future__ import annotations
@@ -20,29 +22,44 @@ import scipy.sparse as sp
 # removing 25% of the rows cuts a solve to 0.75^2 = 0.56 of its work, which covers the
 # weighted solver's 1.6x; less does not.
 DUPLICATE_SHARE = 0.25
-_HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
+# Two independent row hashes (``row_hashes``' seed picks one): the multiplier that mixes
+# each step, the start mixed into the label, and the two constants of a sparse entry.
+_HASH_PARAMS = (
+    (0x9E3779B97F4A7C15, 0, 0x632BE59BD9B4E019, 0xD6E8FEB86659FD93),
+    (0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0x2545F4914F6CDD1D, 0xFF51AFD7ED558CCD),
+)
+HASH_SEEDS = len(_HASH_PARAMS)
 HASH_BLOCK = 8192
 
 
-def _row_hashes(X, y: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each row's bytes and label (identical rows, identical hashes)."""
+def row_hashes(X, y: np.ndarray, seed: int = 0) -> np.ndarray:
+    """A 64-bit hash of each row's bytes and label (identical rows, identical hashes).
+
+    Args:
+        X: float32 ndarray or CSR with canonical rows (``canonical_rows``).
+        y: coded labels (zeros when labels are ignored).
+        seed: which of the HASH_SEEDS independent hash functions (0 or 1).
+
+    Returns:
+        uint64 array (n_rows,).
+    """
+    mult, start, c_value, c_index = (np.uint64(c) for c in _HASH_PARAMS[seed])
     n = X.shape[0]
     with np.errstate(over="ignore"):
         y = np.ascontiguousarray(y)
         if y.dtype.itemsize not in (4, 8):
             y = y.astype(np.float64)
         h = y.view(np.uint64 if y.dtype.itemsize == 8 else np.uint32).astype(np.uint64)
-        h = h * _HASH_MULT
+        h = (h ^ start) * mult
         if sp.issparse(X):
             if X.nnz:
                 bits = np.asarray(X.data, np.float32).view(np.uint32).astype(np.uint64)
-                e = (bits + np.uint64(0x632BE59BD9B4E019)) * (
-                    X.indices.astype(np.uint64) * np.uint64(2) + np.uint64(0xD6E8FEB86659FD93))
+                e = (bits + c_value) * (X.indices.astype(np.uint64) * np.uint64(2) + c_index)
                 e ^= e >> np.uint64(29)
                 per_row = np.zeros(n, np.uint64)
                 nz = np.diff(X.indptr) > 0
                 per_row[nz] = np.add.reduceat(e, X.indptr[:-1][nz])
-                h = (h ^ per_row) * _HASH_MULT
+                h = (h ^ per_row) * mult
             h ^= np.diff(X.indptr).astype(np.uint64)
         else:
             X = np.ascontiguousarray(X, dtype=np.float32)
@@ -53,7 +70,7 @@ def _row_hashes(X, y: np.ndarray) -> np.ndarray:
                 hb = h[s:s + HASH_BLOCK]
                 for j in range(bits.shape[1]):
                     hb ^= bits[s:s + HASH_BLOCK, j]
-                    hb *= _HASH_MULT
+                    hb *= mult
                     hb ^= hb >> np.uint64(31)
     return h
 
@@ -68,13 +85,15 @@ def _rows_equal(X, y: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return same & np.all(X[a] == X[b], axis=1)
 
 
-def duplicate_representatives(X, y: np.ndarray) -> np.ndarray | None:
+def duplicate_representatives(X, y: np.ndarray, h: np.ndarray | None = None
+                              ) -> np.ndarray | None:
     """For every row, the position of the first row identical to it (same features, same
     label): an exact grouping (hashes find candidates, each is then compared in full).
 
     Args:
         X: float32 ndarray or CSR with canonical rows (sorted indices, no explicit zeros).
         y: coded labels (zeros when labels are ignored).
+        h: the rows' ``row_hashes`` (seed 0) when already computed.
 
     Returns:
         int64 array (n_rows,), or None when no two rows are identical or a hash collision
@@ -83,7 +102,7 @@ def duplicate_representatives(X, y: np.ndarray) -> np.ndarray | None:
     n = X.shape[0]
     if n < 2:
         return None
-    h = _row_hashes(X, y)
+    h = row_hashes(X, y) if h is None else h
     order = np.argsort(h, kind="stable")
     hs = h[order]
     starts = np.ones(n, bool)

@@ -29,6 +29,7 @@ from randsvm_dist.core.validation import (
 )
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.chunk_store import ChunkStore, loaded_chunk
+from randsvm_dist.engine.duplicate_exchange import exchange_pays, exchanged
 from randsvm_dist.engine.duplicates import collapse_pays
 from randsvm_dist.engine.layout import preferred_layout
 from randsvm_dist.engine.partition_build import (
@@ -146,7 +147,8 @@ def load_partitions(client, data, y=None, n_partitions: int | None = None,
         task: 'classification', 'regression' or 'one_class' (how labels are coded).
         sample_weight: per-row weights for array input (None: all 1).
         collapse: collapse identical rows (same features and label; one-class: same
-            features) into one weighted row, per partition, when ``duplicates.collapse_pays``
+            features) into one weighted row, when ``duplicates.collapse_pays``; within each
+            partition, and across partitions when ``duplicate_exchange.exchange_pays``
             (kept partitions only: a Dataset re-read every pass is left as it is). Off where
             rows must stay one to one with the user's (folds, a seed's row indices).
         layout: 'keep' (the input's), 'dense', 'csr', or 'auto' (``preferred_layout`` by
@@ -224,33 +226,51 @@ def built(client, parts: PartitionSet, loaded: list, collapse: bool, layout: str
           ) -> PartitionSet:
     """``parts`` with its partitions finished from ``loaded`` (futures of
     ``partition_build.Loaded``): one small gather of their sizes decides, for the whole data
-    set, whether duplicates collapse (``collapse_pays``) and the layout, then every
-    partition is finished on its worker (``partition_build.finish``).
+    set, whether duplicates are also looked for across partitions
+    (``duplicate_exchange.exchange_pays``, then ``exchanged``), whether they collapse
+    (``collapse_pays``) and the layout, then every partition is finished on its worker
+    (``partition_build.finish``); partitions left without rows are dropped.
 
     Returns:
         a PartitionSet with the partitions' futures, their (collapsed) offsets and sizes,
-        ``n_collapsed`` and ``is_sparse`` set.
+        ``n_collapsed``, ``n_collapsed_across``, ``exchanged`` and ``is_sparse`` set.
     """
-    stats = np.array(gather(client, [client.submit(survey, f, pure=False, retries=2)
-                                     for f in loaded], "the partitions' sizes",
-                            parts.names()), dtype=np.int64).reshape(-1, 4)
-    n, n_unique = int(stats[:, 0].sum()), int(stats[:, 1].sum())
+    stats = _surveyed(client, loaded, parts.names())
+    n, distinct_within = int(stats[:, 0].sum()), int(stats[:, 1].sum())
+    across = collapse and exchange_pays(client, loaded, stats, parts.weighted,
+                                        parts.names())
+    if across:
+        loaded = exchanged(client, loaded, parts.offsets)
+        stats = _surveyed(client, loaded, parts.names())
+    n_unique = int(stats[:, 1].sum())
     do_collapse = collapse and collapse_pays(n, n_unique, parts.weighted)
     sizes = stats[:, 1] if do_collapse else stats[:, 0]
     nnz = int(stats[:, 3].sum() if do_collapse else stats[:, 2].sum())
     if layout == "auto":
         layout = preferred_layout(nnz, int(sizes.sum()), parts.n_features)
     is_sparse = parts.is_sparse if layout == "keep" else layout == "csr"
+    loaded = [f for f, size in zip(loaded, sizes) if size]  # all rows copies of others'
+    sizes = sizes[sizes > 0]
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     futures = [client.submit(finish, f, int(o), do_collapse, layout, pure=False, retries=2)
                for f, o in zip(loaded, offsets)]
     if do_collapse:
-        log.info("duplicates collapsed: %d of %d rows (%.1f%%) are copies of others; "
-                 "solving %d weighted rows", n - n_unique, n, 100.0 * (n - n_unique) / n,
+        log.info("duplicates collapsed: %d of %d rows (%.1f%%) are copies of others (%d "
+                 "of them in other partitions only); solving %d weighted rows",
+                 n - n_unique, n, 100.0 * (n - n_unique) / n, distinct_within - n_unique,
                  n_unique)
     return replace(parts, futures=futures, offsets=offsets, sizes=sizes.astype(np.int64),
                    is_sparse=is_sparse, weighted=parts.weighted or do_collapse,
-                   n_collapsed=n - n_unique if do_collapse else 0)
+                   n_collapsed=n - n_unique if do_collapse else 0,
+                   n_collapsed_across=distinct_within - n_unique if do_collapse else 0,
+                   exchanged=across)
+
+
+def _surveyed(client, loaded: list, names: list[str]) -> np.ndarray:
+    """``partition_build.survey`` of every loaded partition, as an (n_partitions, 4) array."""
+    return np.array(gather(client, [client.submit(survey, f, pure=False, retries=2)
+                                    for f in loaded], "the partitions' sizes", names),
+                    dtype=np.int64).reshape(-1, 4)
 
 
 # -- Dask collections -------------------------------------------------------------------------

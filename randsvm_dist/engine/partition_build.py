@@ -1,10 +1,12 @@
 """Building a partition on its worker, in two steps between which the driver decides for
 the whole data set.
 
-``load_rows`` (read and code the rows, find the duplicates: ``engine.duplicates``) and
-``finish`` (collapse duplicates, choose the layout: ``engine.layout``, number the rows).
-Between them the driver gathers a few numbers per partition (``survey``) and decides
-whether to collapse duplicates (``duplicates.collapse_pays``) and which layout to use
+``load_rows`` (read and code the rows, hash them and find the duplicates within the
+partition: ``engine.duplicates``) and ``finish`` (collapse duplicates as ``Groups`` say,
+choose the layout: ``engine.layout``, number the rows). Between them the driver gathers a
+few numbers per partition (``survey``), decides whether duplicates are grouped over the
+whole data set (``engine.duplicate_exchange``, which gives each Loaded its ``Groups``),
+whether to collapse them (``duplicates.collapse_pays``) and which layout to use
 (``layout.preferred_layout``). Every step is a pure task, so a lost partition is rebuilt
 from the same inputs.
 
@@ -21,9 +23,29 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.core.targets import LabelCoding
-from randsvm_dist.engine.duplicates import canonical_rows, duplicate_representatives
+from randsvm_dist.engine.duplicates import (
+    canonical_rows,
+    duplicate_representatives,
+    row_hashes,
+)
 from randsvm_dist.engine.layout import as_layout
 from randsvm_dist.engine.partitions import Partition, load_dataset_partition
+
+
+@dataclass
+class Groups:
+    """How a partition's rows collapse: the rows kept and what each kept row stands for.
+
+    Attributes:
+        kept: positions of the rows kept (ascending), among the partition's rows.
+        weight: each kept row's weight: the sum of the positive sample weights of its
+            copies (their number when unweighted), float64.
+        count: each kept row's copies in the user's data, int64.
+    """
+
+    kept: np.ndarray
+    weight: np.ndarray
+    count: np.ndarray
 
 
 @dataclass
@@ -32,11 +54,17 @@ class Loaded:
 
     Attributes:
         part: the Partition (original rows, original offset).
-        rep: each row's first identical row (``duplicate_representatives``), or None.
+        rep: each row's first identical row in the partition (``duplicate_representatives``),
+            or None.
+        hashes: the rows' ``row_hashes`` (seed 0) when duplicates were looked for, or None.
+        groups: the grouping over the whole data set (``duplicate_exchange``), or None
+            (then ``rep``'s, within the partition).
     """
 
     part: Partition
     rep: np.ndarray | None = None
+    hashes: np.ndarray | None = None
+    groups: Groups | None = None
 
 
 def load_rows(part: Partition, find_duplicates: bool) -> Loaded:
@@ -45,7 +73,8 @@ def load_rows(part: Partition, find_duplicates: bool) -> Loaded:
         return Loaded(part)
     X = canonical_rows(part.X)
     part = replace(part, X=X) if X is not part.X else part
-    return Loaded(part, duplicate_representatives(X, part.y))
+    h = row_hashes(X, part.y)
+    return Loaded(part, duplicate_representatives(X, part.y, h), h)
 
 
 def loaded_dataset_partition(dataset, i: int, offset: int, coding: LabelCoding,
@@ -54,16 +83,35 @@ def loaded_dataset_partition(dataset, i: int, offset: int, coding: LabelCoding,
     return load_rows(load_dataset_partition(dataset, i, offset, coding), find_duplicates)
 
 
+def positive_weights(part: Partition) -> np.ndarray:
+    """A partition's sample weights with those <= 0 set to 0 (such rows take no part)."""
+    return np.maximum(part.weights(), 0.0)
+
+
+def groups_of(loaded: Loaded) -> Groups | None:
+    """How a loaded partition's rows collapse: the exchange's grouping when there was one,
+    else the grouping within the partition (None: every row is distinct)."""
+    if loaded.groups is not None or loaded.rep is None:
+        return loaded.groups
+    rep = loaded.rep
+    kept = np.flatnonzero(rep == np.arange(len(rep)))
+    group = np.searchsorted(kept, rep)
+    count = np.bincount(group, minlength=len(kept)).astype(np.int64)
+    w = (count.astype(np.float64) if loaded.part.weight is None else
+         np.bincount(group, weights=positive_weights(loaded.part), minlength=len(kept)))
+    return Groups(kept, w, count)
+
+
 def survey(loaded: Loaded) -> tuple[int, int, int, int]:
     """(rows, distinct rows, non-zeros of all rows, non-zeros of the distinct rows) of a
     loaded partition (runs on a worker)."""
     X, n = loaded.part.X, loaded.part.n_rows
     per_row = (np.diff(X.indptr) if sp.issparse(X) else np.count_nonzero(X, axis=1))
     nnz = int(per_row.sum())
-    if loaded.rep is None:
+    groups = groups_of(loaded)
+    if groups is None:
         return n, n, nnz, nnz
-    firsts = loaded.rep == np.arange(n)
-    return n, int(firsts.sum()), nnz, int(per_row[firsts].sum())
+    return n, len(groups.kept), nnz, int(per_row[groups.kept].sum())
 
 
 def finish(loaded: Loaded, offset: int, collapse: bool, layout: str) -> Partition:
@@ -72,14 +120,11 @@ def finish(loaded: Loaded, offset: int, collapse: bool, layout: str) -> Partitio
     worker; pure)."""
     part = loaded.part
     origin = part.offset if part.origin is None else part.origin
-    if collapse and loaded.rep is not None:
-        rep = loaded.rep
-        kept = np.flatnonzero(rep == np.arange(len(rep)))
-        group = np.searchsorted(kept, rep)
-        count = np.bincount(group, minlength=len(kept)).astype(np.int64)
-        w = (count.astype(np.float64) if part.weight is None else
-             np.bincount(group, weights=np.maximum(part.weight, 0.0), minlength=len(kept)))
-        part = Partition(part.X[kept], part.y[kept], offset, w, origin, kept, count)
+    groups = groups_of(loaded) if collapse else None
+    if groups is not None:
+        kept = groups.kept
+        part = Partition(part.X[kept], part.y[kept], offset, groups.weight, origin, kept,
+                         groups.count)
     elif offset != part.offset or collapse:
         part = replace(part, offset=offset, origin=origin,
                        weight=part.weights() if collapse else part.weight)

@@ -128,6 +128,8 @@ class PartitionSet:
     coding: LabelCoding = LabelCoding()
     weighted: bool = False   # rows carry sample weights
     n_collapsed: int = 0     # duplicate rows removed (collapsed into weighted rows)
+    n_collapsed_across: int = 0  # of those, rows whose copies were in other partitions only
+    exchanged: bool = False  # duplicates were looked for across partitions too
     source: object = None    # keeps the partitions' sources alive (``chunk_store.ChunkStore``)
 
     @property

@@ -325,3 +325,20 @@ def test_train_evaluate_submit_commands(dask_client, blob_sets, tmp_path, capsys
     job_id = json.loads(capsys.readouterr().out)["job_id"]
     assert jobs_api.wait(jobs, job_id, timeout=300)["state"] == "done"
     assert isinstance(RandSVMOneClass.load(tmp_path / "job.model"), RandSVMOneClass)
+
+
+def test_warm_re_solves_reach_the_cold_optimum(dask_client, blobs, monkeypatch):
+    """One-class re-solves start from the previous alphas, repaired to the working set's
+    nu (the warm SMO's one-class dual), and end where cold LIBSVM re-solves end."""
+    from randsvm_dist.exact import solving
+
+    X = blobs[0] if isinstance(blobs, tuple) else blobs
+    kw = dict(sample_size=300, gap_tol=1e-4, tol=1e-4)
+    warm = fit(dask_client, X, **kw)
+    assert any(h["warm_start"] for h in warm.history_)
+    monkeypatch.setattr(solving, "WARM_MAX_FRESH_SHARE", -1.0)  # every re-solve cold
+    cold = fit(dask_client, X, **kw)
+    assert not any(h["warm_start"] for h in cold.history_)
+    assert warm.optimal_ and cold.optimal_
+    np.testing.assert_allclose(warm.decision_function(X), cold.decision_function(X),
+                               atol=5e-3)

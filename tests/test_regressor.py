@@ -388,3 +388,19 @@ def test_auto_route_goes_direct_when_most_rows_leave_a_narrow_tube(dask_client):
                             random_state=0, client=dask_client).fit(X, y)
     assert wide.history_[-1]["route"] == "sample" and wide.certified_
     assert "3000 rows > 4 samples of 200" in wide.history_[-1]["route_reason"]
+
+
+def test_warm_re_solves_reach_the_cold_optimum(dask_client, friedman, monkeypatch):
+    """Re-solves of an SVR working set start from the previous alphas (the warm SMO's
+    epsilon-SVR dual) and end where cold LIBSVM re-solves end."""
+    from randsvm_dist.exact import solving
+
+    X, y = friedman
+    kw = dict(sample_size=300, gap_tol=1e-4, tol=1e-4)
+    warm = fit(dask_client, X, y, **kw)
+    assert any(h["warm_start"] for h in warm.history_)
+    monkeypatch.setattr(solving, "WARM_MAX_FRESH_SHARE", -1.0)  # every re-solve cold
+    cold = fit(dask_client, X, y, **kw)
+    assert not any(h["warm_start"] for h in cold.history_)
+    assert warm.optimal_ and cold.optimal_
+    np.testing.assert_allclose(warm.predict(X), cold.predict(X), atol=5e-3)

@@ -81,7 +81,7 @@ def with_draws(client, parts: PartitionSet, problems: list[ProblemState], draws,
             X=vstack_rows([m.X, X[pos] if len(draw) else None], parts.is_sparse)[order],
             t=np.concatenate([m.t, t])[order],
             weight=np.concatenate([m.weight, w[pos]])[order],
-            alpha0=np.concatenate([np.abs(m.coef), np.zeros(len(draw))])[order],
+            alpha0=np.concatenate([p.kind.warm_alphas(m.coef), np.zeros(len(draw))])[order],
             n_fresh=len(draw))
         out.append(replace(p, ws=ws))
     return out

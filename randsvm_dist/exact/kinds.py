@@ -54,7 +54,7 @@ class ProblemKind(Protocol):
         label: how the history names the problem.
         error_slack: a row whose slack exceeds this counts as an error (``n_errors``).
         warm_startable: a re-solve may start from the previous alphas
-            (``solvers.warm_smo`` solves C-SVC only).
+            (``solvers.warm_smo`` solves the duals of all three kinds).
         cascadable: a working set may be cut into parts solved apart (not one-class: each
             part would need nu n rows).
     """
@@ -88,6 +88,9 @@ class ProblemKind(Protocol):
 
     def solver_params(self, params: SolverParams, n_ws: int, n_rows: int) -> SolverParams:
         """The solver parameters of a working set of n_ws of the problem's n_rows rows."""
+
+    def warm_alphas(self, coef: np.ndarray) -> np.ndarray:
+        """The warm solver's starting point from a solve's dual coefficients."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,10 @@ class CSVC:
         return replace(params, svm_type=0, weight_pos=self.weight_pos,
                        weight_neg=self.weight_neg)
 
+    def warm_alphas(self, coef: np.ndarray) -> np.ndarray:
+        """The alphas: |y alpha| of LIBSVM's coefficients."""
+        return np.abs(coef)
+
 
 @dataclass(frozen=True)
 class EpsilonSVR:
@@ -156,7 +163,7 @@ class EpsilonSVR:
     name = "epsilon_svr"
     label = "regression"
     error_slack = math.inf   # no misclassification in regression
-    warm_startable = False
+    warm_startable = True
     cascadable = True
 
     def targets(self, y: np.ndarray) -> tuple[np.ndarray, None]:
@@ -188,6 +195,10 @@ class EpsilonSVR:
         """LIBSVM's -s 3 with this epsilon (-p)."""
         return replace(params, svm_type=3, epsilon=self.epsilon)
 
+    def warm_alphas(self, coef: np.ndarray) -> np.ndarray:
+        """The signed coefficients alpha - alpha* (the warm solver splits them)."""
+        return np.asarray(coef, np.float64)
+
 
 @dataclass(frozen=True)
 class OneClass:
@@ -199,7 +210,7 @@ class OneClass:
     name = "one_class"
     label = "one-class"
     error_slack = 0.0   # f < 0: predicted outlier
-    warm_startable = False
+    warm_startable = True
     cascadable = False   # each part of a cascade would need nu n rows
 
     def targets(self, y: np.ndarray) -> tuple[np.ndarray, None]:
@@ -231,5 +242,11 @@ class OneClass:
         nu_ws = min(1.0, self.nu * n_rows / max(n_ws, 1))
         return replace(params, svm_type=2, nu=nu_ws)
 
+    def warm_alphas(self, coef: np.ndarray) -> np.ndarray:
+        """The alphas (non-negative); the warm solver rescales them to the working set's
+        nu (``solvers.warm_smo_duals``)."""
+        return np.asarray(coef, np.float64)
+
 
 KINDS: dict[str, type[ProblemKind]] = {k.name: k for k in (CSVC, EpsilonSVR, OneClass)}
+

@@ -332,8 +332,8 @@ def test_warm_re_solves_reach_the_cold_optimum(dask_client, blobs, monkeypatch):
     nu (the warm SMO's one-class dual), and end where cold LIBSVM re-solves end."""
     from randsvm_dist.exact import solving
 
-    X = blobs[0] if isinstance(blobs, tuple) else blobs
-    kw = dict(sample_size=300, gap_tol=1e-4, tol=1e-4)
+    X = blobs[0]
+    kw = dict(sample_size=300)  # to zero violators at tol 1e-5 (the module's fit)
     warm = fit(dask_client, X, **kw)
     assert any(h["warm_start"] for h in warm.history_)
     monkeypatch.setattr(solving, "WARM_MAX_FRESH_SHARE", -1.0)  # every re-solve cold
@@ -341,4 +341,4 @@ def test_warm_re_solves_reach_the_cold_optimum(dask_client, blobs, monkeypatch):
     assert not any(h["warm_start"] for h in cold.history_)
     assert warm.optimal_ and cold.optimal_
     np.testing.assert_allclose(warm.decision_function(X), cold.decision_function(X),
-                               atol=5e-3)
+                               atol=2e-3)

@@ -402,5 +402,5 @@ def test_warm_re_solves_reach_the_cold_optimum(dask_client, friedman, monkeypatc
     monkeypatch.setattr(solving, "WARM_MAX_FRESH_SHARE", -1.0)  # every re-solve cold
     cold = fit(dask_client, X, y, **kw)
     assert not any(h["warm_start"] for h in cold.history_)
-    assert warm.optimal_ and cold.optimal_
+    assert warm.certified_ and cold.certified_
     np.testing.assert_allclose(warm.predict(X), cold.predict(X), atol=5e-3)

@@ -37,6 +37,8 @@ class IterationRecord:
             scaled by the working sets' sizes squared (None otherwise).
         duplicates_collapsed: rows of the data set merged into identical rows as
             multiplicity weights before the run.
+        duplicates_across: of those, rows found only by the exchange of row hashes
+            across partitions (``engine.duplicate_exchange``).
         rows_evaluated: rows whose decision values the scan computed in full.
         rows_screened: rows of the problems screened out exactly (bounded clear of every
             threshold).
@@ -75,6 +77,7 @@ class IterationRecord:
     scan_seconds: float
     warm_speedup_estimate: float | None
     duplicates_collapsed: int
+    duplicates_across: int
     rows_evaluated: int
     rows_screened: int
     kernel_evals: int

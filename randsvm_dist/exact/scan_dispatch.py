@@ -130,7 +130,8 @@ def run_scan(client, parts: PartitionSet, model: ScanModel | None,
 
 
 def _holders(client, parts: PartitionSet) -> list[list[str]]:
-    """The workers holding each partition (empty lists when they are re-read from files)."""
+    """The workers holding each partition (empty when re-read from files, or not built
+    yet: its rows are then dealt out like any a worker cannot keep)."""
     if parts.futures is None:
         return [[] for _ in range(parts.n_partitions)]
     who = client.who_has(parts.futures)
@@ -158,8 +159,9 @@ def _source(client, parts: PartitionSet, task: ScanTask, holders: list[list[str]
     part = parts.partition(client, task.partition, task.worker)
     if task.local or parts.futures is None:
         return part
+    where = holders[task.partition]
     return client.submit(row_range, part, task.lo, task.hi, pure=False, retries=2,
-                         workers=holders[task.partition] or None, allow_other_workers=True)
+                         **({"workers": where, "allow_other_workers": True} if where else {}))
 
 
 # Each worker's share of the rows is cut into SCAN_TASKS_PER_THREAD tasks per thread (a

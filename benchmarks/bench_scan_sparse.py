@@ -86,7 +86,7 @@ def measure(n: int, m: int, d: int, density: float, repeats: int, gemm: float) -
         for product in ("dense", "sparse"):
             with forced(product):
                 for name, rows in (("dense_input", X), ("csr_input", csr)):
-                    t = best_of(lambda: decision_values(rows, S, coef, 0.0, kernel), repeats)
+                    t = best_of(lambda r=rows: decision_values(r, S, coef, 0.0, kernel), repeats)
                     row[f"{product}_{name}_rate"] = n * m * d / t
                     row[f"{product}_{name}_vs_gemm_bound"] = t / (n * m * d / gemm)
                 values[product] = decision_values(X, S, coef, 0.0, kernel)

@@ -100,7 +100,7 @@ def test_sparse_product_matches_the_gemm_within_float32_rounding(monkeypatch):
 def test_the_models_travel_once_per_worker_per_scan(data, monkeypatch):
     """One scan ships its models and requests in one future: no scan task carries them
     in its arguments, and each worker receives them at most once."""
-    from distributed import Client, LocalCluster, Future
+    from distributed import Client, Future, LocalCluster
 
     X, y, sol = data
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,

@@ -290,6 +290,26 @@ def _whole(sizes: list[int], holders: list[list[str]], threads: dict[str, int],
     return sorted(tasks, key=lambda t: t.partition)
 
 
+# Row blocks of the driver-side work sent to the workers have at least this many rows.
+BLOCK_MIN_ROWS = 256
+
+
+def row_blocks_on_workers(client, fn, shared, n_rows: int, what: str) -> list:
+    """``fn(shared, a, b)`` for blocks a..b of ``n_rows`` rows, one per worker thread, on
+    the workers (``shared`` shipped once, as a future every block shares).
+
+    Returns:
+        the blocks' results, in row order.
+    """
+    n_blocks = max(1, min(sum(client.nthreads().values()), n_rows // BLOCK_MIN_ROWS))
+    edges = np.linspace(0, n_rows, n_blocks + 1).astype(np.int64)
+    shared_future = put(client, shared)
+    futures = [client.submit(fn, shared_future, int(a), int(b), pure=False, retries=2)
+               for a, b in zip(edges[:-1], edges[1:])]
+    return gather(client, futures, what, [f"rows {a}-{b}" for a, b in zip(edges[:-1],
+                                                                       edges[1:])])
+
+
 def merged_scan(per_part, p: int, n_draw: int) -> dict:
     """Sum problem p's per-task answers; keep the n_draw smallest-key candidates."""
     scans = [s[p] for s in per_part]

@@ -200,10 +200,13 @@ def _kernel_of_dots(K: np.ndarray, X, Y, kernel: Kernel,
 
 
 # A kernel block's dot products with the support vectors are a sparse product (CSR rows
-# times the dense SVs) when the rows have fewer non-zeros than this share of their cells,
-# else a dense GEMM (CSR rows are densified block by block). The sparse product costs
-# ~ nnz x |SV| multiply-adds at scipy's rate, the GEMM d x |SV| per row at BLAS's;
-# ``benchmarks/bench_scan_sparse.py`` measures both and prints the crossover density.
+# times the dense SVs) when the support vectors have fewer non-zeros than this share of
+# their cells, else a dense GEMM (CSR rows are densified block by block). The support
+# vectors are rows of the data, and deciding by them gives every block and every task of
+# a scan the same product: a row's value never depends on the rows it is scanned with
+# (nor on the workers). The sparse product costs ~ nnz x |SV| multiply-adds at scipy's
+# rate, the GEMM d x |SV| per row at BLAS's; ``benchmarks/bench_scan_sparse.py`` measures
+# both and prints the crossover density.
 # The values are those of the RBF scan measurements in ``engine/layout.py`` (CSR ahead
 # below 0.2 at 300-800 features, below 0.5 at 120, where the exp dominates).
 SPARSE_PRODUCT_DENSITY = 0.2
@@ -212,8 +215,8 @@ FEW_FEATURES = 200
 
 
 def sparse_product_pays(X) -> bool:
-    """Whether a kernel block's dot products with the rows of X (dense or CSR) run as a
-    sparse product: their density is below SPARSE_PRODUCT_DENSITY_FEW (at most
+    """Whether kernel blocks against the rows X (dense or CSR; the support vectors) run as
+    a sparse product: their density is below SPARSE_PRODUCT_DENSITY_FEW (at most
     FEW_FEATURES features) or SPARSE_PRODUCT_DENSITY (more)."""
     cells = X.shape[0] * X.shape[1]
     if not cells:
@@ -225,7 +228,7 @@ def sparse_product_pays(X) -> bool:
 
 class _BlockDots:
     """Dot products of row blocks of X with the support vectors S, in float32, by the
-    product ``sparse_product_pays`` picks for X: CSR blocks against S' (made C-contiguous
+    product ``sparse_product_pays`` picks for S: CSR blocks against S' (made C-contiguous
     once: scipy would copy a transposed view for every block), or a GEMM into one buffer
     (a fresh one per block costs page faults when glibc's mmap threshold is fixed, as in
     Dask's worker processes (MALLOC_TRIM_THRESHOLD_ set by the nanny): 2x slower scans,
@@ -234,7 +237,7 @@ class _BlockDots:
     def __init__(self, X, S, chunk_rows: int):
         self.S = S
         self.mode = "sparse_sv" if sp.issparse(S) else (
-            "csr" if sparse_product_pays(X) else "dense")
+            "csr" if sparse_product_pays(S) else "dense")
         if self.mode == "csr":
             self.ST = np.ascontiguousarray(np.asarray(S, dtype=np.float32).T)
         elif self.mode == "dense":

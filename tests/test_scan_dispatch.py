@@ -12,7 +12,7 @@ from randsvm_dist.engine.inputs import load_partitions
 from randsvm_dist.exact import scan_dispatch
 from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.scan import ProblemRequest, ScanInputs, ScanModel
-from randsvm_dist.exact.scan_dispatch import merged_scan, plan_scan, run_scan
+from randsvm_dist.exact.scan_dispatch import ScanTask, merged_scan, plan_scan, run_scan
 from randsvm_dist.numerics import kernels
 from randsvm_dist.numerics.kernels import Kernel, decision_values
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
@@ -187,10 +187,14 @@ def test_plans_give_every_thread_its_share(sizes, holders, threads):
 
 def test_plans_keep_rows_where_they_were_scanned_and_whole_partitions_whole():
     """A partition held by two workers goes to the preferred one (where its bounds are);
-    partitions that cannot be split go whole, largest first to the least loaded."""
+    one not built yet is one task the scheduler places; partitions that cannot be split
+    go whole, largest first to the least loaded."""
     tasks = plan_scan([10_000, 10_000], [["a", "b"], ["a", "b"]], {"a": 1, "b": 1}, True,
                       {0: "b", 1: "a"})
     assert {(t.partition, t.worker) for t in tasks} == {(0, "b"), (1, "a")}
+    unbuilt = plan_scan([10_000, 10_000], [["a"], []], {"a": 1, "b": 1}, True)
+    assert [t for t in unbuilt if t.partition == 1] == [ScanTask(1, 0, 10_000)]
+    assert _loads(unbuilt) == {"a": 5_000, "b": 5_000, None: 10_000}
     whole = plan_scan([5, 40, 30, 20], [[]] * 4, {"a": 1, "b": 1}, False)
     assert sorted((t.lo, t.hi) for t in whole) == [(0, 5), (0, 20), (0, 30), (0, 40)]
     assert sorted(_loads(whole).values()) == [45, 50]

@@ -131,7 +131,7 @@ def run_scan(client, parts: PartitionSet, model: ScanModel | None,
 
 def _holders(client, parts: PartitionSet) -> list[list[str]]:
     """The workers holding each partition (empty when re-read from files, or not built
-    yet: its rows are then dealt out like any a worker cannot keep)."""
+    yet)."""
     if parts.futures is None:
         return [[] for _ in range(parts.n_partitions)]
     who = client.who_has(parts.futures)
@@ -183,7 +183,9 @@ def plan_scan(sizes, holders: list[list[str]], threads: dict[str, int], splittab
     ranges for the workers below their share (only those rows travel). Partitions that
     cannot be split (``splittable`` False: re-read from files per task) go whole to the
     worker with the least rows per thread, largest first. Every worker ends within
-    SCAN_MIN_ROWS rows of its share when the partitions can be split.
+    SCAN_MIN_ROWS rows of its share when the partitions can be split. A partition no
+    worker holds yet (still being built) is one task the scheduler places where it will
+    be, outside the shares.
 
     Args:
         sizes: rows of each partition.
@@ -202,12 +204,15 @@ def plan_scan(sizes, holders: list[list[str]], threads: dict[str, int], splittab
         return [ScanTask(i, 0, s) for i, s in enumerate(sizes) if s]
     if not splittable:
         return _whole(sizes, holders, threads, workers, preferred)
-    free = _shares(sum(sizes), threads, workers)
-    min_rows = max(1, min(SCAN_MIN_ROWS,
-                          sum(sizes) // (8 * sum(threads[w] for w in workers))))
+    unplaced = {i for i, h in enumerate(holders) if sizes[i] and not set(h) & set(workers)}
+    n = sum(sizes) - sum(sizes[i] for i in unplaced)
+    free = _shares(n, threads, workers)
+    min_rows = max(1, min(SCAN_MIN_ROWS, n // (8 * sum(threads[w] for w in workers))))
     segments: dict[str, list] = {w: [] for w in workers}
     left = []
     for i, size in enumerate(sizes):
+        if i in unplaced:
+            continue
         lo = 0
         mine = [w for w in holders[i] if w in free]
         mine.sort(key=lambda w: (w != preferred.get(i), w))
@@ -230,6 +235,7 @@ def plan_scan(sizes, holders: list[list[str]], threads: dict[str, int], splittab
              for w in workers
              for i, a, b, local in _cut(segments[w], SCAN_TASKS_PER_THREAD * threads[w],
                                         min_rows)]
+    tasks += [ScanTask(i, 0, sizes[i]) for i in sorted(unplaced)]
     return sorted(tasks, key=lambda t: (t.partition, t.lo))
 
 

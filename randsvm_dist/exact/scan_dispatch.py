@@ -71,6 +71,7 @@ class ScanResult:
 
     @property
     def efficiency(self) -> float:
+        """Summed task compute seconds over (threads x wall seconds), in [0, 1]."""
         return self.compute_seconds / max(self.threads * self.wall_seconds, 1e-12)
 
 

@@ -123,6 +123,35 @@ def test_residual_norms_bound_the_change_of_every_row():
         assert np.max(np.abs(rest)) <= delta.residual[i, 0] + 1e-5, t
 
 
+def test_residual_norms_on_the_workers_are_the_drivers(monkeypatch):
+    """With a client, the residual norms' kernel evaluations run in row blocks on the
+    workers (one block per thread) and sum to the driver's own result."""
+    from distributed import Client, LocalCluster
+
+    from randsvm_dist.exact import scan_dispatch, screening
+
+    X, y = make_arrays("checkerboard", 4000, seed=3)
+    old, new = _models(X, y)
+    here = model_delta([old], [new], KERNEL, False, X.shape[1], np.inf)
+    blocks = []
+    run_blocks = scan_dispatch.row_blocks_on_workers
+
+    def counted(client, fn, shared, n_rows, what):
+        out = run_blocks(client, fn, shared, n_rows, what)
+        blocks.append(len(out))
+        return out
+
+    monkeypatch.setattr(screening, "DELTA_LOCAL_EVALS", 0)
+    monkeypatch.setattr(scan_dispatch, "BLOCK_MIN_ROWS", 64)
+    monkeypatch.setattr(screening, "row_blocks_on_workers", counted)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as lc, Client(lc, set_as_default=False) as c:
+        there = model_delta([old], [new], KERNEL, False, X.shape[1], np.inf, c)
+    assert blocks == [2]
+    np.testing.assert_allclose(there.residual, here.residual, rtol=1e-9, atol=1e-12)
+    assert there.kernel_evals == here.kernel_evals > 0
+
+
 def test_screening_needs_nothing_but_the_previous_bounds():
     """Without bounds (a lost store) or without a delta the scan evaluates every row and
     answers the same."""

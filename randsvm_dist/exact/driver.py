@@ -203,7 +203,8 @@ class _Loop:
         r: the sample size; route, why: the route and the reason for it.
         t0: the run's start (``time.perf_counter``).
         it: the last iteration; history: the records so far (dicts).
-        placement: the workers holding the last scan's screening bounds (per scan task).
+        placement: the workers holding the last scan's screening bounds (by the rows of
+            each scan task: ``ScanResult.workers``).
         scanned: the models the last scan saw (per problem), for the next model delta.
         cold: (working-set rows, seconds) of the run's last cold solve, for
             ``warm_speedup_estimate``.
@@ -215,7 +216,7 @@ class _Loop:
     t0: float
     it: int = 0
     history: list = field(default_factory=list)
-    placement: list | None = None
+    placement: dict | None = None
     scanned: list | None = None
     cold: tuple[int, float] | None = None
 
@@ -323,7 +324,7 @@ def _scan_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: R
     if loop.scanned is not None:
         model.delta = model_delta(loop.scanned, [p.model for p in problems], kernel,
                                   parts.is_sparse, parts.n_features,
-                                  0.25 * n * max(model.coef.shape[0], 1))
+                                  0.25 * n * max(model.coef.shape[0], 1), client)
     requests = [ProblemRequest(p.kind, p.ws.rows, draw_size(p, loop.r, loop.route, n),
                                stream_id(cfg.random_state, loop.it, j), p.margin_tol,
                                FILL_BAND, p.solver.C) if p.active else None

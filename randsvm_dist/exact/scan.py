@@ -372,8 +372,26 @@ def _problem_scan(part: Partition, req: ProblemRequest, t: np.ndarray, inside: n
 
 
 @dataclass
+class ScanInputs:
+    """What every task of one scan shares (shipped to each worker once, as one future).
+
+    Attributes:
+        model: the current models (``ScanModel``).
+        requests: one ProblemRequest per problem (None for a finished problem).
+        run: the run's key in the workers' ``screening_store``.
+        iteration: this scan's number (the bounds of scan ``iteration - 1`` are used).
+    """
+
+    model: ScanModel
+    requests: list
+    run: str = ""
+    iteration: int = 0
+
+
+@dataclass
 class ScanAnswer:
-    """What a scan task sends back: the per-problem answers and where its bounds stayed."""
+    """What a scan task sends back: the per-problem answers, where its bounds stayed
+    (``worker``; None: not kept) and where it ran (``ran_on``)."""
 
     problems: list
     n_evaluated: int
@@ -382,6 +400,7 @@ class ScanAnswer:
     n_screened: int = 0
     kernel_evals: int = 0
     cpu_seconds: float = 0.0
+    ran_on: str | None = None
 
 
 def row_range(part: Partition, lo: int, hi: int) -> Partition:
@@ -390,40 +409,44 @@ def row_range(part: Partition, lo: int, hi: int) -> Partition:
                      None if part.weight is None else part.weight[lo:hi])
 
 
-def scan_partition_task(part: Partition, model: ScanModel, requests: list[ProblemRequest],
-                        run: str, index: int, iteration: int,
+def scan_partition_task(part: Partition, inputs: ScanInputs, key: int,
                         rows: tuple[int, int] | None = None) -> ScanAnswer:
-    """``scan_partition`` as a task: screening bounds of scan ``iteration - 1`` are taken from,
-    and this scan's are left in, the worker's ``screening_store`` (never in the task graph).
+    """``scan_partition`` as a task: screening bounds of scan ``inputs.iteration - 1`` are
+    taken from, and this scan's are left in, the worker's ``screening_store`` under ``key``
+    (never in the task graph).
 
     Args:
-        part, model, requests: see ``scan_partition``.
-        run: the run's key in the store.
-        index: the task's key in the store (the partition's, or its row range's).
-        iteration: this scan's number.
-        rows: (lo, hi): scan only these local rows of the partition (None: all).
+        part: the partition (or the rows cut from it).
+        inputs: the scan's models and requests (see ``ScanInputs``).
+        key: the store's key of these rows: their first global row (the bounds' shape
+            holds their count, so a task of other rows never takes them).
+        rows: (lo, hi): scan only these local rows of ``part`` (None: all).
 
     Returns:
-        ScanAnswer (``worker``: the address whose store holds this scan's bounds, or None).
+        ScanAnswer.
     """
     from randsvm_dist.exact import screening_store
 
     if rows is not None:
         part = row_range(part, *rows)
-
-    prev = (screening_store.get(run, index, iteration - 1) if model.delta is not None
-            else None)
+    model, requests = inputs.model, inputs.requests
+    prev = (screening_store.get(inputs.run, key, inputs.iteration - 1)
+            if model.delta is not None else None)
     if prev is not None and prev.shape != (2, part.n_rows, len(requests)):
         prev = None
     out = scan_partition(part, model, requests, prev)
-    worker = None
-    if model.support_vectors is not None and screening_store.put(run, index, iteration,
-                                                                 out.bounds):
-        try:
-            from distributed import get_worker
+    address = _worker_address()
+    kept = (model.support_vectors is not None and address is not None
+            and screening_store.put(inputs.run, key, inputs.iteration, out.bounds))
+    return ScanAnswer(out.problems, out.n_evaluated, out.seconds, address if kept else None,
+                      out.n_screened, out.kernel_evals, out.cpu_seconds, address)
 
-            worker = get_worker().address
-        except (ImportError, ValueError):
-            worker = None
-    return ScanAnswer(out.problems, out.n_evaluated, out.seconds, worker, out.n_screened,
-                      out.kernel_evals, out.cpu_seconds)
+
+def _worker_address() -> str | None:
+    """The address of the worker running this task (None outside a worker)."""
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except (ImportError, ValueError):
+        return None

@@ -1,22 +1,30 @@
-"""The scan's dispatch: one scan task per partition (or row range) on the workers, and the
-sum of their answers.
+"""The scan's dispatch: scan tasks over row ranges of the partitions, balanced over the
+workers' threads and run where their rows live, and the sum of their answers.
 
-The driver's models travel to the tasks once (``ScanModel``, a future they share); each
-task runs ``scan.scan_partition_task`` and keeps its screening bounds on its worker, so the
-next scan is sent where they are.
+Per scan the driver's models and requests travel to the workers once (``ScanInputs``, a
+future every task shares: each worker fetches it once); each task runs
+``scan.scan_partition_task`` on its rows and keeps their screening bounds on its worker,
+keyed by the rows' first global index, so the next scan is sent where they are.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.client import put
 from randsvm_dist.engine.partitions import PartitionSet, empty_rows, placed, vstack_rows
-from randsvm_dist.exact.scan import ProblemRequest, ScanAnswer, ScanModel, scan_partition_task
-from randsvm_dist.exact.solving import total_threads
+from randsvm_dist.exact.scan import (
+    ProblemRequest,
+    ScanAnswer,
+    ScanInputs,
+    ScanModel,
+    row_range,
+    scan_partition_task,
+)
 from randsvm_dist.exact.state import ProblemState, SupportModel
 
 
@@ -42,15 +50,42 @@ def united_support(models: list[SupportModel], sparse: bool, n_features: int):
 
 @dataclass
 class ScanResult:
-    """One pass over all partitions."""
+    """One pass over all rows.
 
-    per_part: list           # per partition: list of ProblemScan (None for finished ones)
-    workers: list            # per partition: the worker holding its screening bounds, or None
+    ``efficiency`` = compute_seconds / (threads x wall_seconds): the share of the cluster's
+    threads the scan kept busy (1: every thread scanned from the first task's submission to
+    the last answer).
+    """
+
+    per_part: list           # per task: list of ProblemScan (None for finished problems)
+    workers: dict            # (first global row, rows) of each task -> worker holding its
+    #                          screening bounds (tasks whose bounds were not kept: absent)
     n_evaluated: int         # rows whose decision values were computed in full
     compute_seconds: float   # summed over the scan tasks
     n_screened: int = 0      # rows of an active problem screened out (not evaluated in full)
     kernel_evals: int = 0    # kernel evaluations: the tasks' and the model delta's
     cpu_seconds: float = 0.0  # summed CPU time of the scan tasks' threads
+    wall_seconds: float = 0.0  # from planning the tasks to the last answer
+    threads: int = 1         # worker threads of the cluster during the scan
+    task_rows: dict = field(default_factory=dict)  # worker -> rows its tasks scanned
+
+    @property
+    def efficiency(self) -> float:
+        """Summed task compute seconds over (threads x wall seconds), in [0, 1]."""
+        return self.compute_seconds / max(self.threads * self.wall_seconds, 1e-12)
+
+
+@dataclass(frozen=True)
+class ScanTask:
+    """Local rows lo..hi-1 of a partition, scanned on ``worker`` (None: wherever the
+    scheduler puts it); ``local``: the worker holds the partition (else only these rows
+    are sent to it, cut where the partition lives)."""
+
+    partition: int
+    lo: int
+    hi: int
+    worker: str | None = None
+    local: bool = True
 
 
 _NO_MODEL = ScanModel(None, None, np.zeros((0, 0)), np.zeros(0))
@@ -58,79 +93,232 @@ _NO_MODEL = ScanModel(None, None, np.zeros((0, 0)), np.zeros(0))
 
 def run_scan(client, parts: PartitionSet, model: ScanModel | None,
              requests: list[ProblemRequest | None], run: str = "", iteration: int = 0,
-             placement: list | None = None) -> ScanResult:
-    """Scan every partition on the workers (see ``scan.scan_partition_task``).
+             placement: dict | None = None) -> ScanResult:
+    """Scan every row on the workers (see ``scan.scan_partition_task``).
 
     ``run``/``iteration`` key the screening bounds in the workers' ``screening_store``;
-    ``placement`` (the previous scan's ``workers``) sends each partition's scan to the worker
-    holding its bounds, when that worker is still there (any other may run it, evaluating
-    every row). The model is shipped once (a future every task shares).
+    ``placement`` (the previous scan's ``workers``) keeps each partition's rows on the
+    worker that scanned them last, where their bounds are, when it still holds them (see
+    ``plan_scan``). The models and requests are shipped once (a future every task shares).
 
     Returns:
         ScanResult.
     """
-    model_future = put(client, model) if model else _NO_MODEL
-    tasks = scan_tasks(parts, total_threads(client))
-    placement = _task_placement(client, tasks, placement)
-    futures = []
-    for k, (i, rows) in enumerate(tasks):
-        where = placement[k] if placement is not None else None
-        futures.append(client.submit(
-            scan_partition_task, parts.partition(client, i, where), model_future, requests,
-            run, k, iteration, rows, pure=False, retries=2,
-            **placed(where)))
-    names = [f"partition {i}" + (f" rows {rows[0]}-{rows[1]}" if rows else "")
-             for i, rows in tasks]
+    t0 = time.perf_counter()
+    inputs = put(client, ScanInputs(model or _NO_MODEL, requests, run, iteration))
+    threads = {w: int(n) for w, n in client.nthreads().items()}
+    holders = _holders(client, parts)
+    tasks = plan_scan(parts.sizes, holders, threads, parts.futures is not None,
+                      _preferred(parts, placement or {}))
+    futures = [client.submit(scan_partition_task, _source(client, parts, t, holders),
+                             inputs, int(parts.offsets[t.partition] + t.lo),
+                             _local_rows(parts, t), pure=False, retries=2, **placed(t.worker))
+               for t in tasks]
+    names = [f"partition {t.partition} rows {t.lo}-{t.hi}" for t in tasks]
     answers: list[ScanAnswer] = gather(client, futures, "the violator scan", names)
     delta_evals = model.delta.kernel_evals if model and model.delta is not None else 0
-    return ScanResult([a.problems for a in answers], [a.worker for a in answers],
+    task_rows: dict = {}
+    for t, a in zip(tasks, answers):
+        task_rows[a.ran_on] = task_rows.get(a.ran_on, 0) + t.hi - t.lo
+    return ScanResult([a.problems for a in answers],
+                      {(int(parts.offsets[t.partition] + t.lo), t.hi - t.lo): a.worker
+                       for t, a in zip(tasks, answers) if a.worker is not None},
                       sum(a.n_evaluated for a in answers), sum(a.seconds for a in answers),
                       sum(a.n_screened for a in answers),
                       delta_evals + sum(a.kernel_evals for a in answers),
-                      sum(a.cpu_seconds for a in answers))
+                      sum(a.cpu_seconds for a in answers), time.perf_counter() - t0,
+                      max(1, sum(threads.values())), task_rows)
 
 
-def _task_placement(client, tasks: list, placement: list | None) -> list | None:
-    """The worker of each scan task: the previous scan's (when it had the same tasks),
-    else row ranges dealt out over the workers (all ranges of a partition would otherwise
-    run where it lives), else None (where the data is)."""
-    if placement is not None and len(placement) != len(tasks):
-        placement = None
-    if placement is None and any(rows is not None for _, rows in tasks):
-        workers = sorted(client.scheduler_info().get("workers", {}))
-        placement = [workers[k % len(workers)] if rows is not None and workers else None
-                     for k, (_, rows) in enumerate(tasks)]
-    return placement
+def _holders(client, parts: PartitionSet) -> list[list[str]]:
+    """The workers holding each partition (empty when re-read from files, or not built
+    yet)."""
+    if parts.futures is None:
+        return [[] for _ in range(parts.n_partitions)]
+    who = client.who_has(parts.futures)
+    return [sorted(who.get(f.key, ())) for f in parts.futures]
 
 
-# Scan tasks per worker thread: fewer partitions than this are scanned in row ranges, so
-# every core scans (one 1e5-row partition on 2 workers used one core) and the last task
-# is short; ranges have at least SCAN_MIN_ROWS rows.
+def _preferred(parts: PartitionSet, placement: dict) -> dict[int, str]:
+    """partition -> the worker that scanned its first rows last time (from ``placement``)."""
+    out: dict[int, str] = {}
+    for (first, _), worker in sorted(placement.items()):
+        i = int(np.searchsorted(parts.offsets, first, side="right") - 1)
+        out.setdefault(i, worker)
+    return out
+
+
+def _local_rows(parts: PartitionSet, task: ScanTask) -> tuple[int, int] | None:
+    """The rows a task cuts from the partition it is given (None: all of it)."""
+    whole = task.lo == 0 and task.hi == int(parts.sizes[task.partition])
+    return None if whole or not task.local or parts.futures is None else (task.lo, task.hi)
+
+
+def _source(client, parts: PartitionSet, task: ScanTask, holders: list[list[str]]):
+    """What a task scans: the partition's future where it lives, else just its rows,
+    cut on a worker holding the partition."""
+    part = parts.partition(client, task.partition, task.worker)
+    if task.local or parts.futures is None:
+        return part
+    where = holders[task.partition]
+    return client.submit(row_range, part, task.lo, task.hi, pure=False, retries=2,
+                         **({"workers": where, "allow_other_workers": True} if where else {}))
+
+
+# Each worker's share of the rows is cut into SCAN_TASKS_PER_THREAD tasks per thread (a
+# partition boundary near a cut takes its place), so every thread scans and a task stolen
+# by an idle worker is short; no task is cut below SCAN_MIN_ROWS rows (a task costs the
+# scheduler and the worker a few milliseconds whatever its size).
 SCAN_TASKS_PER_THREAD = 2
-SCAN_MIN_ROWS = 10_000
+SCAN_MIN_ROWS = 2048
 
 
-def scan_tasks(parts: PartitionSet, threads: int) -> list[tuple[int, tuple | None]]:
-    """The scan's tasks: (partition, (lo, hi) local rows or None for all of it).
+def plan_scan(sizes, holders: list[list[str]], threads: dict[str, int], splittable: bool,
+              preferred: dict[int, str] | None = None) -> list[ScanTask]:
+    """The scan's tasks: every row in exactly one task, each worker's rows in proportion to
+    its threads, each row scanned where its partition lives unless that would leave a
+    worker with less than its share.
 
-    Partitions are split only when they are held in worker memory (a split partition read
-    from files would be read once per range)."""
-    n_parts = parts.n_partitions
-    want = SCAN_TASKS_PER_THREAD * threads
-    if parts.futures is None or n_parts >= want:
-        return [(i, None) for i in range(n_parts)]
-    split = -(-want // n_parts)
-    tasks: list[tuple[int, tuple | None]] = []
-    for i, size in enumerate(parts.sizes):
-        k = int(max(1, min(split, size // SCAN_MIN_ROWS)))
-        cuts = np.linspace(0, int(size), k + 1).astype(np.int64)
-        tasks += [(i, (int(a), int(b)) if k > 1 else None)
-                  for a, b in zip(cuts[:-1], cuts[1:])]
-    return tasks
+    Rows go first to a worker holding their partition (``preferred[i]`` first: where the
+    partition's bounds are), up to the worker's share; what is left over is cut into
+    ranges for the workers below their share (only those rows travel). Partitions that
+    cannot be split (``splittable`` False: re-read from files per task) go whole to the
+    worker with the least rows per thread, largest first. Every worker ends within
+    SCAN_MIN_ROWS rows of its share when the partitions can be split. A partition no
+    worker holds yet (still being built) is one task the scheduler places where it will
+    be, outside the shares.
+
+    Args:
+        sizes: rows of each partition.
+        holders: per partition, the workers holding it (may be empty).
+        threads: worker address -> threads.
+        splittable: partitions may be scanned in row ranges.
+        preferred: partition -> the worker to try first.
+
+    Returns:
+        the tasks, in partition and row order.
+    """
+    sizes = [int(s) for s in sizes]
+    preferred = preferred or {}
+    workers = sorted(w for w, t in threads.items() if t > 0)
+    if not workers:
+        return [ScanTask(i, 0, s) for i, s in enumerate(sizes) if s]
+    if not splittable:
+        return _whole(sizes, holders, threads, workers, preferred)
+    unplaced = {i for i, h in enumerate(holders) if sizes[i] and not set(h) & set(workers)}
+    n = sum(sizes) - sum(sizes[i] for i in unplaced)
+    free = _shares(n, threads, workers)
+    min_rows = max(1, min(SCAN_MIN_ROWS, n // (8 * sum(threads[w] for w in workers))))
+    segments: dict[str, list] = {w: [] for w in workers}
+    left = []
+    for i, size in enumerate(sizes):
+        if i in unplaced:
+            continue
+        lo = 0
+        mine = [w for w in holders[i] if w in free]
+        mine.sort(key=lambda w: (w != preferred.get(i), w))
+        for w in mine:
+            take = _take(size - lo, free[w], min_rows)
+            if take:
+                segments[w].append((i, lo, lo + take, True))
+                free[w] -= take
+                lo += take
+        if lo < size:
+            left.append((i, lo, size))
+    for i, lo, hi in left:
+        while lo < hi:
+            w = max(workers, key=lambda v: (free[v] / threads[v], v == preferred.get(i)))
+            take = _take(hi - lo, free[w], min_rows) or min(hi - lo, min_rows)
+            segments[w].append((i, lo, lo + take, w in holders[i]))
+            free[w] -= take
+            lo += take
+    tasks = [ScanTask(i, a, b, w, local)
+             for w in workers
+             for i, a, b, local in _cut(segments[w], SCAN_TASKS_PER_THREAD * threads[w],
+                                        min_rows)]
+    tasks += [ScanTask(i, 0, sizes[i]) for i in sorted(unplaced)]
+    return sorted(tasks, key=lambda t: (t.partition, t.lo))
+
+
+def _shares(n: int, threads: dict[str, int], workers: list[str]) -> dict[str, int]:
+    """Each worker's rows, in proportion to its threads, summing to n (largest remainders)."""
+    total = sum(threads[w] for w in workers)
+    exact = {w: n * threads[w] / total for w in workers}
+    share = {w: int(exact[w]) for w in workers}
+    for w in sorted(workers, key=lambda v: share[v] - exact[v])[:n - sum(share.values())]:
+        share[w] += 1
+    return share
+
+
+def _take(rest: int, free: int, min_rows: int) -> int:
+    """Rows of ``rest`` a worker with ``free`` rows of its share left takes: all of them
+    when less than min_rows would remain, else its share (none when that is under
+    min_rows)."""
+    if free <= 0:
+        return 0
+    if rest - free < min_rows:
+        return rest
+    return free if free >= min_rows else 0
+
+
+def _cut(segments: list, pieces: int, min_rows: int) -> list:
+    """A worker's segments (partition, lo, hi, local) cut at ``pieces`` equal shares of
+    their rows, where both sides keep at least min_rows."""
+    total = sum(b - a for _, a, b, _ in segments)
+    marks = [round(k * total / pieces) for k in range(1, pieces)]
+    out, start = [], 0
+    for i, a, b, local in segments:
+        edges = [a]
+        for m in marks:
+            at = a + m - start
+            if edges[-1] + min_rows <= at <= b - min_rows:
+                edges.append(at)
+        edges.append(b)
+        out += [(i, x, y, local) for x, y in zip(edges[:-1], edges[1:])]
+        start += b - a
+    return out
+
+
+def _whole(sizes: list[int], holders: list[list[str]], threads: dict[str, int],
+           workers: list[str], preferred: dict[int, str]) -> list[ScanTask]:
+    """Whole partitions to the workers (largest first, to the fewest rows per thread;
+    a partition's preferred worker or holder when it is among those)."""
+    load = {w: 0 for w in workers}
+    tasks = []
+    for i in sorted(range(len(sizes)), key=lambda j: (-sizes[j], j)):
+        if not sizes[i]:
+            continue
+        low = min(load[w] / threads[w] for w in workers)
+        fits = [w for w in [preferred.get(i), *holders[i]]
+                if w in load and load[w] / threads[w] <= low]
+        w = fits[0] if fits else min(workers, key=lambda v: (load[v] / threads[v], v))
+        load[w] += sizes[i]
+        tasks.append(ScanTask(i, 0, sizes[i], w, w in holders[i]))
+    return sorted(tasks, key=lambda t: t.partition)
+
+
+# Row blocks of the driver-side work sent to the workers have at least this many rows.
+BLOCK_MIN_ROWS = 256
+
+
+def row_blocks_on_workers(client, fn, shared, n_rows: int, what: str) -> list:
+    """``fn(shared, a, b)`` for blocks a..b of ``n_rows`` rows, one per worker thread, on
+    the workers (``shared`` shipped once, as a future every block shares).
+
+    Returns:
+        the blocks' results, in row order.
+    """
+    n_blocks = max(1, min(sum(client.nthreads().values()), n_rows // BLOCK_MIN_ROWS))
+    edges = np.linspace(0, n_rows, n_blocks + 1).astype(np.int64)
+    shared_future = put(client, shared)
+    futures = [client.submit(fn, shared_future, int(a), int(b), pure=False, retries=2)
+               for a, b in zip(edges[:-1], edges[1:])]
+    return gather(client, futures, what, [f"rows {a}-{b}" for a, b in zip(edges[:-1],
+                                                                       edges[1:])])
 
 
 def merged_scan(per_part, p: int, n_draw: int) -> dict:
-    """Sum problem p's per-partition answers; keep the n_draw smallest-key candidates."""
+    """Sum problem p's per-task answers; keep the n_draw smallest-key candidates."""
     scans = [s[p] for s in per_part]
     keys = np.concatenate([s.keys for s in scans])
     rows = np.concatenate([s.rows for s in scans])

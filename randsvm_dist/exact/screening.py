@@ -1,17 +1,22 @@
-"""Screening maths on the driver: how the models moved between two scans.
+"""Screening maths: how the models moved between two scans.
 
 The next scan screens a row with its stored decision value plus the changes of the
 coefficients that moved most, within the kernel norm of the rest (``scan.ModelDelta``);
 ``model_delta`` computes those norms once per scan, for every candidate size of "most".
+Their cost grows with the square of the support vectors, not with the rows: with a
+client, blocks of them run on the workers (``scan_dispatch.row_blocks_on_workers``), so
+the driver's share of a scan does not stay fixed while the scan's own work is divided.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from randsvm_dist.engine.partitions import empty_rows, vstack_rows
 from randsvm_dist.exact.scan import ModelDelta
-from randsvm_dist.exact.scan_dispatch import united_support
+from randsvm_dist.exact.scan_dispatch import row_blocks_on_workers, united_support
 from randsvm_dist.exact.state import SupportModel
 from randsvm_dist.numerics.kernels import decision_values, kernel_matrix, single_threaded_blas
 
@@ -24,10 +29,13 @@ DELTA_FIRST_SIZE = 8
 # r'Kr by KERNEL_VALUE_ERROR (sum |r|)^2 so the residual norms stay upper bounds.
 KERNEL_VALUE_ERROR = 1e-6
 DELTA_BLOCK_ROWS = 4096
+# Residual norms of fewer kernel evaluations than this are computed on the driver (a
+# round trip to the workers costs more).
+DELTA_LOCAL_EVALS = 4_000_000
 
 
 def model_delta(prev: list[SupportModel], cur: list[SupportModel], kernel, sparse: bool,
-                n_features: int, max_pairs: float) -> ModelDelta:
+                n_features: int, max_pairs: float, client=None) -> ModelDelta:
     """How the models moved between two scans, for the next scan's screening.
 
     dc = coef_cur - coef_prev over the union U of both scans' support vectors of every
@@ -43,6 +51,8 @@ def model_delta(prev: list[SupportModel], cur: list[SupportModel], kernel, spars
         n_features: feature count.
         max_pairs: the most kernel evaluations to spend; a larger union gives residuals of
             inf (no screening).
+        client: the cluster's client: the residuals' kernel evaluations run in row
+            blocks on its workers when they are DELTA_LOCAL_EVALS or more (None: here).
 
     Returns:
         ModelDelta (``scan.ModelDelta``).
@@ -58,9 +68,15 @@ def model_delta(prev: list[SupportModel], cur: list[SupportModel], kernel, spars
                           np.full((len(sizes), P), np.inf), shift_b)
     if not len(union):
         return ModelDelta(V, dV.astype(np.float32), sizes, np.zeros((len(sizes), P)), shift_b)
-    residual = _residual_norms(XU, dc, order, sizes, kernel)
-    return ModelDelta(V, dV.astype(np.float32), sizes, residual, shift_b,
-                      kernel_evals=len(union) ** 2 + len(union) * len(order))
+    evals = len(union) ** 2 + len(union) * len(order)
+    terms = ResidualTerms(XU, dc, order, sizes, kernel)
+    if client is None or evals < DELTA_LOCAL_EVALS:
+        q = residual_block(terms, 0, len(union))
+    else:
+        q = sum(row_blocks_on_workers(client, residual_block, terms, len(union),
+                                      "the screening residuals"))
+    return ModelDelta(V, dV.astype(np.float32), sizes, _residual_norms(terms, q), shift_b,
+                      kernel_evals=evals)
 
 
 def _coef_change(prev: list[SupportModel], cur: list[SupportModel], sparse: bool,
@@ -92,27 +108,62 @@ def candidate_sizes(t_max: int) -> np.ndarray:
     return np.asarray(sizes, np.int64)
 
 
-def _residual_norms(XU, dc: np.ndarray, order: np.ndarray, sizes: np.ndarray,
-                    kernel) -> np.ndarray:
-    """(len(sizes), n_problems) ||dc without its rows order[:t]||_K for every t in sizes,
-    padded for float32 kernel values."""
-    n_union, P = dc.shape
-    V, dV = XU[order], dc[order]
-    Kdc = decision_values(XU, XU, dc, np.zeros(P), kernel).reshape(n_union, P)
-    q = np.empty((len(sizes), P))
-    abs_r = np.empty((len(sizes), P))
-    for i, t in enumerate(sizes):
-        r = dc.copy()
-        r[order[:t]] = 0.0
-        abs_r[i] = np.abs(r).sum(axis=0)
-        q[i] = (r * Kdc).sum(axis=0)         # r' K dc, corrected below to r' K r
-    # r_t' K r_t = r_t' K dc - r_t' K[:, B_t] dc_B_t, K[:, B_t] in blocks of rows of U
-    for a in range(0, n_union, DELTA_BLOCK_ROWS):
+@dataclass
+class ResidualTerms:
+    """What the residual norms of ``model_delta`` are computed from (shipped to the
+    workers once when they run there).
+
+    Attributes:
+        XU: the union U of both scans' support vectors (rows).
+        dc: (|U|, n_problems) coefficient change.
+        order: rows of U by how much they moved, largest first (the first sizes[-1]).
+        sizes: the candidate sizes t.
+        kernel: resolved Kernel.
+    """
+
+    XU: object
+    dc: np.ndarray
+    order: np.ndarray
+    sizes: np.ndarray
+    kernel: object
+
+
+def residual_block(terms: ResidualTerms, a: int, b: int) -> np.ndarray:
+    """Rows a..b-1 of U's part of r_t' K r_t for every candidate t: (len(sizes),
+    n_problems) float64, additive over row blocks.
+
+    r_t' K r_t = r_t' K dc - r_t' K[:, B_t] dc_B_t, with r_t = dc without its rows B_t =
+    order[:t]; K dc and K[:, B_t] are computed for these rows only.
+    """
+    dc, order, sizes = terms.dc, terms.order, terms.sizes
+    P = dc.shape[1]
+    V, dV = terms.XU[order], dc[order]
+    q = np.zeros((len(sizes), P))
+    for lo in range(a, b, DELTA_BLOCK_ROWS):
+        hi = min(b, lo + DELTA_BLOCK_ROWS)
+        rows = terms.XU[lo:hi]
+        Kdc = decision_values(rows, terms.XU, dc, np.zeros(P), terms.kernel).reshape(
+            hi - lo, P)
         with single_threaded_blas():
-            KB = kernel_matrix(XU[a:a + DELTA_BLOCK_ROWS], V, kernel).astype(np.float64)
-        for i, t in enumerate(sizes[1:], start=1):
-            r = dc[a:a + DELTA_BLOCK_ROWS].copy()
-            r[order[:t][(order[:t] >= a) & (order[:t] < a + DELTA_BLOCK_ROWS)] - a] = 0.0
-            q[i] -= (r * (KB[:, :t] @ dV[:t])).sum(axis=0)
+            KB = kernel_matrix(rows, V, terms.kernel).astype(np.float64)
+        for i, t in enumerate(sizes):
+            r = dc[lo:hi].copy()
+            inside = order[:t][(order[:t] >= lo) & (order[:t] < hi)]
+            r[inside - lo] = 0.0
+            q[i] += (r * Kdc).sum(axis=0)
+            if t:
+                q[i] -= (r * (KB[:, :t] @ dV[:t])).sum(axis=0)
+    return q
+
+
+def _residual_norms(terms: ResidualTerms, q: np.ndarray) -> np.ndarray:
+    """(len(sizes), n_problems) ||dc without its rows order[:t]||_K for every t in sizes,
+    from q = r_t' K r_t (``residual_block`` summed over U), padded for float32 kernel
+    values."""
+    abs_r = np.empty_like(q)
+    for i, t in enumerate(terms.sizes):
+        r = terms.dc.copy()
+        r[terms.order[:t]] = 0.0
+        abs_r[i] = np.abs(r).sum(axis=0)
     return (np.sqrt(np.maximum(q, 0.0) + KERNEL_VALUE_ERROR * abs_r ** 2) * (1 + 1e-3)
             + 1e-4)

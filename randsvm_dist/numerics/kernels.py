@@ -172,7 +172,12 @@ def kernel_matrix(X, Y, kernel: Kernel, y_sq_norms: np.ndarray | None = None) ->
     Returns:
         ndarray (len(X), len(Y)) float32.
     """
-    K = _dot(X, Y)
+    return _kernel_of_dots(_dot(X, Y), X, Y, kernel, y_sq_norms)
+
+
+def _kernel_of_dots(K: np.ndarray, X, Y, kernel: Kernel,
+                    y_sq_norms: np.ndarray | None = None) -> np.ndarray:
+    """The kernel matrix from the dot products K = X Y' (float32, overwritten)."""
     if kernel.name == "linear":
         return K
     g = np.float32(kernel.gamma)
@@ -192,6 +197,63 @@ def kernel_matrix(X, Y, kernel: Kernel, y_sq_norms: np.ndarray | None = None) ->
         return K ** int(kernel.degree)
     np.tanh(K, out=K)
     return K
+
+
+# A kernel block's dot products with the support vectors are a sparse product (CSR rows
+# times the dense SVs) when the support vectors have fewer non-zeros than this share of
+# their cells, else a dense GEMM (CSR rows are densified block by block). The support
+# vectors are rows of the data, and deciding by them gives every block and every task of
+# a scan the same product: a row's value never depends on the rows it is scanned with
+# (nor on the workers). The sparse product costs ~ nnz x |SV| multiply-adds at scipy's
+# rate, the GEMM d x |SV| per row at BLAS's; ``benchmarks/bench_scan_sparse.py`` measures
+# both and prints the crossover density.
+# The values are those of the RBF scan measurements in ``engine/layout.py`` (CSR ahead
+# below 0.2 at 300-800 features, below 0.5 at 120, where the exp dominates).
+SPARSE_PRODUCT_DENSITY = 0.2
+SPARSE_PRODUCT_DENSITY_FEW = 0.5
+FEW_FEATURES = 200
+
+
+def sparse_product_pays(X) -> bool:
+    """Whether kernel blocks against the rows X (dense or CSR; the support vectors) run as
+    a sparse product: their density is below SPARSE_PRODUCT_DENSITY_FEW (at most
+    FEW_FEATURES features) or SPARSE_PRODUCT_DENSITY (more)."""
+    cells = X.shape[0] * X.shape[1]
+    if not cells:
+        return False
+    nnz = X.nnz if sp.issparse(X) else int(np.count_nonzero(X))
+    limit = SPARSE_PRODUCT_DENSITY_FEW if X.shape[1] <= FEW_FEATURES else SPARSE_PRODUCT_DENSITY
+    return nnz < limit * cells
+
+
+class _BlockDots:
+    """Dot products of row blocks of X with the support vectors S, in float32, by the
+    product ``sparse_product_pays`` picks for S: CSR blocks against S' (made C-contiguous
+    once: scipy would copy a transposed view for every block), or a GEMM into one buffer
+    (a fresh one per block costs page faults when glibc's mmap threshold is fixed, as in
+    Dask's worker processes (MALLOC_TRIM_THRESHOLD_ set by the nanny): 2x slower scans,
+    measured). CSR support vectors (too many to densify) take scipy's sparse product."""
+
+    def __init__(self, X, S, chunk_rows: int):
+        self.S = S
+        self.mode = "sparse_sv" if sp.issparse(S) else (
+            "csr" if sparse_product_pays(S) else "dense")
+        if self.mode == "csr":
+            self.ST = np.ascontiguousarray(np.asarray(S, dtype=np.float32).T)
+        elif self.mode == "dense":
+            self.S = np.asarray(S, dtype=np.float32)
+            self.G = np.empty((min(chunk_rows, X.shape[0]), S.shape[0]), dtype=np.float32)
+
+    def __call__(self, block) -> np.ndarray:
+        """(len(block), |S|) float32 dot products (a view of a reused buffer when dense)."""
+        if self.mode == "sparse_sv":
+            return _dot(block, self.S)
+        if self.mode == "csr":
+            rows = block if sp.issparse(block) else sp.csr_matrix(block)
+            return np.asarray(rows @ self.ST, dtype=np.float32)
+        rows = block.toarray() if sp.issparse(block) else block
+        return np.matmul(np.asarray(rows, dtype=np.float32), self.S.T,
+                         out=self.G[:rows.shape[0]])
 
 
 def decision_values(X, support_vectors, coef: np.ndarray, intercept: float | np.ndarray,
@@ -230,42 +292,34 @@ def _accumulate(X, support_vectors, coef2: np.ndarray, kernel: Kernel, chunk_row
         w = np.asarray(support_vectors.T @ coef2, dtype=np.float32)
         for s in range(0, n, chunk_rows):
             out[s:s + chunk_rows] = np.asarray(X[s:s + chunk_rows] @ w)
-    elif kernel.name == "rbf":
+        return
+    out[:] = 0.0
+    if not support_vectors.shape[0]:
+        return
+    if kernel.name == "rbf":
         from randsvm_dist.numerics.rbf_fused import (
             DIRECT_MAX_FEATURES,
             rbf_accumulate,
             rbf_direct_accumulate,
         )
 
-        out[:] = 0.0
         coef2 = np.ascontiguousarray(coef2)
         if (not sp.issparse(X) and not sp.issparse(support_vectors)
-                and 1 <= X.shape[1] <= DIRECT_MAX_FEATURES and support_vectors.shape[0]):
+                and 1 <= X.shape[1] <= DIRECT_MAX_FEATURES):
             ST = np.ascontiguousarray(np.asarray(support_vectors, dtype=np.float32).T)
             rbf_direct_accumulate(np.ascontiguousarray(X, dtype=np.float32), ST, coef2,
                                   float(kernel.gamma), out)
+            return
+    yn = row_sq_norms(support_vectors)
+    dots = _BlockDots(X, support_vectors, chunk_rows)
+    for s in range(0, n, chunk_rows):
+        block = X[s:s + chunk_rows]
+        if kernel.name == "rbf":
+            rbf_accumulate(dots(block), row_sq_norms(block), yn, coef2, float(kernel.gamma),
+                           out[s:s + chunk_rows])
         else:
-            yn = row_sq_norms(support_vectors)
-            dense = not sp.issparse(X) and not sp.issparse(support_vectors)
-            if dense:
-                # One block buffer for every chunk: a fresh one per chunk costs page faults
-                # when glibc's mmap threshold is fixed, as in Dask's worker processes
-                # (MALLOC_TRIM_THRESHOLD_ set by the nanny): 2x slower scans, measured.
-                S = np.asarray(support_vectors, dtype=np.float32)
-                G = np.empty((min(chunk_rows, n), S.shape[0]), dtype=np.float32)
-            for s in range(0, n, chunk_rows):
-                block = X[s:s + chunk_rows]
-                if dense:
-                    dots = np.matmul(np.asarray(block, dtype=np.float32), S.T,
-                                     out=G[:block.shape[0]])
-                else:
-                    dots = _dot(block, support_vectors)
-                rbf_accumulate(dots, row_sq_norms(block), yn, coef2, float(kernel.gamma),
-                               out[s:s + chunk_rows])
-    else:
-        for s in range(0, n, chunk_rows):
-            K = kernel_matrix(X[s:s + chunk_rows], support_vectors, kernel)
-            out[s:s + chunk_rows] = K @ coef2
+            out[s:s + chunk_rows] = _kernel_of_dots(dots(block), block, support_vectors,
+                                                    kernel, yn) @ coef2
 
 
 def dense_if_compact(X):

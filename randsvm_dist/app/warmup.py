@@ -1,13 +1,14 @@
 """The numba kernels an exact fit compiles, compiled ahead while the local cluster starts.
 
 A first fit after install spends most of its extra time in numba compiling (every kernel
-is then cached on disk, ``cache=True``). The embedded default's workers call
-:func:`warm_in_background` from their preload (``app.worker_preload``) and the process that
-starts the cluster calls it too (``engine.launcher`` names this module as a string), so the
-kernels compile while the scheduler and workers start and the data are placed. Each group
-below runs the library's own entry point on a few rows of the dtypes and layouts a fit
-passes, so it compiles exactly the specialisations the fit uses; with a warm cache it only
-loads them (milliseconds). LIBSVM's own CSR conversion (``libsvm.svm``) is jitted without
+is then cached on disk, ``cache=True``). The embedded default's workers run :func:`warm`
+in a background thread of their preload (``app.worker_preload``), so the kernels compile
+while the cluster starts and the data are placed. (The calling process does not: an exact
+fit compiles nothing there, and a warm-up thread would change its BLAS thread limits
+(``threadpoolctl``, process-wide) under its feet.) Each group below runs the library's
+own entry point on a few rows of the dtypes and layouts a fit passes, so it compiles
+exactly the specialisations the fit uses; with a warm cache it only loads them
+(milliseconds). LIBSVM's own CSR conversion (``libsvm.svm``) is jitted without
 a cache, so it compiles in every process: warming it hides that too.
 
 Processes warming at once split the groups: a process takes a group's lock file
@@ -21,7 +22,6 @@ from __future__ import annotations
 import fcntl
 import os
 import tempfile
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -123,11 +123,3 @@ def warm(groups: dict[str, Callable[[], None]] | None = None) -> None:
     for name in later:
         _run_locked(groups[name], locks / f"{name}.lock", wait=True)
 
-
-def warm_in_background(groups: dict[str, Callable[[], None]] | None = None
-                       ) -> threading.Thread:
-    """Start :func:`warm` in a daemon thread and return it (not waited for)."""
-    thread = threading.Thread(target=warm, args=(groups,), name="randsvm-warm-kernels",
-                              daemon=True)
-    thread.start()
-    return thread

@@ -7,15 +7,10 @@ works wherever Python runs: a script without a ``__main__`` guard, ``python -``,
 (the worker processes set their own ``OMP_NUM_THREADS=1``), and everything, the dashboard
 included, listens on 127.0.0.1 only. Used by the embedded default (``engine.embedded``) and
 by ``randsvm-dist cluster start``.
-
-While the processes start, the workers (their preload) and the calling process (a
-background thread) compile the exact path's numba kernels into the shared on-disk cache,
-splitting the work (``app.warmup``, named here as a string: it sits above this layer).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
@@ -30,8 +25,6 @@ from randsvm_dist.exceptions import ClusterError
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT = 120.0  # seconds; a loaded 2-core machine needs tens of seconds
 _PARENT_WATCH = Path(__file__).with_name("parent_watch.py")
-WORKER_PRELOAD = "randsvm_dist.app.worker_preload"  # imports and kernels, while the caller works
-KERNEL_WARMUP = "randsvm_dist.app.warmup"  # the same kernels in the caller, while workers start
 
 
 @dataclass
@@ -133,15 +126,13 @@ def launch(n_workers: int | None = None, threads_per_worker: int = 1, *,
                   "--host", LOOPBACK, "--no-dashboard", "--dashboard-address", f"{LOOPBACK}:0",
                   "--death-timeout", "60",
                   "--memory-limit", str(memory_limit),
-                  "--preload", WORKER_PRELOAD]
+                  "--preload", "randsvm_dist.app.worker_preload"]  # imports while the caller works
     with open(log_path, "ab") as out:
         popen = dict(stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                      start_new_session=detach, env=_child_environ())
         scheduler = subprocess.Popen(scheduler_cmd, **popen)
         workers = subprocess.Popen(worker_cmd, **popen)
     procs = LocalProcesses("", scheduler, workers, log_path, n, [scheduler_file])
-    if not detach:
-        _warm_kernels_here()
     if own_log and not detach:
         procs.temporary.append(log_path)
     deadline = time.monotonic() + START_TIMEOUT
@@ -161,15 +152,6 @@ def launch(n_workers: int | None = None, threads_per_worker: int = 1, *,
         procs.close()
         raise
     return procs
-
-
-def _warm_kernels_here() -> None:
-    """Start compiling the exact path's kernels in a background thread of this process (a
-    warm-up only: nothing is waited for and a failure changes nothing)."""
-    try:
-        importlib.import_module(KERNEL_WARMUP).warm_in_background()
-    except Exception:  # noqa: BLE001 - e.g. numba missing: the fit compiles on first use
-        pass
 
 
 def wait_for_workers(client, n: int, timeout: float = START_TIMEOUT) -> None:

@@ -4,7 +4,9 @@ A fresh worker spends seconds importing the estimators, scikit-learn and numba (
 numba's cached machine code) when the first task arrives. The embedded default's workers
 preload this module, which does those imports in a background thread as soon as the
 worker starts, while the command line is still loading its model and connecting: a first
-``evaluate`` then waits for none of it. Nothing here changes what a task computes.
+``evaluate`` then waits for none of it. The same thread then compiles (or loads from
+numba's cache) the exact path's kernels (``app.warmup``), so a first fit after install
+compiles them while the cluster starts. Nothing here changes what a task computes.
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ def _warm() -> None:
         import randsvm_dist.estimators  # noqa: F401
         import randsvm_dist.numerics.rbf_fused  # noqa: F401
         import randsvm_dist.streaming  # noqa: F401
+        from randsvm_dist.app.warmup import warm
     except Exception:  # noqa: BLE001 - a warm-up only: the task itself reports errors
-        pass
+        return
+    warm()
 
 
 def dask_setup(worker) -> None:
-    """Called by ``distributed`` when the worker starts: start the imports, do not wait."""
+    """Called by ``distributed`` when the worker starts: start the imports and the kernels'
+    warm-up, do not wait."""
     threading.Thread(target=_warm, name="randsvm-warm-imports", daemon=True).start()

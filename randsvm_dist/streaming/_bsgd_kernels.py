@@ -42,11 +42,14 @@ import numpy as np
 from numba import njit
 
 INV_PHI = 0.6180339887498949  # 1 / golden ratio
+# Iteration counts are numpy integers: a Python int constant reaches a jitted callee as a
+# literal type, compiling one specialisation per value (numba's compile time dominates a
+# first fit); np.int64 is typed int64 everywhere, so each kernel compiles once.
 # partner ranking: 0.618^12 ~ 3e-3 of the bracket; the degradation is flat (quadratic) near
 # its minimum, so this ranks partners like a full search at half the cost
-GOLDEN_ITERS_SELECT = 12
-GOLDEN_ITERS_MERGE = 40  # ~ 4e-9: the executed merge is solved to near machine precision
-GD_MAX_ITERS = 200
+GOLDEN_ITERS_SELECT = np.int64(12)
+GOLDEN_ITERS_MERGE = np.int64(40)  # ~ 4e-9: the executed merge is solved to near machine precision
+GD_MAX_ITERS = np.int64(200)
 GD_TOL = 1e-10
 
 MERGE_GOLDEN = 0
@@ -172,7 +175,8 @@ def gradient_merge(P, a, gamma, max_iters, tol):
     z = np.empty(d)
     for c in range(n_cand):
         if c < M:
-            z[:] = P[c]
+            for q in range(d):
+                z[q] = P[c, q]
         elif c == M:
             if abs(sa) <= 1e-8 * sabs:
                 continue
@@ -187,7 +191,8 @@ def gradient_merge(P, a, gamma, max_iters, tol):
         evals += M
         if f > best_f:
             best_f = f
-            best_z[:] = z
+            for q in range(d):
+                best_z[q] = z[q]
     z = best_z
     g = _alpha_z_multi(P, a, z, gamma, kz)
     evals += M
@@ -225,7 +230,8 @@ def gradient_merge(P, a, gamma, max_iters, tol):
             evals += M
             break
         gain = gt * gt - F
-        z[:] = trial
+        for f in range(d):
+            z[f] = trial[f]
         g = gt
         F = gt * gt
         if gain <= tol * F:
@@ -265,10 +271,31 @@ def _remove(sv, sqn, beta, n_sv, p):
     """Delete slot p by moving the last SV into it; returns the new count."""
     last = n_sv - 1
     if p != last:
-        sv[p, :] = sv[last, :]
+        for f in range(sv.shape[1]):
+            sv[p, f] = sv[last, f]
         sqn[p] = sqn[last]
         beta[p] = beta[last]
     return last
+
+
+@njit(cache=True)
+def _smallest(v, k):
+    """Indices of the k smallest of v in increasing order, ties to the lower index and NaN
+    last: the first k of a stable (mergesort) argsort, by k passes (k is a merge's partner
+    count, a handful, so this also beats a full sort; numba's sorts alone compile for
+    seconds)."""
+    taken = np.zeros(v.shape[0], np.bool_)
+    out = np.empty(k, np.int64)
+    for q in range(k):
+        best = -1
+        for j in range(v.shape[0]):
+            if taken[j]:
+                continue
+            if best < 0 or v[j] < v[best] or (v[best] != v[best] and v[j] == v[j]):
+                best = j
+        taken[best] = True
+        out[q] = best
+    return out
 
 
 @njit(cache=True)
@@ -295,7 +322,7 @@ def select_partners(sv, sqn, beta, n_sv, gamma, n_partners, counters, near=0.0):
         L = gamma * _sqdist(sv, j, xi, sqn[i], sqn)
         wd[j] = golden_pair(beta[i], beta[j], L, GOLDEN_ITERS_SELECT)[2]
     counters[C_KERNEL_EVALS] += n_sv - 1
-    order = np.argsort(wd, kind="mergesort")  # stable: ties go to the lower index
+    order = _smallest(wd, n_partners)
     k = n_partners
     if near > 0.0:
         k = 1
@@ -335,21 +362,31 @@ def maintain(sv, sqn, beta, n_sv, gamma, m, method, counters, near=0.0):
         # MM-GD (Algorithm 2): one M-point merge by gradient ascent on alpha_z^2
         P = np.empty((m, d))
         a = np.empty(m)
-        P[0] = sv[i]
+        for f in range(d):
+            P[0, f] = sv[i, f]
         a[0] = beta[i]
         for r in range(m - 1):
-            P[r + 1] = sv[partners[r]]
+            for f in range(d):
+                P[r + 1, f] = sv[partners[r], f]
             a[r + 1] = beta[partners[r]]
         z, az, ev = gradient_merge(P, a, gamma, GD_MAX_ITERS, GD_TOL)
         counters[C_KERNEL_EVALS] += ev
     zsq = 0.0
     for f in range(d):
         zsq += z[f] * z[f]
-    sv[i, :] = z
+    for f in range(d):
+        sv[i, f] = z[f]
     sqn[i] = zsq
     beta[i] = az
     # remove partners from the highest slot down so swapped-in rows are never partners
-    ps = np.sort(partners)[::-1]
+    ps = partners.copy()  # into decreasing order (insertion sort: a handful of entries)
+    for a0 in range(1, ps.shape[0]):
+        v = ps[a0]
+        b0 = a0 - 1
+        while b0 >= 0 and ps[b0] < v:
+            ps[b0 + 1] = ps[b0]
+            b0 -= 1
+        ps[b0 + 1] = v
     for p in ps:
         n_sv = _remove(sv, sqn, beta, n_sv, p)
     counters[C_MAINTENANCE] += 1
@@ -392,7 +429,7 @@ def _admit(sv, sqn, beta, n_sv, xsq, yr, bias, fit_intercept, gamma, budget, mer
     if fit_intercept:
         bias += yr
     if n_sv > budget:
-        n_sv = maintain(sv, sqn, beta, n_sv, gamma, merge_size, method, counters)
+        n_sv = maintain(sv, sqn, beta, n_sv, gamma, merge_size, method, counters, 0.0)
     return n_sv, bias
 
 
@@ -421,7 +458,8 @@ def train_dense(X, y, w, order, sv, sqn, beta, n_sv, t, lam, bias, fit_intercept
             xsq += x[f] * x[f]
         _dot_dense(sv, n_sv, x, dots)
         if _violates(sqn, beta, n_sv, dots, xsq, y[r], t, lam, bias, gamma, counters):
-            sv[n_sv, :] = x
+            for f in range(d):
+                sv[n_sv, f] = x[f]
             n_sv, bias = _admit(sv, sqn, beta, n_sv, xsq, y[r] * w[r], bias, fit_intercept, gamma,
                                 budget, merge_size, method, counters)
     return n_sv, t, bias

@@ -1,0 +1,150 @@
+"""The first fit after install against a warm one: numba's compilation on a fresh cache.
+
+For each learner, two fresh processes share one new, empty ``NUMBA_CACHE_DIR``: the first
+fits with nothing compiled (as right after ``pip install``), the second with the cache the
+first filled. Each process times only the fit (the data are generated before the clock
+starts), in wall seconds and in CPU seconds (user + system, ``resource.getrusage``) of the
+process itself and of its exited children (the embedded cluster's scheduler and workers,
+counted once they are stopped after the fit). A RandSVM fit also records its phases from
+``history_`` (every ``*_seconds`` field of each iteration, and the time outside the loop).
+Learners:
+
+- ``randsvm``: ``RandSVMClassifier()`` with defaults on ``--rows`` checkerboard rows (numpy
+  arrays, the embedded cluster started by the fit, as a user runs it);
+- ``bsgd``: ``BudgetedSGD()`` with defaults on ``--bsgd-rows`` sparse rows (CSR: the two
+  checkerboard features and their one-hot bins), in-process.
+
+One JSON line per (learner, phase) is appended to ``--out``; ``first_over_warm`` is the
+ratio of the two fits' wall seconds (issue 27's target: at most 1.5). Run it alone on the
+machine (other load makes compilation, and so the ratio, meaningless)::
+
+    python benchmarks/bench_first_fit.py --label after
+    python benchmarks/bench_first_fit.py --rows 2000 --bsgd-rows 2000 --out /tmp/smoke.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results" / "first_fit.jsonl"
+LEARNERS = ("randsvm", "bsgd")
+BINS = 20  # one-hot bins per checkerboard feature in the sparse set
+
+
+def _cpu(who: int) -> float:
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
+def _sparse_rows(n: int):
+    """CSR float64 rows: the 2 checkerboard features and a one-hot of each one's bin."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from randsvm_dist.data.generators import make_arrays
+
+    X, y = make_arrays("checkerboard", n, seed=1)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    bins = np.minimum(((X - lo) / np.maximum(hi - lo, 1e-12) * BINS).astype(np.int64),
+                      BINS - 1)
+    cols = bins + np.arange(X.shape[1]) * BINS
+    onehot = sp.csr_matrix((np.ones(cols.size), cols.ravel(),
+                            np.arange(0, cols.size + 1, X.shape[1])),
+                           shape=(n, X.shape[1] * BINS))
+    return sp.hstack([sp.csr_matrix(X.astype(np.float64)), onehot], format="csr"), y
+
+
+def _phases(history: list[dict], wall: float) -> dict:
+    """Sums of every ``*_seconds`` field over the iterations, and the time outside them."""
+    out: dict[str, float] = {}
+    for rec in history:
+        for key, value in rec.items():
+            if key.endswith("_seconds") and isinstance(value, (int, float)):
+                out[key] = out.get(key, 0.0) + float(value)
+    loop = max((float(r.get("seconds", 0.0)) for r in history), default=0.0)
+    out["outside_loop_seconds"] = wall - loop
+    out["iterations"] = len({r["iteration"] for r in history})
+    return out
+
+
+def child(learner: str, rows: int) -> dict:
+    """Fit ``learner`` once in this process; returns its timings (see the module doc)."""
+    if learner == "randsvm":
+        from randsvm_dist.data.generators import make_arrays
+        from randsvm_dist.engine.embedded import close_embedded
+        from randsvm_dist.estimators import RandSVMClassifier
+
+        X, y = make_arrays("checkerboard", rows, seed=1)
+        model = RandSVMClassifier(random_state=0)
+    else:
+        from randsvm_dist.streaming import BudgetedSGD
+
+        X, y = _sparse_rows(rows)
+        model = BudgetedSGD(random_state=0)
+    cpu0, wall0 = _cpu(resource.RUSAGE_SELF), time.perf_counter()
+    model.fit(X, y)
+    wall = time.perf_counter() - wall0
+    rec = {"fit_wall_seconds": wall, "fit_cpu_seconds": _cpu(resource.RUSAGE_SELF) - cpu0}
+    if learner == "randsvm":
+        rec.update(_phases(model.history_, wall))
+        rec["n_support"] = int(model.support_.shape[0])
+        close_embedded()
+        rec["cluster_cpu_seconds"] = _cpu(resource.RUSAGE_CHILDREN)
+    else:
+        rec["n_support"] = int(model.n_support_.sum())
+    return rec
+
+
+def _run_child(learner: str, rows: int, cache: str) -> dict:
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+    proc = subprocess.run([sys.executable, __file__, "--child", learner, "--rows", str(rows)],
+                          env=env, capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(f"{learner} fit failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Time each learner's first and warm fits; append them to ``--out``."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", type=int, default=500_000, help="RandSVM checkerboard rows")
+    p.add_argument("--bsgd-rows", type=int, default=100_000, help="BudgetedSGD sparse rows")
+    p.add_argument("--learners", nargs="+", choices=LEARNERS, default=list(LEARNERS))
+    p.add_argument("--label", default="", help="free text stored with each line")
+    p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--child", choices=LEARNERS, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.child, args.rows)))
+        return 0
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    for learner in args.learners:
+        rows = args.rows if learner == "randsvm" else args.bsgd_rows
+        with tempfile.TemporaryDirectory(prefix="numba-first-fit-") as cache:
+            first = _run_child(learner, rows, cache)
+            warm = _run_child(learner, rows, cache)
+        ratio = first["fit_wall_seconds"] / max(warm["fit_wall_seconds"], 1e-9)
+        for phase, rec in (("first", first), ("warm", warm)):
+            line = {"learner": learner, "rows": rows, "phase": phase, **rec,
+                    "first_over_warm": ratio, "label": args.label,
+                    "cpus": os.cpu_count(), "python": platform.python_version(),
+                    "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            with open(args.out, "a") as fh:
+                fh.write(json.dumps(line) + "\n")
+            print(json.dumps(line))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -101,13 +101,14 @@ class RandSVMBase(BaseEstimator):
             every pass (False: data larger than the workers' memory), or 'auto' (cache when
             the data takes at most half of the workers' memory limit).
         cache_size: LIBSVM's kernel cache in MB per solve.
-        solver: who solves each working set: 'libsvm' (libsvm-official, the reference),
-            'onedal' (oneDAL via scikit-learn-intelex for C-SVC and epsilon-SVR, LIBSVM
-            for the rest; ``pip install randsvm-dist[fast]``) or 'auto' (oneDAL where it
-            is installed, solves the problem and was measured faster: working sets of at
+        solver: who solves each working set: 'auto' (the default: oneDAL where it is
+            installed, solves the problem and was measured faster: working sets of at
             least 500 rows that carry per-row weights, or are sparse with at least 5
-            non-zeros per row on average, or dense with at least 10 features; see
-            ``solvers.onedal_backend.prefer_onedal``). Same optimum, same certificate.
+            non-zeros per row on average, or dense with at least 10 features, see
+            ``solvers.onedal_backend.prefer_onedal``; LIBSVM otherwise), 'libsvm'
+            (libsvm-official, the reference) or 'onedal' (oneDAL via scikit-learn-intelex
+            for C-SVC and epsilon-SVR, LIBSVM for the rest). scikit-learn-intelex comes
+            with the default install on x86-64. Same optimum, same certificate.
         random_state: seed of every random choice (same value, same model, whatever the
             partitioning or the number of workers); None draws a fresh seed at each fit,
             recorded as ``random_seed_``.
@@ -156,7 +157,7 @@ class RandSVMBase(BaseEstimator):
                  sample_size="auto", bound_epsilon=0.2, bound_delta=0.9, separable=False,
                  max_iter=50, tol=1e-3, violator_tol=0.0, gap_tol=1e-3, cache_size=200.0,
                  random_state=None, client=None, n_partitions=None, scale=None, seed=None,
-                 route="auto", cache="auto", solver="libsvm"):
+                 route="auto", cache="auto", solver="auto"):
         self._keep(locals())
 
     def _keep(self, args: dict) -> None:

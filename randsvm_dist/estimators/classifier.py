@@ -76,7 +76,7 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
                  bound_delta=0.9, separable=False, max_iter=50, tol=1e-3, violator_tol=0.0,
                  gap_tol=1e-3, cache_size=200.0, random_state=None, client=None,
                  n_partitions=None, scale=None, seed=None, route="auto", cache="auto",
-                 solver="libsvm"):
+                 solver="auto"):
         self._keep(locals())
 
     def fit(self, data, y=None, sample_weight=None, *, dataset_kwargs: dict | None = None,

@@ -48,7 +48,7 @@ class RandSVMOneClass(OutlierMixin, RandSVMBase):
                  max_iter=50, tol=1e-3, violator_tol=0.0, gap_tol=1e-3, cache_size=200.0,
                  random_state=None, client=None, n_partitions=None, scale=None, seed=None,
                  route="auto", cache="auto",
-                 solver="libsvm"):
+                 solver="auto"):
         self._keep(locals())
 
     def fit(self, data, y=None, sample_weight=None, *, dataset_kwargs: dict | None = None,

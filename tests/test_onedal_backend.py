@@ -268,14 +268,18 @@ def test_auto_route_solves_small_data_once_with_onedal(dask_client):
     np.testing.assert_allclose(fast.decision_function(X), ref.decision_function(X), atol=2e-2)
 
 
-def test_choose_route_with_onedal():
-    from randsvm_dist.exact.driver import ONEDAL_DIRECT_MAX_ROWS, choose_route
+def test_cost_model_route_is_cheaper_with_onedal():
+    """oneDAL's cheaper cold solve moves the cost model's line between one solve of all
+    rows and sampling up: 17,000 rows of 20 features on 2 cores go direct with oneDAL,
+    sample with LIBSVM."""
+    from randsvm_dist.exact.driver import Machine, plan_route
     from randsvm_dist.exact.state import RunConfig
 
-    cfg = RunConfig(k=None, sample_size=1000)
-    assert choose_route(cfg, 50_000, 1000, onedal=True)[0] == "direct"
-    assert choose_route(cfg, 50_000, 1000, onedal=False)[0] == "sample"
-    assert choose_route(cfg, ONEDAL_DIRECT_MAX_ROWS + 1, 1000, onedal=True)[0] == "sample"
+    cfg = RunConfig(k=None, sample_size=5000)
+    onedal, why = plan_route(cfg, [], 17_000, 5000, 20, Machine(2, 2), "onedal")
+    libsvm, _ = plan_route(cfg, [], 17_000, 5000, 20, Machine(2, 2), "libsvm")
+    assert (onedal, libsvm) == ("direct", "sample")
+    assert why.endswith("onedal") and "cost model" in why
 
 
 @needs_onedal

@@ -106,6 +106,10 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         """
         return self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
 
+    def _in_process_allowed(self) -> bool:
+        # Platt scaling's cross-validated fits run on the cluster
+        return super()._in_process_allowed() and not self.probability
+
     def _fit_partitions(self, client, parts, classes, dataset=None,
                         checkpoint: str | None = None, resume: bool = False) -> None:
         super()._fit_partitions(client, parts, classes, dataset, checkpoint, resume)
@@ -135,10 +139,8 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
             w[hit[0]] = float(weight)
         return w
 
-    def _problems(self, client, parts, classes, solver: SolverParams) -> list[ProblemState]:
-        from randsvm_dist.engine.inputs import class_counts
-
-        counts = class_counts(client, parts, len(classes))
+    def _problems(self, totals, classes, solver: SolverParams) -> list[ProblemState]:
+        counts = totals.class_counts(len(classes))
         w = self._class_weights(classes, counts)
         if len(classes) == 2:
             kinds = [CSVC(1, None, float(w[1]), float(w[0]))]

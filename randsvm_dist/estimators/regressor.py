@@ -68,8 +68,8 @@ class RandSVMRegressor(RegressorMixin, RandSVMBase):
         """
         return self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
 
-    def _problems(self, client, parts, classes, solver: SolverParams) -> list[ProblemState]:
-        n = parts.n_rows
+    def _problems(self, totals, classes, solver: SolverParams) -> list[ProblemState]:
+        n = totals.n_rows
         return [ProblemState(EpsilonSVR(float(self.epsilon)), solver, n_rows=n, size=float(n))]
 
     def __sklearn_tags__(self):

@@ -335,7 +335,7 @@ class RandSVMBase(BaseEstimator):
         states, history = run_in_process(rows, setup.problems, setup.cfg, why,
                                          progress=log_iteration, cancelled=cancel_check())
         self.phases_["iterations"] = time.perf_counter() - t
-        self._adopt_run(states, history, setup, rows.n_features,
+        self._adopt_run(states, history, setup, rows.classes, rows.n_features,
                         rows.original_rows if rows.n_collapsed else None)
         return True
 
@@ -419,7 +419,7 @@ class RandSVMBase(BaseEstimator):
             for h in history:
                 if h["iteration"] == 1:
                     h.update(self.seed_info_)
-        self._adopt_run(states, history, setup, parts.n_features,
+        self._adopt_run(states, history, setup, classes, parts.n_features,
                         (lambda rows: original_rows(client, parts, rows))
                         if parts.n_collapsed else None)
 

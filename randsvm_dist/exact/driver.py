@@ -174,7 +174,8 @@ def plan_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
 
     Args:
         cfg: the run's settings (``cfg.route`` other than 'auto' is obeyed).
-        problems: the problems (the largest decides).
+        problems: the problems (the largest decides; re-solves are modelled warm when
+            every kind has a warm start).
         n: rows of the data set; r: the first sample's rows.
         n_features: features per row (the dense width also for CSR: an upper bound).
         machine: workers and threads of a solve.
@@ -189,8 +190,10 @@ def plan_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
         return cfg.route, f"route={cfg.route!r} was asked for"
     share = SV_SHARE_GUESS if sv_share is None else min(max(sv_share, 1.0 / max(r, 1)), 1.0)
     rows = max([p.n_rows for p in problems] + [1]) if problems else n
+    warm = all(p.kind.warm_startable for p in problems)
     route, why = choose_route(min(rows, n), min(r, n), n_features, machine.workers,
-                              machine.threads, share, Coefficients(), backend=backend)
+                              machine.threads, share, Coefficients(), backend=backend,
+                              warm=warm)
     when = ("before the first solve (support vectors guessed)" if sv_share is None
             else "after the first solve")
     return route, f"{when}, {why}, {backend}"

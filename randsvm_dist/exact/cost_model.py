@@ -344,8 +344,9 @@ def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
 
     Sampling is modelled as a cold solve of ``sample_size`` rows and then ``iterations``
     rounds of a full scan against the support vectors and a re-solve of them plus
-    WARM_MAX_FRESH_SHARE fresh rows (warm, or cold for kinds without a warm start); the support vectors are ``sv_share`` of the rows
-    solved (the first solve's share once known).
+    WARM_MAX_FRESH_SHARE fresh rows (warm, or cold for kinds without a warm start); the
+    support vectors are ``sv_share`` of the rows solved (the first solve's share once
+    known).
 
     Args:
         n_rows, sample_size, n_features: the data and the first sample.

@@ -85,8 +85,10 @@ HELP = {
     "scale": "None, 'minmax', 'standard', or a ``preprocessing.FeatureScaler``: learnt on "
              "the training rows on the workers, applied before training and by "
              "predict/evaluate, saved with the model.",
-    "route": "'auto' (a direct LIBSVM solve of all rows when sampling cannot pay, else "
-             "sampling; the history says which and why), 'sample' or 'direct'.",
+    "route": "'auto' (the cost model's choice: one solve of all rows when it predicts that "
+             "faster than sampling, else sampling, asked again with the share of support "
+             "vectors the first sampled solve found; the history says which and why), "
+             "'sample' or 'direct' (one solve of all rows on a worker).",
     "cache": "keep the partitions in worker memory (True), re-read them from Parquet on "
              "every pass (False: data larger than the workers' memory), or 'auto' (cache "
              "when the data takes at most half of the workers' memory limit).",

@@ -155,8 +155,13 @@ class RandSVMBase(BaseEstimator):
             'ramp' (classification only), an unfitted streaming learner, or a fitted model
             (a RandSVM estimator fitted on these rows or their first rows). A seed changes
             the speed, never the result.
-        route: 'auto' (a direct LIBSVM solve of all rows when sampling cannot pay, else
-            sampling; the history says which and why), 'sample' or 'direct'.
+        route: 'auto' (the cost model's choice, ``exact.driver.plan_route``: one solve of
+            all rows when it predicts that faster than sampling, else sampling, asked again
+            with the share of support vectors the first sampled solve found; arrays fitted
+            without a ``client`` that it sends to one solve are solved and certified in
+            this process on all its cores, starting no cluster, ``exact.in_process``, except
+            with scale, seed, probability or a checkpoint; ``history_`` says which route,
+            where and why), 'sample' or 'direct' (one solve of all rows on a worker).
         cache: keep the partitions in worker memory (True), re-read them from Parquet on
             every pass (False: data larger than the workers' memory), or 'auto' (cache when
             the data takes at most half of the workers' memory limit).
@@ -184,7 +189,11 @@ class RandSVMBase(BaseEstimator):
     ``n_iter_``, ``stop_reasons_``, ``optimal_``, ``relative_gap_`` (the largest certified
     relative gap over the problems), ``relative_gaps_`` (per problem), ``certified_``,
     ``seed_info_``, ``gamma_``, ``k_``, ``sample_size_``, ``fit_time_``, ``scaler_``,
-    ``random_seed_``.
+    ``random_seed_``, ``phases_`` (seconds of the fit's phases: 'placement' (the data
+    checked and placed, duplicates collapsed on the workers included), 'duplicates' (in
+    the client's process only, where it is measured apart), 'setup' (scaling, gamma,
+    the problems, seeds), 'iterations' (the solve/scan loop, per iteration in
+    ``history_``), 'assembly' (the final model), 'attributes', 'total' (``fit_time_``)).
     """
 
     _task = "classification"
@@ -292,9 +301,11 @@ class RandSVMBase(BaseEstimator):
         return self
 
     def _in_process_allowed(self) -> bool:
-        """Whether a fit may take the in-process route (``exact.in_process``): route 'auto'
-        and nothing that needs the workers (a scaling learnt on them, a seed)."""
-        return self.route == "auto" and self.scale is None and self.seed is None
+        """Whether a fit may take the in-process route (``exact.in_process``): route 'auto',
+        no client named (a scheduler address or Client given keeps the fit on its
+        cluster) and nothing that needs the workers (a scaling learnt on them, a seed)."""
+        return (self.route == "auto" and self.client is None and self.scale is None
+                and self.seed is None)
 
     def _fit_in_process(self, data, y, sample_weight) -> bool:
         """Fit in the client's process when the rows are in its memory (arrays, not a

@@ -21,10 +21,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from randsvm_dist.core.targets import real_targets
-from randsvm_dist.core.validation import check_features, check_labels, check_sample_weight
 from randsvm_dist.engine.duplicates import collapse_pays
-from randsvm_dist.engine.inputs import label_coding, partition_moments
+from randsvm_dist.engine.inputs import checked_arrays, partition_moments
 from randsvm_dist.engine.layout import preferred_layout
 from randsvm_dist.engine.partition_build import finish, load_rows, survey
 from randsvm_dist.engine.partitions import Partition, make_array_partition
@@ -105,12 +103,7 @@ def in_memory_rows(X, y, task: str, sample_weight=None, collapse: bool = False
         SchemaError: bad X, labels, targets or weights (as ``engine.inputs``).
     """
     t0 = time.perf_counter()
-    X = check_features(X, min_rows=1)
-    y = np.zeros(X.shape[0]) if y is None else check_labels(y, X.shape[0])
-    if task == "regression":
-        y = real_targets(y, "y")
-    coding = label_coding(task, np.unique(y) if task == "classification" else None, "y")
-    weight = check_sample_weight(sample_weight, X.shape[0])
+    X, y, coding, weight = checked_arrays(X, y, task, sample_weight)
     t1 = time.perf_counter()
     loaded = load_rows(make_array_partition(X, y, 0, coding, weight), collapse)
     n, n_unique, nnz, nnz_unique = survey(loaded)

@@ -27,22 +27,44 @@ def test_small_data_goes_direct_and_large_data_samples():
     assert f"{100 * SV_SHARE_GUESS:.0f}% support vectors" in why_large
 
 
-def test_the_measured_share_of_support_vectors_can_switch_to_one_solve():
-    """After the first solve its share replaces the guess: with cold re-solves (epsilon-SVR)
-    a first sample of mostly support vectors makes one solve of all rows cheaper than
-    sampling (measured: Friedman #1 with noise, 91% support vectors, sampling 626 s vs one
-    solve 114 s)."""
-    from randsvm_dist.exact.kinds import EpsilonSVR
+def _problem(kind, n):
     from randsvm_dist.exact.state import ProblemState
     from randsvm_dist.numerics.kernels import Kernel
     from randsvm_dist.solvers.libsvm_adapter import SolverParams
 
-    svr = [ProblemState(EpsilonSVR(0.1), SolverParams(1.0, Kernel("rbf", 0.1)),
-                        n_rows=50_000, size=50_000.0)]
-    guess, _ = plan_route(CFG, svr, 50_000, 5_000, 20, Machine(2, 2), "libsvm")
-    dense, why = plan_route(CFG, svr, 50_000, 5_000, 20, Machine(2, 2), "libsvm", 0.9)
-    assert (guess, dense) == ("sample", "direct")
-    assert why.startswith("after the first solve") and "90% support vectors" in why
+    return [ProblemState(kind, SolverParams(1.0, Kernel("rbf", 0.1)), n_rows=n, size=float(n))]
+
+
+def test_the_measured_share_of_support_vectors_can_switch_to_one_solve():
+    """After the first solve its share replaces the guess: few support vectors make one
+    solve of all rows cheap (its cost grows with rows x support vectors, sampling's scans
+    do not shrink)."""
+    from randsvm_dist.exact.kinds import CSVC
+
+    csvc = _problem(CSVC(1, None), 20_000)
+    guess, _ = plan_route(CFG, csvc, 20_000, 5_000, 20, Machine(2, 2), "libsvm")
+    sparse, why = plan_route(CFG, csvc, 20_000, 5_000, 20, Machine(2, 2), "libsvm", 0.02)
+    assert (guess, sparse) == ("sample", "direct")
+    assert why.startswith("after the first solve") and "2% support vectors" in why
+
+
+def test_cold_re_solves_of_mostly_support_vectors_go_direct():
+    """Without a warm start every re-solve is cold: a first sample of mostly support
+    vectors then makes one solve of all rows cheaper than sampling (measured with
+    epsilon-SVR before its warm start: 91% support vectors, sampling 626 s vs 114 s)."""
+    from dataclasses import dataclass
+
+    from randsvm_dist.exact.kinds import CSVC
+
+    @dataclass(frozen=True)
+    class ColdCSVC(CSVC):
+        warm_startable = False
+
+    cold, warm = _problem(ColdCSVC(1, None), 50_000), _problem(CSVC(1, None), 50_000)
+    assert plan_route(CFG, cold, 50_000, 5_000, 20, Machine(2, 2), "libsvm", 0.9)[0] == \
+        "direct"
+    assert plan_route(CFG, warm, 50_000, 5_000, 20, Machine(2, 2), "libsvm", 0.9)[0] == \
+        "sample"
 
 
 def test_a_route_asked_for_is_obeyed():

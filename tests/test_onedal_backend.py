@@ -220,7 +220,7 @@ def test_onedal_without_sklearnex_is_a_parameter_error(monkeypatch, dask_client)
     from randsvm_dist import RandSVMClassifier
 
     monkeypatch.setattr(onedal_backend, "onedal_available", lambda: False)
-    with pytest.raises(ParameterError, match=r"pip install randsvm-dist\[fast\]") as e:
+    with pytest.raises(ParameterError, match=r"pip install .scikit-learn-intelex>=2025.0.") as e:
         check_backend("onedal")
     assert "\n" not in str(e.value)
     check_backend("libsvm")
@@ -228,7 +228,7 @@ def test_onedal_without_sklearnex_is_a_parameter_error(monkeypatch, dask_client)
     with pytest.raises(ParameterError, match="solver must be one of"):
         check_backend("thunder")
     X, y = _gaussian(200)
-    with pytest.raises(ParameterError, match=r"pip install randsvm-dist\[fast\]"):
+    with pytest.raises(ParameterError, match=r"pip install .scikit-learn-intelex>=2025.0."):
         RandSVMClassifier(solver="onedal", client=dask_client).fit(X, y)
     with pytest.raises(ParameterError):
         RandSVMClassifier(solver="thunder", client=dask_client).fit(X, y)
@@ -253,8 +253,8 @@ def test_classifier_with_onedal_matches_libsvm(dask_client):
 
 @needs_onedal
 def test_auto_route_solves_small_data_once_with_onedal(dask_client):
-    """With oneDAL solving all rows, small data takes one direct solve (measured faster
-    than sampling), says why, and is LIBSVM's optimum; LIBSVM's solver keeps sampling."""
+    """With oneDAL solving all rows, small data takes one direct solve (the cost model's
+    choice, naming the backend it assumed), and is LIBSVM's optimum."""
     from randsvm_dist import RandSVMClassifier
 
     X, y = _gaussian(1500, d=12)
@@ -262,20 +262,24 @@ def test_auto_route_solves_small_data_once_with_onedal(dask_client):
     fast = RandSVMClassifier(solver="auto", **common).fit(X, y)
     ref = RandSVMClassifier(solver="libsvm", **common).fit(X, y)
     assert fast.history_[0]["route"] == "direct"
-    assert "one oneDAL solve of all rows" in fast.history_[0]["route_reason"]
-    assert "oneDAL" not in ref.history_[0]["route_reason"]
+    assert fast.history_[0]["route_reason"].endswith("onedal")
+    assert ref.history_[0]["route_reason"].endswith("libsvm")
     assert fast.certified_ and ref.certified_
     np.testing.assert_allclose(fast.decision_function(X), ref.decision_function(X), atol=2e-2)
 
 
-def test_choose_route_with_onedal():
-    from randsvm_dist.exact.driver import ONEDAL_DIRECT_MAX_ROWS, choose_route
+def test_cost_model_route_is_cheaper_with_onedal():
+    """oneDAL's cheaper cold solve moves the cost model's line between one solve of all
+    rows and sampling up: 17,000 rows of 20 features on 2 cores go direct with oneDAL,
+    sample with LIBSVM."""
+    from randsvm_dist.exact.driver import Machine, plan_route
     from randsvm_dist.exact.state import RunConfig
 
-    cfg = RunConfig(k=None, sample_size=1000)
-    assert choose_route(cfg, 50_000, 1000, onedal=True)[0] == "direct"
-    assert choose_route(cfg, 50_000, 1000, onedal=False)[0] == "sample"
-    assert choose_route(cfg, ONEDAL_DIRECT_MAX_ROWS + 1, 1000, onedal=True)[0] == "sample"
+    cfg = RunConfig(k=None, sample_size=5000)
+    onedal, why = plan_route(cfg, [], 17_000, 5000, 20, Machine(2, 2), "onedal")
+    libsvm, _ = plan_route(cfg, [], 17_000, 5000, 20, Machine(2, 2), "libsvm")
+    assert (onedal, libsvm) == ("direct", "sample")
+    assert why.endswith("onedal") and "cost model" in why
 
 
 @needs_onedal

@@ -85,18 +85,21 @@ HELP = {
     "scale": "None, 'minmax', 'standard', or a ``preprocessing.FeatureScaler``: learnt on "
              "the training rows on the workers, applied before training and by "
              "predict/evaluate, saved with the model.",
-    "route": "'auto' (a direct LIBSVM solve of all rows when sampling cannot pay, else "
-             "sampling; the history says which and why), 'sample' or 'direct'.",
+    "route": "'auto' (the cost model's choice: one solve of all rows when it predicts that "
+             "faster than sampling, else sampling, asked again with the share of support "
+             "vectors the first sampled solve found; the history says which and why), "
+             "'sample' or 'direct' (one solve of all rows on a worker).",
     "cache": "keep the partitions in worker memory (True), re-read them from Parquet on "
              "every pass (False: data larger than the workers' memory), or 'auto' (cache "
              "when the data takes at most half of the workers' memory limit).",
-    "solver": "who solves each working set: 'libsvm' (libsvm-official, the reference), "
-              "'onedal' (oneDAL via scikit-learn-intelex for C-SVC and epsilon-SVR, LIBSVM "
-              "for the rest; ``pip install randsvm-dist[fast]``) or 'auto' (oneDAL where it "
-              "is installed, solves the problem and was measured faster: working sets of "
-              "at least 500 rows that carry per-row weights, or are sparse with at least 5 "
-              "non-zeros per row on average, or dense with at least 10 features; see "
-              "``solvers.onedal_backend.prefer_onedal``). Same optimum, same certificate.",
+    "solver": "who solves each working set: 'auto' (the default: oneDAL where it is "
+              "installed, solves the problem and was measured faster: working sets of at "
+              "least 500 rows that carry per-row weights, or are sparse with at least 5 "
+              "non-zeros per row on average, or dense with at least 10 features, see "
+              "``solvers.onedal_backend.prefer_onedal``; LIBSVM otherwise), 'libsvm' "
+              "(libsvm-official, the reference) or 'onedal' (oneDAL via scikit-learn-intelex "
+              "for C-SVC and epsilon-SVR, LIBSVM for the rest). scikit-learn-intelex comes "
+              "with the default install on x86-64. Same optimum, same certificate.",
     "nu": "an upper bound on the fraction of training outliers and a lower bound on the "
           "fraction of support vectors, in (0, 1].",
     "epsilon": "half-width of the epsilon-insensitive tube (>= 0), as SVR.",

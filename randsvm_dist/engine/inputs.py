@@ -198,16 +198,25 @@ def _dataset_partitions(client, ds, cache, task: str, collapse: bool, layout: st
     return parts, coding.classes
 
 
-def _array_partitions(client, data, y, n_partitions: int | None, task: str, sample_weight,
-                      collapse: bool, layout: str):
-    """``load_partitions`` of in-memory arrays: checked here, cut into row chunks placed
-    once on the workers (``ChunkStore``), each built into a partition where it lies."""
+def checked_arrays(data, y, task: str, sample_weight):
+    """(X, y, LabelCoding, weight or None) of in-memory arrays, checked (X float32).
+
+    Raises:
+        SchemaError: bad X, labels, targets or weights.
+    """
     X = check_features(data, min_rows=1)
     y = np.zeros(X.shape[0]) if y is None else check_labels(y, X.shape[0])
     if task == "regression":
         y = real_targets(y, "y")
     coding = label_coding(task, np.unique(y) if task == "classification" else None, "y")
-    weight = check_sample_weight(sample_weight, X.shape[0])
+    return X, y, coding, check_sample_weight(sample_weight, X.shape[0])
+
+
+def _array_partitions(client, data, y, n_partitions: int | None, task: str, sample_weight,
+                      collapse: bool, layout: str):
+    """``load_partitions`` of in-memory arrays: checked here, cut into row chunks placed
+    once on the workers (``ChunkStore``), each built into a partition where it lies."""
+    X, y, coding, weight = checked_arrays(data, y, task, sample_weight)
     workers = max(1, len(client.scheduler_info().get("workers", {})))
     n_chunks = max(1, min(n_partitions or 2 * workers, X.shape[0]))
     bounds = np.linspace(0, X.shape[0], n_chunks + 1).astype(np.int64)

@@ -13,7 +13,10 @@ import logging
 import os
 import time
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from numbers import Integral, Real
+from typing import Protocol
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -27,7 +30,7 @@ from randsvm_dist.engine.inputs import apply_to_dask, is_dask_collection
 from randsvm_dist.engine.partitions import original_rows
 from randsvm_dist.exact.bounds import support_bound
 from randsvm_dist.exact.cancellation import cancel_check
-from randsvm_dist.exact.driver import auto_sample_size, run_randsvm
+from randsvm_dist.exact.driver import auto_sample_size, cold_backend, plan_route, run_randsvm
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.exceptions import NotFittedError, ParameterError
 from randsvm_dist.numerics.kernels import (
@@ -63,6 +66,63 @@ def log_iteration(record: dict) -> None:
     )
 
 
+class RowTotals(Protocol):
+    """What the problems are built from: the data's rows, classes and weights, counted on
+    the workers (``_WorkerTotals``) or in the client (``exact.in_process.InMemoryRows``)."""
+
+    @property
+    def n_rows(self) -> int: ...
+
+    @property
+    def n_features(self) -> int: ...
+
+    def class_counts(self, n_classes: int) -> np.ndarray:
+        """Rows of each class (the user's rows, collapsed copies counted)."""
+
+    def weight_total(self) -> float:
+        """The sum of the positive sample weights."""
+
+
+@dataclass
+class _WorkerTotals:
+    """RowTotals of partitions on the workers."""
+
+    client: object
+    parts: object
+
+    @property
+    def n_rows(self) -> int:
+        return self.parts.n_rows
+
+    @property
+    def n_features(self) -> int:
+        return self.parts.n_features
+
+    def class_counts(self, n_classes: int) -> np.ndarray:
+        from randsvm_dist.engine.inputs import class_counts
+
+        return class_counts(self.client, self.parts, n_classes)
+
+    def weight_total(self) -> float:
+        from randsvm_dist.engine.inputs import weight_total
+
+        return weight_total(self.client, self.parts)
+
+
+@dataclass
+class _Setup:
+    """A fit's settings: the kernel and gamma, k and r, the rows, the problems, the run's
+    config."""
+
+    kernel: Kernel
+    gamma: float
+    k: int | None
+    r: int
+    n_rows: int
+    problems: list
+    cfg: RunConfig
+
+
 class RandSVMBase(BaseEstimator):
     """Parameters and fitting machinery shared by the RandSVM estimators.
 
@@ -95,19 +155,25 @@ class RandSVMBase(BaseEstimator):
             'ramp' (classification only), an unfitted streaming learner, or a fitted model
             (a RandSVM estimator fitted on these rows or their first rows). A seed changes
             the speed, never the result.
-        route: 'auto' (a direct LIBSVM solve of all rows when sampling cannot pay, else
-            sampling; the history says which and why), 'sample' or 'direct'.
+        route: 'auto' (the cost model's choice, ``exact.driver.plan_route``: one solve of
+            all rows when it predicts that faster than sampling, else sampling, asked again
+            with the share of support vectors the first sampled solve found; arrays fitted
+            without a ``client`` that it sends to one solve are solved and certified in
+            this process on all its cores, starting no cluster, ``exact.in_process``, except
+            with scale, seed, probability or a checkpoint; ``history_`` says which route,
+            where and why), 'sample' or 'direct' (one solve of all rows on a worker).
         cache: keep the partitions in worker memory (True), re-read them from Parquet on
             every pass (False: data larger than the workers' memory), or 'auto' (cache when
             the data takes at most half of the workers' memory limit).
         cache_size: LIBSVM's kernel cache in MB per solve.
-        solver: who solves each working set: 'libsvm' (libsvm-official, the reference),
-            'onedal' (oneDAL via scikit-learn-intelex for C-SVC and epsilon-SVR, LIBSVM
-            for the rest; ``pip install randsvm-dist[fast]``) or 'auto' (oneDAL where it
-            is installed, solves the problem and was measured faster: working sets of at
+        solver: who solves each working set: 'auto' (the default: oneDAL where it is
+            installed, solves the problem and was measured faster: working sets of at
             least 500 rows that carry per-row weights, or are sparse with at least 5
-            non-zeros per row on average, or dense with at least 10 features; see
-            ``solvers.onedal_backend.prefer_onedal``). Same optimum, same certificate.
+            non-zeros per row on average, or dense with at least 10 features, see
+            ``solvers.onedal_backend.prefer_onedal``; LIBSVM otherwise), 'libsvm'
+            (libsvm-official, the reference) or 'onedal' (oneDAL via scikit-learn-intelex
+            for C-SVC and epsilon-SVR, LIBSVM for the rest). scikit-learn-intelex comes
+            with the default install on x86-64. Same optimum, same certificate.
         random_state: seed of every random choice (same value, same model, whatever the
             partitioning or the number of workers); None draws a fresh seed at each fit,
             recorded as ``random_seed_``.
@@ -123,7 +189,11 @@ class RandSVMBase(BaseEstimator):
     ``n_iter_``, ``stop_reasons_``, ``optimal_``, ``relative_gap_`` (the largest certified
     relative gap over the problems), ``relative_gaps_`` (per problem), ``certified_``,
     ``seed_info_``, ``gamma_``, ``k_``, ``sample_size_``, ``fit_time_``, ``scaler_``,
-    ``random_seed_``.
+    ``random_seed_``, ``phases_`` (seconds of the fit's phases: 'placement' (the data
+    checked and placed, duplicates collapsed on the workers included), 'duplicates' (in
+    the client's process only, where it is measured apart), 'setup' (scaling, gamma,
+    the problems, seeds), 'iterations' (the solve/scan loop, per iteration in
+    ``history_``), 'assembly' (the final model), 'attributes', 'total' (``fit_time_``)).
     """
 
     _task = "classification"
@@ -156,7 +226,7 @@ class RandSVMBase(BaseEstimator):
                  sample_size="auto", bound_epsilon=0.2, bound_delta=0.9, separable=False,
                  max_iter=50, tol=1e-3, violator_tol=0.0, gap_tol=1e-3, cache_size=200.0,
                  random_state=None, client=None, n_partitions=None, scale=None, seed=None,
-                 route="auto", cache="auto", solver="libsvm"):
+                 route="auto", cache="auto", solver="auto"):
         self._keep(locals())
 
     def _keep(self, args: dict) -> None:
@@ -182,8 +252,9 @@ class RandSVMBase(BaseEstimator):
         check_backend(self.solver)  # 'onedal' without scikit-learn-intelex, before any data
 
     # -- what the subclasses say -------------------------------------------------------------
-    def _problems(self, client, parts, classes, solver: SolverParams) -> list[ProblemState]:
-        """The problems the driver solves (one state each)."""
+    def _problems(self, totals: RowTotals, classes, solver: SolverParams
+                  ) -> list[ProblemState]:
+        """The problems the driver solves (one state each), from the data's totals."""
         raise NotImplementedError
 
     def _set_model(self, states: list[ProblemState], classes, kernel: Kernel,
@@ -213,16 +284,96 @@ class RandSVMBase(BaseEstimator):
         t0 = time.perf_counter()
         if dataset_kwargs:
             data = open_dataset(data, **dataset_kwargs)
-        with dask_client(self.client) as client:
-            cache = True if self.scale is not None else self.cache
-            parts, classes = load_partitions(client, data, y, self.n_partitions, cache,
-                                             task=self._task, sample_weight=sample_weight,
-                                             collapse=self._may_collapse(), layout="auto")
-            ds = open_dataset(data) if y is None and sample_weight is None else None
-            self._fit_partitions(client, parts, classes, ds, checkpoint, resume)
+        if checkpoint is not None or not self._fit_in_process(data, y, sample_weight):
+            with dask_client(self.client) as client:
+                cache = True if self.scale is not None else self.cache
+                t = time.perf_counter()
+                parts, classes = load_partitions(client, data, y, self.n_partitions, cache,
+                                                 task=self._task, sample_weight=sample_weight,
+                                                 collapse=self._may_collapse(), layout="auto")
+                placement = time.perf_counter() - t
+                ds = open_dataset(data) if y is None and sample_weight is None else None
+                self._fit_partitions(client, parts, classes, ds, checkpoint, resume)
+                self.phases_ = {"placement": placement, **self.phases_}
         self.fit_time_ = time.perf_counter() - t0
+        self.phases_["total"] = self.fit_time_
         self._warn_uncertified()
         return self
+
+    def _in_process_allowed(self) -> bool:
+        """Whether a fit may take the in-process route (``exact.in_process``): route 'auto',
+        no client named (a scheduler address or Client given keeps the fit on its
+        cluster) and nothing that needs the workers (a scaling learnt on them, a seed)."""
+        return (self.route == "auto" and self.client is None and self.scale is None
+                and self.seed is None)
+
+    def _fit_in_process(self, data, y, sample_weight) -> bool:
+        """Fit in the client's process when the rows are in its memory (arrays, not a
+        Parquet data set or a Dask collection) and the cost model, told the machine's
+        cores, says one solve of all rows beats sampling; no cluster is started.
+
+        Returns:
+            True when fitted so; False: the fit belongs on the cluster.
+        """
+        from randsvm_dist.engine.inputs import open_dataset
+        from randsvm_dist.exact.in_process import in_memory_rows, machine, run_in_process
+
+        if (not self._in_process_allowed() or open_dataset(data) is not None
+                or is_dask_collection(data) or is_dask_collection(y)):
+            return False
+        shape = getattr(data, "shape", None)
+        if shape is not None and len(shape) == 2 and shape[0] > 0:  # before any copy
+            cfg = RunConfig(k=None, sample_size=self._sample_sizes(shape[0])[1],
+                            route=self.route)
+            if plan_route(cfg, [], shape[0], cfg.sample_size, shape[1], machine(),
+                          "onedal")[0] != "direct":  # not even at oneDAL's speed
+                return False
+        self.phases_ = {}
+        rows = in_memory_rows(data, y, self._task, sample_weight, self._may_collapse())
+        t = time.perf_counter()
+        setup = self._setup(rows, rows.classes, rows.feature_variance)
+        route, why = plan_route(setup.cfg, setup.problems, rows.n_rows, setup.r,
+                                rows.n_features, machine(),
+                                cold_backend(setup.problems, rows.weighted, rows.is_sparse,
+                                             rows.n_features))
+        if route != "direct":
+            return False
+        self.phases_ = {**rows.phases, "setup": time.perf_counter() - t}
+        self.scaler_, self.seed_info_ = None, None
+        log.info("RandSVM in the client's process: %d rows, %d features, %d problem(s): %s",
+                 rows.n_rows, rows.n_features, len(setup.problems), why)
+        t = time.perf_counter()
+        states, history = run_in_process(rows, setup.problems, setup.cfg, why,
+                                         progress=log_iteration, cancelled=cancel_check())
+        self.phases_["iterations"] = time.perf_counter() - t
+        self._adopt_run(states, history, setup, rows.classes, rows.n_features,
+                        rows.original_rows if rows.n_collapsed else None)
+        return True
+
+    def _sample_sizes(self, n: int) -> tuple:
+        """(k, r): the support-set stop (None: off) and the first sample's rows."""
+        k_paper = support_bound(n, self.bound_epsilon, self.bound_delta, self.separable)
+        k = k_paper if self.k == "auto" else self.k
+        r = (auto_sample_size(n, k_paper) if self.sample_size == "auto"
+             else int(self.sample_size))
+        return k, r
+
+    def _setup(self, totals, classes, x_var: Callable[[], float]) -> _Setup:
+        """The kernel, the problems and the run's settings for data of ``totals.n_rows``
+        rows (``x_var``: the feature values' variance, asked for gamma='scale' only)."""
+        rs = self.random_seed_ = resolve_seed(self.random_state)
+        gamma = (resolve_gamma(self.gamma, n_features=totals.n_features,
+                               x_var=x_var() if self.gamma == "scale" else None)
+                 if self.kernel != "linear" else 1.0)
+        kernel = Kernel(self.kernel, gamma, int(self.degree), float(self.coef0))
+        k, r = self._sample_sizes(totals.n_rows)
+        solver = SolverParams(float(getattr(self, "C", 1.0)), kernel, tol=float(self.tol),
+                              cache_size=float(self.cache_size), backend=self.solver)
+        problems = self._problems(totals, classes, solver)
+        cfg = RunConfig(k=k, sample_size=r, max_iter=int(self.max_iter),
+                        violator_tol=float(self.violator_tol), gap_tol=float(self.gap_tol),
+                        margin_tol=float(self.tol), random_state=rs, route=self.route)
+        return _Setup(kernel, gamma, k, r, totals.n_rows, problems, cfg)
 
     def _fit_partitions(self, client, parts, classes, dataset=None,
                         checkpoint: str | None = None, resume: bool = False) -> None:
@@ -239,7 +390,7 @@ class RandSVMBase(BaseEstimator):
         from randsvm_dist.exact.seeding import seed_rows
 
         self._check_params()
-        self.random_seed_ = rs = resolve_seed(self.random_state)
+        t = time.perf_counter()
         self.scaler_ = None
         if self.scale is not None:
             from randsvm_dist.distributed.scaling import make_scaler
@@ -247,50 +398,58 @@ class RandSVMBase(BaseEstimator):
             self.scaler_ = make_scaler(self.scale).fit_partitions(client, parts)
             parts = self.scaler_.transform_partitions(client, parts)
             dataset = None
-        x_var = (feature_variance(client, parts)
-                 if self.gamma == "scale" and self.kernel != "linear" else None)
-        gamma = (resolve_gamma(self.gamma, n_features=parts.n_features, x_var=x_var)
-                 if self.kernel != "linear" else 1.0)
-        kernel = Kernel(self.kernel, gamma, int(self.degree), float(self.coef0))
-        n = parts.n_rows
-        k_paper = support_bound(n, self.bound_epsilon, self.bound_delta, self.separable)
-        k = k_paper if self.k == "auto" else self.k
-        r = (auto_sample_size(n, k_paper) if self.sample_size == "auto"
-             else int(self.sample_size))
-        solver = SolverParams(float(getattr(self, "C", 1.0)), kernel, tol=float(self.tol),
-                              cache_size=float(self.cache_size), backend=self.solver)
-        problems = self._problems(client, parts, classes, solver)
-        seeds, self.seed_info_ = None, None
+        setup = self._setup(_WorkerTotals(client, parts), classes,
+                            lambda: feature_variance(client, parts))
+        n, problems, cfg = parts.n_rows, setup.problems, setup.cfg
+        self.seed_info_ = None
         if self.seed is not None:
             seeds, self.seed_info_ = seed_rows(
-                client, parts, self.seed, classes, [p.kind for p in problems], min(r, n),
-                solver.C, gamma, rs, dataset)
+                client, parts, self.seed, classes, [p.kind for p in problems],
+                min(setup.r, n), problems[0].solver.C, setup.gamma, cfg.random_state,
+                dataset)
+            cfg = setup.cfg = replace(cfg, seed_rows=seeds)
             log.info("seed %s: %s rows in %.1f s", self.seed_info_["seed"],
                      self.seed_info_["seed_rows"], self.seed_info_["seed_seconds"])
-        cfg = RunConfig(k=k, sample_size=r, max_iter=int(self.max_iter),
-                        violator_tol=float(self.violator_tol), gap_tol=float(self.gap_tol),
-                        margin_tol=float(self.tol), random_state=rs, seed_rows=seeds,
-                        route=self.route)
         log.info("RandSVM: %d rows, %d features, %d partitions (%s), %d problem(s), "
                  "k=%s, r=%d, gap_tol=%g", n, parts.n_features, parts.n_partitions,
                  "cached" if parts.futures is not None else "re-read each pass",
-                 len(problems), k, r, self.gap_tol)
+                 len(problems), setup.k, setup.r, self.gap_tol)
         ckpt = None
         if checkpoint is not None:
             from randsvm_dist.exact.checkpoint import Checkpoint, run_fingerprint
 
             ckpt = Checkpoint(checkpoint, run_fingerprint(cfg, problems, parts, classes))
+        self.phases_ = {"setup": time.perf_counter() - t}
+        t = time.perf_counter()
         states, history = run_randsvm(client, parts, problems, cfg, progress=log_iteration,
                                       checkpoint=ckpt.save if ckpt else None,
                                       resume=ckpt.load() if ckpt and resume else None,
                                       cancelled=cancel_check())
+        self.phases_["iterations"] = time.perf_counter() - t
         if self.seed_info_ is not None:
             for h in history:
                 if h["iteration"] == 1:
                     h.update(self.seed_info_)
-        self._set_model(states, classes, kernel, parts.n_features)
-        if parts.n_collapsed:  # the driver's rows are the collapsed set's: name the user's
-            self.support_ = original_rows(client, parts, self.support_)
+        self._adopt_run(states, history, setup, classes, parts.n_features,
+                        (lambda rows: original_rows(client, parts, rows))
+                        if parts.n_collapsed else None)
+
+    def _adopt_run(self, states: list[ProblemState], history: list[dict], setup: _Setup,
+                   classes, n_features: int, user_rows: Callable | None) -> None:
+        """The fitted model and attributes from the run's final states; ``phases_`` gets
+        the seconds of the model's assembly and of the attributes.
+
+        Args:
+            states, history: ``run_randsvm``'s (or ``in_process.run_in_process``'s) result.
+            setup: the run's settings; classes: the sorted classes or None.
+            n_features: features of the rows.
+            user_rows: maps the run's rows to the user's (collapsed duplicates), or None.
+        """
+        t = time.perf_counter()
+        self._set_model(states, classes, setup.kernel, n_features)
+        if user_rows is not None:  # the driver's rows are the collapsed set's: the user's
+            self.support_ = user_rows(self.support_)
+        t_attr = time.perf_counter()
         self.history_ = history
         self.n_iter_ = max(h["iteration"] for h in history)
         self.stop_reasons_ = [p.stop_reason for p in states]
@@ -298,7 +457,9 @@ class RandSVMBase(BaseEstimator):
         self.relative_gaps_ = np.array([p.relative_gap for p in states])
         self.relative_gap_ = float(self.relative_gaps_.max())
         self.certified_ = bool(self.gap_tol > 0 and self.relative_gap_ <= self.gap_tol)
-        self.k_, self.sample_size_, self.gamma_ = k, min(r, n), gamma
+        self.k_, self.sample_size_, self.gamma_ = setup.k, min(setup.r, setup.n_rows), setup.gamma
+        self.phases_ = {**getattr(self, "phases_", {}), "assembly": t_attr - t,
+                        "attributes": time.perf_counter() - t_attr}
 
     def _may_collapse(self) -> bool:
         """Whether identical rows may become one weighted row (``engine.duplicates``):

@@ -76,7 +76,7 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
                  bound_delta=0.9, separable=False, max_iter=50, tol=1e-3, violator_tol=0.0,
                  gap_tol=1e-3, cache_size=200.0, random_state=None, client=None,
                  n_partitions=None, scale=None, seed=None, route="auto", cache="auto",
-                 solver="libsvm"):
+                 solver="auto"):
         self._keep(locals())
 
     def fit(self, data, y=None, sample_weight=None, *, dataset_kwargs: dict | None = None,
@@ -105,6 +105,10 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
             ClusterError: the cluster cannot be reached.
         """
         return self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
+
+    def _in_process_allowed(self) -> bool:
+        # Platt scaling's cross-validated fits run on the cluster
+        return super()._in_process_allowed() and not self.probability
 
     def _fit_partitions(self, client, parts, classes, dataset=None,
                         checkpoint: str | None = None, resume: bool = False) -> None:
@@ -135,10 +139,8 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
             w[hit[0]] = float(weight)
         return w
 
-    def _problems(self, client, parts, classes, solver: SolverParams) -> list[ProblemState]:
-        from randsvm_dist.engine.inputs import class_counts
-
-        counts = class_counts(client, parts, len(classes))
+    def _problems(self, totals, classes, solver: SolverParams) -> list[ProblemState]:
+        counts = totals.class_counts(len(classes))
         w = self._class_weights(classes, counts)
         if len(classes) == 2:
             kinds = [CSVC(1, None, float(w[1]), float(w[0]))]

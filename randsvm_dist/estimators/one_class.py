@@ -8,7 +8,6 @@ import numpy as np
 from sklearn.base import OutlierMixin
 from sklearn.utils._param_validation import Interval
 
-from randsvm_dist.engine.inputs import weight_total
 from randsvm_dist.estimators.base import RandSVMBase
 from randsvm_dist.exact.kinds import OneClass
 from randsvm_dist.exact.state import ProblemState
@@ -48,7 +47,7 @@ class RandSVMOneClass(OutlierMixin, RandSVMBase):
                  max_iter=50, tol=1e-3, violator_tol=0.0, gap_tol=1e-3, cache_size=200.0,
                  random_state=None, client=None, n_partitions=None, scale=None, seed=None,
                  route="auto", cache="auto",
-                 solver="libsvm"):
+                 solver="auto"):
         self._keep(locals())
 
     def fit(self, data, y=None, sample_weight=None, *, dataset_kwargs: dict | None = None,
@@ -71,9 +70,9 @@ class RandSVMOneClass(OutlierMixin, RandSVMBase):
         y = None  # labels play no part in training a one-class SVM
         return self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
 
-    def _problems(self, client, parts, classes, solver: SolverParams) -> list[ProblemState]:
-        n = parts.n_rows
-        size = weight_total(client, parts) if parts.weighted else float(n)
+    def _problems(self, totals, classes, solver: SolverParams) -> list[ProblemState]:
+        n = totals.n_rows
+        size = totals.weight_total()
         if size <= 0:
             raise ParameterError("Invalid input - all samples have zero or negative weights.")
         return [ProblemState(OneClass(float(self.nu)), solver, n_rows=n, size=size)]

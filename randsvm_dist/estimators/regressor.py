@@ -45,7 +45,7 @@ class RandSVMRegressor(RegressorMixin, RandSVMBase):
                  separable=False, max_iter=50, tol=1e-3, violator_tol=0.0, gap_tol=1e-3,
                  cache_size=200.0, random_state=None, client=None, n_partitions=None,
                  scale=None, seed=None, route="auto", cache="auto",
-                 solver="libsvm"):
+                 solver="auto"):
         self._keep(locals())
 
     def fit(self, data, y=None, sample_weight=None, *, dataset_kwargs: dict | None = None,
@@ -68,8 +68,8 @@ class RandSVMRegressor(RegressorMixin, RandSVMBase):
         """
         return self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
 
-    def _problems(self, client, parts, classes, solver: SolverParams) -> list[ProblemState]:
-        n = parts.n_rows
+    def _problems(self, totals, classes, solver: SolverParams) -> list[ProblemState]:
+        n = totals.n_rows
         return [ProblemState(EpsilonSVR(float(self.epsilon)), solver, n_rows=n, size=float(n))]
 
     def __sklearn_tags__(self):

@@ -337,14 +337,16 @@ def coefficients_dict(coef: Coefficients) -> dict:
 
 def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
                  threads: int, sv_share: float, coef: Coefficients,
-                 backend: str = "libsvm", iterations: int = 3) -> tuple[str, str]:
+                 backend: str = "libsvm", iterations: int = 3, warm: bool = True
+                 ) -> tuple[str, str]:
     """'direct' (one cold solve of all rows) or 'sample', whichever the model predicts
     faster, and why.
 
     Sampling is modelled as a cold solve of ``sample_size`` rows and then ``iterations``
-    rounds of a full scan against the support vectors and a warm re-solve of them plus
-    WARM_MAX_FRESH_SHARE fresh rows; the support vectors are ``sv_share`` of the rows
-    solved (the first solve's share once known).
+    rounds of a full scan against the support vectors and a re-solve of them plus
+    WARM_MAX_FRESH_SHARE fresh rows (warm, or cold for kinds without a warm start); the
+    support vectors are ``sv_share`` of the rows solved (the first solve's share once
+    known).
 
     Args:
         n_rows, sample_size, n_features: the data and the first sample.
@@ -352,6 +354,7 @@ def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
         sv_share: support vectors over rows solved, in (0, 1].
         coef: Coefficients; backend: the cold solver ('libsvm' or 'onedal').
         iterations: rounds after the first solve.
+        warm: the re-solves start from the previous alphas (``solvers.warm_smo``).
 
     Returns:
         (route, reason).
@@ -367,7 +370,8 @@ def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
     fresh = int(WARM_MAX_FRESH_SHARE * s)
     rounds = [IterationSizes(sample_size, max(1, int(sv_share * sample_size)), 0,
                              sample_size, False, n_rows, 0, 0, 0)] + \
-        [IterationSizes(s + fresh, s, s, fresh, True, n_rows, 0, 0, 0)] * iterations
+        [IterationSizes(s + fresh, s, s if warm else 0, fresh if warm else s + fresh, warm,
+                        n_rows, 0, 0, 0)] * iterations
     t_sample = sum(solve(it) + _scan_seconds(it, n_features, workers, coef)
                    + coef.iteration_seconds + coef.iteration_per_row * it.m for it in rounds)
     route = "direct" if t_direct <= t_sample else "sample"

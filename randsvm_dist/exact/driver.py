@@ -44,13 +44,15 @@ from randsvm_dist.engine.partitions import PartitionSet
 from randsvm_dist.exact import screening_store
 from randsvm_dist.exact.cancellation import check
 from randsvm_dist.exact.certificate import Certificate, certify, decide
+from randsvm_dist.exact.cost_model import Coefficients, choose_route
 from randsvm_dist.exact.draw import FILL_BAND, draw_size, first_draw, with_draws
 from randsvm_dist.exact.history import IterationRecord
+from randsvm_dist.exact.placement_of_solves import place_solves
 from randsvm_dist.exact.sampling import stream_id
 from randsvm_dist.exact.scan import ProblemRequest
 from randsvm_dist.exact.scan_dispatch import ScanResult, merged_scan, run_scan, scan_model
 from randsvm_dist.exact.screening import model_delta
-from randsvm_dist.exact.solving import solve_direct, solve_sampled
+from randsvm_dist.exact.solving import solve_direct, solve_sampled, total_threads
 from randsvm_dist.exact.state import DriverState, ProblemState, RunConfig
 from randsvm_dist.solvers.onedal_backend import (
     AUTO_MIN_DENSE_FEATURES,
@@ -60,17 +62,14 @@ from randsvm_dist.solvers.onedal_backend import (
 
 log = logging.getLogger("randsvm_dist")
 
-# Sampling cannot pay on fewer rows than DIRECT_SAMPLES samples; nor when the first
-# solve already keeps SV_SHARE_DIRECT of its rows as support vectors and the data set is
-# at most DIRECT_MAX_SAMPLES samples (a9a: 35% of all rows are support vectors).
-DIRECT_SAMPLES = 4
-DIRECT_MAX_SAMPLES = 10
-SV_SHARE_DIRECT = 0.3
-# Whatever the size: when SV_SHARE_ALWAYS_DIRECT of the first sample are support vectors,
-# the last working set holds about that share of all rows, so sampling solves more than
-# one direct solve. Measured (epsilon-SVR, Friedman #1, 15,000 rows, noise 1, epsilon 0.1,
-# r = 1,000, 2 cores): 91% support vectors, sampling 626 s in 5 iterations vs direct 114 s.
-SV_SHARE_ALWAYS_DIRECT = 0.6
+# The route (one solve of all rows, or sampling) is the cost model's choice
+# (``exact.cost_model.choose_route``), asked twice: before the first solve, when the share
+# of support vectors is unknown and taken as SV_SHARE_GUESS (with the model's default
+# coefficients this sends data sets of up to ~1.5e4 rows of 20 features to one solve on 2
+# cores, about where 4 first samples of sampling did before), and after the first sampled
+# solve, with the share that solve measured (a9a: 35% of all rows are support vectors;
+# epsilon-SVR on Friedman #1 with noise: 91%, where one solve wins at any size).
+SV_SHARE_GUESS = 0.1
 # The first sample of sample_size='auto': 2 x the paper's k, but at most 1/AUTO_SHARE of the
 # rows and at least AUTO_FLOOR. The paper's k (~10-12k rows) made every set under ~45k
 # rows a direct solve; a smaller first sample pays there because its working sets grow
@@ -78,12 +77,6 @@ SV_SHARE_ALWAYS_DIRECT = 0.6
 # r = 3,000 35.0 s, one direct solve 66.6 s, same optimum).
 AUTO_SHARE = 8
 AUTO_FLOOR = 5_000
-# With oneDAL as the solver (solver='onedal', or 'auto' on rows it is preferred for), one
-# solve of all rows beats sampling up to ONEDAL_DIRECT_MAX_ROWS rows. Measured with
-# benchmarks/bench_ahead.py (scikit-learn-intelex's SVC on all rows vs RandSVM sampling
-# with oneDAL solves): ijcnn1 50k 2.4 vs 5.6 s, w8a 33k 1.5 vs 5.7 s;
-# ringnorm 3e5 25.7 vs 24.2 s (sampling wins from there on).
-ONEDAL_DIRECT_MAX_ROWS = 150_000
 
 
 def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
@@ -145,34 +138,70 @@ def auto_sample_size(n_rows: int, k: int) -> int:
     return int(min(2 * k, max(AUTO_FLOOR, n_rows // AUTO_SHARE)))
 
 
-def onedal_solves_all(problems: list[ProblemState], parts: PartitionSet) -> bool:
-    """Whether the problems' backend would solve all rows with oneDAL ('onedal', or 'auto'
-    on weighted, sparse or at least AUTO_MIN_DENSE_FEATURES-feature rows) and oneDAL is
-    installed."""
+def cold_backend(problems: list[ProblemState], weighted: bool, sparse: bool,
+                 n_features: int) -> str:
+    """The backend that would solve all rows: 'onedal' when the problems' solver says
+    oneDAL ('onedal', or 'auto' on weighted, sparse or at least
+    AUTO_MIN_DENSE_FEATURES-feature rows) and oneDAL is installed, else 'libsvm'."""
     p = problems[0]
     params = p.kind.solver_params(p.solver, p.n_rows, p.n_rows)
     if params.backend == "libsvm" or not onedal_solves(params):
-        return False
-    if params.backend == "auto" and not (parts.weighted or parts.is_sparse
-                                         or parts.n_features >= AUTO_MIN_DENSE_FEATURES):
-        return False
-    return onedal_available()
+        return "libsvm"
+    if params.backend == "auto" and not (weighted or sparse
+                                         or n_features >= AUTO_MIN_DENSE_FEATURES):
+        return "libsvm"
+    return "onedal" if onedal_available() else "libsvm"
 
 
-def choose_route(cfg: RunConfig, n: int, r: int, onedal: bool = False) -> tuple[str, str]:
-    """(route, why) before the first solve (``onedal``: oneDAL would solve all rows)."""
+@dataclass(frozen=True)
+class Machine:
+    """What the cost model needs of where a fit runs.
+
+    Attributes:
+        workers: threads that scan (every worker thread, or the client's cores).
+        threads: cores one solve is offered (the fewest of
+            ``placement_of_solves.place_solves``).
+    """
+
+    workers: int
+    threads: int
+
+
+def plan_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
+               n_features: int, machine: Machine, backend: str,
+               sv_share: float | None = None) -> tuple[str, str]:
+    """(route, why): 'direct' (one solve of all rows) or 'sample', by the cost model.
+
+    Args:
+        cfg: the run's settings (``cfg.route`` other than 'auto' is obeyed).
+        problems: the problems (the largest decides; re-solves are modelled warm when
+            every kind has a warm start).
+        n: rows of the data set; r: the first sample's rows.
+        n_features: features per row (the dense width also for CSR: an upper bound).
+        machine: workers and threads of a solve.
+        backend: the cold solver ('libsvm' or 'onedal', see ``cold_backend``).
+        sv_share: support vectors over rows solved, measured by the first solve; None
+            before it (SV_SHARE_GUESS is assumed).
+
+    Returns:
+        (route, reason), the reason naming both predicted times.
+    """
     if cfg.route != "auto":
         return cfg.route, f"route={cfg.route!r} was asked for"
-    if onedal and n <= ONEDAL_DIRECT_MAX_ROWS:
-        return "direct", (f"{n} rows <= {ONEDAL_DIRECT_MAX_ROWS}: one oneDAL solve of all "
-                          "rows measured faster than sampling")
-    if n <= DIRECT_SAMPLES * r:
-        return "direct", f"{n} rows <= {DIRECT_SAMPLES} samples of {r}: sampling cannot pay"
-    return "sample", f"{n} rows > {DIRECT_SAMPLES} samples of {r}"
+    share = SV_SHARE_GUESS if sv_share is None else min(max(sv_share, 1.0 / max(r, 1)), 1.0)
+    rows = max([p.n_rows for p in problems] + [1]) if problems else n
+    warm = all(p.kind.warm_startable for p in problems)
+    route, why = choose_route(min(rows, n), min(r, n), n_features, machine.workers,
+                              machine.threads, share, Coefficients(), backend=backend,
+                              warm=warm)
+    when = ("before the first solve (support vectors guessed)" if sv_share is None
+            else "after the first solve")
+    return route, f"{when}, {why}, {backend}"
 
 
-def _mostly_support(problems: list[ProblemState], share: float = SV_SHARE_DIRECT) -> bool:
-    return all(p.model.n_support >= share * len(p.ws.rows) for p in problems)
+def first_share(problems: list[ProblemState]) -> float:
+    """The largest share of support vectors among the problems' working sets."""
+    return max(p.model.n_support / max(len(p.ws.rows), 1) for p in problems)
 
 
 def _warm_speedup(cold: tuple[int, float] | None, p: ProblemState,
@@ -196,7 +225,7 @@ class _Hooks:
 
 
 @dataclass
-class _Loop:
+class Loop:
     """What the loop carries from one iteration to the next besides the problems.
 
     Attributes:
@@ -208,6 +237,8 @@ class _Loop:
         scanned: the models the last scan saw (per problem), for the next model delta.
         cold: (working-set rows, seconds) of the run's last cold solve, for
             ``warm_speedup_estimate``.
+        machine, backend: what the cost model was told (``plan_route``).
+        solved_in: 'workers' or 'client' (``exact.in_process``).
     """
 
     r: int
@@ -219,18 +250,23 @@ class _Loop:
     placement: dict | None = None
     scanned: list | None = None
     cold: tuple[int, float] | None = None
+    machine: Machine = Machine(1, 1)
+    backend: str = "libsvm"
+    solved_in: str = "workers"
 
 
 @dataclass
-class _Solve:
-    """An iteration's solve step: the solver tol of each problem before it, its seconds."""
+class SolveStep:
+    """An iteration's solve step: the solver tol of each problem before it, its seconds,
+    the cores each solve was offered."""
 
     tols: list
     seconds: float
+    threads: int
 
 
 @dataclass
-class _Scan:
+class ScanStep:
     """An iteration's scan step: the requests, the result, its seconds and kernel
     evaluations (rows evaluated in full x SVs)."""
 
@@ -250,7 +286,9 @@ def _run(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConf
         problems, solve = _solve_step(client, parts, problems, cfg, loop)
         check(hooks.cancelled, f"the scan of iteration {loop.it}")
         scan = _scan_step(client, parts, problems, cfg, loop, run)
-        problems, draws = _decide_step(parts, problems, cfg, loop, solve, scan, hooks)
+        collapsed = (parts.n_collapsed, parts.n_collapsed_across)
+        problems, draws = decide_step(collapsed, problems, cfg, loop, solve, scan,
+                                      hooks.progress)
         if not any(p.active for p in problems):
             return problems, loop.history
         if loop.route == "sample":
@@ -261,13 +299,16 @@ def _run(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConf
 
 
 def _start(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
-           resume: DriverState | None, cancelled) -> tuple[_Loop, list[ProblemState]]:
+           resume: DriverState | None, cancelled) -> tuple[Loop, list[ProblemState]]:
     """The loop's state before the first iteration: the route, and on the sampled route the
     first working sets (a uniform draw plus the seed rows); or the resumed state."""
     n = parts.n_rows
     r = sample_size_for(problems, min(cfg.sample_size, n), n)
-    route, why = choose_route(cfg, n, r, onedal_solves_all(problems, parts))
-    loop = _Loop(r, route, why, time.perf_counter())
+    machine = Machine(total_threads(client),
+                      min(q.threads for q in place_solves(client, len(problems))))
+    backend = cold_backend(problems, parts.weighted, parts.is_sparse, parts.n_features)
+    route, why = plan_route(cfg, problems, n, r, parts.n_features, machine, backend)
+    loop = Loop(r, route, why, time.perf_counter(), machine=machine, backend=backend)
     problems = [replace(p, margin_tol=cfg.margin_tol) for p in problems]
     if resume is not None:
         loop.it, loop.route, loop.history = resume.iteration, resume.route, list(resume.history)
@@ -284,38 +325,29 @@ def _start(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunCo
 
 
 def _solve_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
-                loop: _Loop) -> tuple[list[ProblemState], _Solve]:
+                loop: Loop) -> tuple[list[ProblemState], SolveStep]:
     """Every active problem solved: its working set, or all its rows on the direct route
-    (which the first sampled solve may switch to, see ``_direct_reason``)."""
+    (which the cost model may switch to after the first sampled solve, ``plan_route``
+    with the share of support vectors it measured)."""
     tols = [p.solver.tol for p in problems]
+    threads = max(q.threads for q in place_solves(client, sum(p.active for p in problems)))
     if loop.route == "direct":
         problems, seconds = solve_direct(client, parts, problems)
-        return problems, _Solve(tols, seconds)
+        return problems, SolveStep(tols, seconds, threads)
     problems, seconds = solve_sampled(client, problems, loop.it, cfg, parts.weighted)
-    why = (_direct_reason(problems, parts.n_rows, loop.r)
-           if loop.it == 1 and cfg.route == "auto" else None)
-    if why is not None:
-        loop.route, loop.why = "direct", why
-        log.info("iter 1: %s: solving all rows", why)
-        problems, extra = solve_direct(client, parts, problems)
-        seconds += extra
-    return problems, _Solve(tols, seconds)
-
-
-def _direct_reason(problems: list[ProblemState], n: int, r: int) -> str | None:
-    """Why the first sample's solve says one solve of all rows pays, or None."""
-    if not ((n <= DIRECT_MAX_SAMPLES * r and _mostly_support(problems))
-            or _mostly_support(problems, SV_SHARE_ALWAYS_DIRECT)):
-        return None
-    share = max(p.model.n_support / max(len(p.ws.rows), 1) for p in problems)
-    return f"{100 * share:.0f}% of the first sample are support vectors" + (
-        "" if n <= DIRECT_MAX_SAMPLES * r else
-        f" (>= {100 * SV_SHARE_ALWAYS_DIRECT:.0f}%: the last working set would "
-        "hold most rows)")
+    if loop.it == 1 and cfg.route == "auto":
+        loop.route, loop.why = plan_route(cfg, problems, parts.n_rows, loop.r,
+                                          parts.n_features, loop.machine, loop.backend,
+                                          first_share(problems))
+        if loop.route == "direct":
+            log.info("iter 1: %s: solving all rows", loop.why)
+            problems, extra = solve_direct(client, parts, problems)
+            seconds += extra
+    return problems, SolveStep(tols, seconds, threads)
 
 
 def _scan_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
-               loop: _Loop, run: str) -> _Scan:
+               loop: Loop, run: str) -> ScanStep:
     """The scan of every row against the active problems' new models, screened by how the
     models moved since the last scan."""
     n, kernel = parts.n_rows, problems[0].solver.kernel
@@ -325,20 +357,33 @@ def _scan_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: R
         model.delta = model_delta(loop.scanned, [p.model for p in problems], kernel,
                                   parts.is_sparse, parts.n_features,
                                   0.25 * n * max(model.coef.shape[0], 1), client)
-    requests = [ProblemRequest(p.kind, p.ws.rows, draw_size(p, loop.r, loop.route, n),
-                               stream_id(cfg.random_state, loop.it, j), p.margin_tol,
-                               FILL_BAND, p.solver.C) if p.active else None
-                for j, p in enumerate(problems)]
+    requests = scan_requests(problems, cfg, loop, n)
     result = run_scan(client, parts, model, requests, run, loop.it, placement=loop.placement)
     loop.placement, loop.scanned = result.workers, [p.model for p in problems]
     seconds = time.perf_counter() - t_scan
-    return _Scan(requests, result, seconds, result.n_evaluated * model.coef.shape[0])
+    return ScanStep(requests, result, seconds, result.n_evaluated * model.coef.shape[0])
 
 
-def _decide_step(parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
-                 loop: _Loop, solve: _Solve, scan: _Scan, hooks: _Hooks
-                 ) -> tuple[list[ProblemState], list[np.ndarray | None]]:
+def scan_requests(problems: list[ProblemState], cfg: RunConfig, loop: Loop, n: int
+                  ) -> list[ProblemRequest | None]:
+    """What the scan of this iteration asks for each problem (None: it has stopped)."""
+    return [ProblemRequest(p.kind, p.ws.rows, draw_size(p, loop.r, loop.route, n),
+                           stream_id(cfg.random_state, loop.it, j), p.margin_tol,
+                           FILL_BAND, p.solver.C) if p.active else None
+            for j, p in enumerate(problems)]
+
+
+def decide_step(collapsed: tuple[int, int], problems: list[ProblemState], cfg: RunConfig,
+                loop: Loop, solve: SolveStep, scan: ScanStep,
+                progress: Callable[[dict], None] | None
+                ) -> tuple[list[ProblemState], list[np.ndarray | None]]:
     """Each scanned problem certified and decided, its record kept and reported.
+
+    Args:
+        collapsed: duplicate rows collapsed before the run, and of those the rows found
+            only across partitions (for the records).
+        problems, cfg, loop: the run; solve, scan: this iteration's steps.
+        progress: optional callable(record) per record.
 
     Returns:
         (the problems, each one's next draw: None when it stopped, was not scanned, or on
@@ -354,24 +399,24 @@ def _decide_step(parts: PartitionSet, problems: list[ProblemState], cfg: RunConf
         s = merged_scan(scan.result.per_part, j, draw_size(p, loop.r, loop.route, n_viol))
         cert = certify(p, s)
         p = problems[j] = decide(p, cert, s, loop.it, cfg, loop.route, max(s["n_rows"], 1))
-        record = _record(parts, loop, j, p, s, cert, solve, scan).as_dict()
+        record = _record(collapsed, loop, j, p, s, cert, solve, scan).as_dict()
         loop.history.append(record)
         if len(problems) == 1 and loop.route == "sample" and not p.warm and not p.cascade:
             loop.cold = (len(p.ws.rows), solve.seconds)
-        if hooks.progress is not None:
-            hooks.progress(record)
+        if progress is not None:
+            progress(record)
         draws.append(s["draw"] if p.active and loop.route == "sample" else None)
     return problems, draws
 
 
-def _record(parts: PartitionSet, loop: _Loop, j: int, p: ProblemState, s: dict,
-            cert: Certificate, solve: _Solve, scan: _Scan) -> IterationRecord:
+def _record(collapsed: tuple[int, int], loop: Loop, j: int, p: ProblemState, s: dict,
+            cert: Certificate, solve: SolveStep, scan: ScanStep) -> IterationRecord:
     """Problem j's record of this iteration (p: its state after ``decide``; s: its merged
     scan)."""
     result, kernel_evals = scan.result, scan.kernel_evals
     return IterationRecord(
         iteration=loop.it, problem=j, label=p.kind.label, kind=p.kind.name,
-        route=loop.route, route_reason=loop.why,
+        route=loop.route, route_reason=loop.why, solved_in=loop.solved_in,
         sample_size=len(p.ws.rows), n_fresh=p.ws.n_fresh,
         cascade_parts=len(p.cascade), warm_start=bool(p.warm),
         tol=solve.tols[j], margin_tol=scan.requests[j].tol,
@@ -380,10 +425,10 @@ def _record(parts: PartitionSet, loop: _Loop, j: int, p: ProblemState, s: dict,
         n_errors=s["n_errors"], max_slack=s["max_slack"],
         dual_objective=cert.dual, primal_objective=cert.primal,
         relative_gap=cert.relative_gap, ws_relative_gap=cert.ws_relative_gap,
-        solve_seconds=solve.seconds, scan_seconds=scan.seconds,
+        solve_seconds=solve.seconds, scan_seconds=scan.seconds, solve_threads=solve.threads,
         warm_speedup_estimate=_warm_speedup(loop.cold, p, solve.seconds),
-        duplicates_collapsed=parts.n_collapsed,
-        duplicates_across=parts.n_collapsed_across,
+        duplicates_collapsed=collapsed[0],
+        duplicates_across=collapsed[1],
         rows_evaluated=result.n_evaluated, rows_screened=result.n_screened,
         kernel_evals=int(kernel_evals),
         screening_kernel_evals=int(result.kernel_evals - kernel_evals),

@@ -18,7 +18,10 @@ class IterationRecord:
         iteration: the iteration (1 for the first solve).
         problem: the problem's index in the run.
         label, kind: the problem's label and its kind's name (``exact.kinds``).
-        route: 'sample' or 'direct'; route_reason: why.
+        route: 'sample' or 'direct'; route_reason: why (the cost model's predicted times,
+            ``exact.driver.plan_route``, or the setting that forced it).
+        solved_in: 'workers' (the Dask workers solved and scanned) or 'client' (one solve
+            of all rows and its certificate in the client's process, ``exact.in_process``).
         sample_size: rows of the working set solved; n_fresh: those that were not support
             vectors of the previous model.
         cascade_parts: parts of the solve's cascade (0: one solve).
@@ -33,6 +36,10 @@ class IterationRecord:
         dual_objective, primal_objective: the certificate's D and P.
         relative_gap: (P - D) / |P|; ws_relative_gap: the working set's own share of it.
         solve_seconds, scan_seconds: wall time of the solve step and of the scan.
+        solve_threads: the most cores a solve of the iteration was offered
+            (``exact.placement_of_solves.place_solves``, or the client's cores
+            in-process); every backend takes at most that many
+            (``solvers.libsvm_adapter.step_threads``).
         warm_speedup_estimate: a warm solve's speed-up over the run's last cold solve,
             scaled by the working sets' sizes squared (None otherwise).
         duplicates_collapsed: rows of the data set merged into identical rows as
@@ -58,6 +65,7 @@ class IterationRecord:
     kind: str
     route: str
     route_reason: str
+    solved_in: str
     sample_size: int
     n_fresh: int
     cascade_parts: int
@@ -75,6 +83,7 @@ class IterationRecord:
     ws_relative_gap: float
     solve_seconds: float
     scan_seconds: float
+    solve_threads: int
     warm_speedup_estimate: float | None
     duplicates_collapsed: int
     duplicates_across: int

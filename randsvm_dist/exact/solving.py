@@ -232,7 +232,15 @@ def solve_direct(client, parts: PartitionSet, problems: list[ProblemState]
                              parts.weighted, q.threads, *inputs, pure=False, retries=2,
                              **q.submit_options())
                for p, q in zip(active, places)]
-    every_row = WorkingSet(np.arange(parts.n_rows, dtype=np.int64))
+    results = gather(client, futures, "the direct solves", [p.kind.label for p in active])
+    return directly_solved(problems, results, parts.n_rows), time.perf_counter() - t0
+
+
+def directly_solved(problems: list[ProblemState], results: list, n_rows: int
+                    ) -> list[ProblemState]:
+    """The problems with each active one's state after its solve of all rows (``results``:
+    ``solve_partitions``' answers, one per active problem, in order)."""
+    every_row = WorkingSet(np.arange(n_rows, dtype=np.int64))
 
     def solved_state(p: ProblemState, result) -> ProblemState:
         rows, X, t, w, sol = result
@@ -240,8 +248,7 @@ def solve_direct(client, parts: PartitionSet, problems: list[ProblemState]
         return replace(p, model=model, prev_n_support=p.model.n_support, warm=False,
                        cascade=(), ws=every_row)
 
-    results = gather(client, futures, "the direct solves", [p.kind.label for p in active])
-    return _with_results(problems, results, solved_state), time.perf_counter() - t0
+    return _with_results(problems, results, solved_state)
 
 
 def plan_cascade(n_rows: int, n_fresh: int, n_parts: int) -> int:

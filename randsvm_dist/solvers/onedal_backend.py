@@ -3,7 +3,7 @@
 LIBSVM (``libsvm_adapter``, ``weighted``) is the default and the reference. This module
 solves the same problem with oneDAL's SVM ("thunder" method) through scikit-learn-intelex's
 public estimators ``sklearnex.svm.SVC`` (C-SVC) and ``sklearnex.svm.SVR`` (epsilon-SVR),
-installed by ``pip install randsvm-dist[fast]`` (x86-64 wheels only), and returns the
+installed with randsvm-dist on x86-64 (its wheels are x86-64 only), and returns the
 same ``BinarySolution``: support ascending, dual_coef = y_i alpha_i (C-SVC) or alpha_i -
 alpha_i* (SVR), intercept = -rho, the dual objective computed from the duals with the
 project's kernel over the support vectors (``libsvm_adapter.finish_solution``, as for
@@ -132,7 +132,8 @@ from randsvm_dist.solvers.weighted import check_row_C
 log = logging.getLogger("randsvm_dist")
 
 BACKENDS = SOLVER_BACKENDS
-INSTALL_HINT = "pip install randsvm-dist[fast]"
+INSTALL_HINT = ("pip install 'scikit-learn-intelex>=2025.0' (the default install has it on "
+                "x86-64; it has no wheels for other machines)")
 ONEDAL_KERNELS = ("linear", "rbf", "poly")
 ONEDAL_SVM_TYPES = (C_SVC, EPSILON_SVR)
 MAX_ITER = 10_000  # oneDAL outer iterations (sklearnex's own default cap)

@@ -202,8 +202,11 @@ def test_every_kind_fulfils_the_problem_kind_contract():
     kinds = [CSVC(1), CSVC(0, 1), EpsilonSVR(0.2), OneClass(0.3)]
     assert {type(k) for k in kinds} == set(KINDS.values())
     assert all(isinstance(k, ProblemKind) for k in kinds)
-    # only C-SVC re-solves start warm (solvers.warm_smo); one-class is never cut in parts
-    assert [k.warm_startable for k in kinds] == [True, True, False, False]
+    # every kind's re-solves start warm (solvers.warm_smo); one-class is never cut in parts
+    assert [k.warm_startable for k in kinds] == [True, True, True, True]
+    np.testing.assert_array_equal(CSVC(1).warm_alphas(np.array([-0.5, 2.0])), [0.5, 2.0])
+    np.testing.assert_array_equal(EpsilonSVR(0.2).warm_alphas(np.array([-0.5, 2.0])),
+                                  [-0.5, 2.0])
     assert [k.cascadable for k in kinds] == [True, True, True, False]
 
 

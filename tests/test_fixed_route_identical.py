@@ -12,7 +12,7 @@ import pytest
 from randsvm_dist import RandSVMClassifier
 from randsvm_dist.data import make_arrays
 from randsvm_dist.numerics.kernels import Kernel
-from randsvm_dist.solvers import libsvm_adapter, warm_smo
+from randsvm_dist.solvers import libsvm_adapter, warm_smo, warm_smo_kernels
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
 from randsvm_dist.solvers.warm_smo import solve_warm_counted
 
@@ -90,7 +90,7 @@ def test_the_warm_smo_gives_the_same_bytes_with_any_threads(monkeypatch, d):
     the alphas are the same bytes."""
     monkeypatch.setattr(warm_smo, "WARM_SYNC_TERMS", 0.0)
     monkeypatch.setattr(libsvm_adapter, "host_cores", lambda: 8)
-    n = max(2400, warm_smo.PARALLEL_MIN_WORK // (d + 8) + 600)  # long rows split in blocks
+    n = max(2400, warm_smo_kernels.PARALLEL_MIN_WORK // (d + 8) + 600)  # long rows split in blocks
     X, y = make_arrays("ringnorm", n, seed=d)
     X = np.hstack([X] * (d // X.shape[1]) + [X[:, : d % X.shape[1]]]).astype(np.float32)
     y = np.where(y > 0, 1.0, -1.0)

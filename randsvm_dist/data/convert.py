@@ -101,6 +101,9 @@ def convert(src, dst: str | os.PathLike, partitions: int | None = None,
             existing ``dst``.
         SchemaError: labels/columns not as expected, an index beyond ``n_features``.
         ParameterError: bad partitioning arguments or format.
+
+    Above the 60-line guide only through this docstring (every option of
+    ``randsvm-dist convert``); the body is about 30 lines that dispatch by input format.
     """
     if partitions is not None and rows_per_partition is not None:
         raise ParameterError("give either partitions or rows_per_partition, not both")

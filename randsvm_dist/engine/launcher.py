@@ -85,6 +85,44 @@ def _child_environ() -> dict[str, str]:
     return env
 
 
+def _commands(n: int, threads_per_worker: int, scheduler_file: Path, detach: bool,
+              memory_limit: str) -> tuple[list[str], list[str]]:
+    """The scheduler's and the workers' command lines (see ``launch``)."""
+    py = [sys.executable, "-m"]
+    scheduler_cmd = [*py, "distributed.cli.dask_scheduler", "--host", LOOPBACK, "--port", "0",
+                     "--dashboard-address", f"{LOOPBACK}:0",
+                     "--scheduler-file", str(scheduler_file)]
+    if not detach:
+        scheduler_cmd += ["--preload", str(_PARENT_WATCH)]
+    worker_cmd = [*py, "distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file),
+                  "--nworkers", str(n), "--nthreads", str(threads_per_worker),
+                  "--host", LOOPBACK, "--no-dashboard", "--dashboard-address", f"{LOOPBACK}:0",
+                  "--death-timeout", "60",
+                  "--memory-limit", str(memory_limit),
+                  "--preload", "randsvm_dist.app.worker_preload"]  # imports while the caller works
+    return scheduler_cmd, worker_cmd
+
+
+def _scheduler_address(scheduler_file: Path, procs: LocalProcesses) -> str:
+    """Wait for the scheduler to write its address to ``scheduler_file``.
+
+    Raises:
+        ClusterError: a process exited, or START_TIMEOUT passed (with their log).
+    """
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        if procs.scheduler.poll() is not None or procs.workers.poll() is not None:
+            raise ClusterError("the local Dask cluster exited while starting:\n"
+                               + _log_tail(procs.log_path))
+        if time.monotonic() > deadline:
+            raise ClusterError(f"the local Dask scheduler did not start in "
+                               f"{START_TIMEOUT:.0f} s:\n" + _log_tail(procs.log_path))
+        try:
+            return json.loads(scheduler_file.read_text())["address"]
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.05)
+
+
 def launch(n_workers: int | None = None, threads_per_worker: int = 1, *,
            log_path: Path | None = None, detach: bool = False,
            memory_limit: str = "auto") -> LocalProcesses:
@@ -115,18 +153,8 @@ def launch(n_workers: int | None = None, threads_per_worker: int = 1, *,
         fd, name = tempfile.mkstemp(prefix="randsvm-cluster-", suffix=".log")
         os.close(fd)
         log_path = Path(name)
-    py = [sys.executable, "-m"]
-    scheduler_cmd = [*py, "distributed.cli.dask_scheduler", "--host", LOOPBACK, "--port", "0",
-                     "--dashboard-address", f"{LOOPBACK}:0",
-                     "--scheduler-file", str(scheduler_file)]
-    if not detach:
-        scheduler_cmd += ["--preload", str(_PARENT_WATCH)]
-    worker_cmd = [*py, "distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file),
-                  "--nworkers", str(n), "--nthreads", str(threads_per_worker),
-                  "--host", LOOPBACK, "--no-dashboard", "--dashboard-address", f"{LOOPBACK}:0",
-                  "--death-timeout", "60",
-                  "--memory-limit", str(memory_limit),
-                  "--preload", "randsvm_dist.app.worker_preload"]  # imports while the caller works
+    scheduler_cmd, worker_cmd = _commands(n, threads_per_worker, scheduler_file, detach,
+                                          memory_limit)
     with open(log_path, "ab") as out:
         popen = dict(stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                      start_new_session=detach, env=_child_environ())
@@ -135,19 +163,8 @@ def launch(n_workers: int | None = None, threads_per_worker: int = 1, *,
     procs = LocalProcesses("", scheduler, workers, log_path, n, [scheduler_file])
     if own_log and not detach:
         procs.temporary.append(log_path)
-    deadline = time.monotonic() + START_TIMEOUT
     try:
-        while not procs.address:
-            if scheduler.poll() is not None or workers.poll() is not None:
-                raise ClusterError("the local Dask cluster exited while starting:\n"
-                                   + _log_tail(log_path))
-            if time.monotonic() > deadline:
-                raise ClusterError(f"the local Dask scheduler did not start in "
-                                   f"{START_TIMEOUT:.0f} s:\n" + _log_tail(log_path))
-            try:
-                procs.address = json.loads(scheduler_file.read_text())["address"]
-            except (OSError, ValueError, KeyError):
-                time.sleep(0.05)
+        procs.address = _scheduler_address(scheduler_file, procs)
     except BaseException:
         procs.close()
         raise

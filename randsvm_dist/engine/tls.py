@@ -52,29 +52,14 @@ def make_security(ca_file: str | None = None, cert: str | None = None,
                     tls_worker_key=key, require_encryption=True)
 
 
-def write_certificates(directory: str | os.PathLike, hosts: tuple[str, ...] = ("localhost",),
-                       days: int = 365) -> dict[str, str]:
-    """Write ``ca.pem``, ``cert.pem`` and ``key.pem`` (mode 0600) for a private cluster: a
-    new CA and one certificate it signs, for every role (scheduler, workers, clients).
-
-    Args:
-        directory: created if missing.
-        hosts: DNS names / IP addresses the certificate is valid for.
-        days: validity.
+def _new_certificates(hosts: tuple[str, ...], days: int) -> tuple[bytes, bytes, bytes]:
+    """A new CA and one certificate it signs for ``hosts``, valid ``days`` days.
 
     Returns:
-        {"ca": path, "cert": path, "key": path}.
-
-    Raises:
-        ImportError: the ``cryptography`` package is missing (``pip install randsvm-dist[tls]``).
+        (CA certificate, certificate, its private key), PEM bytes (the key in PKCS8).
     """
     import ipaddress
 
-    try:
-        import cryptography  # noqa: F401
-    except ImportError as exc:
-        raise ImportError("writing TLS certificates needs the 'cryptography' package: "
-                          "pip install 'randsvm-dist[tls]'") from exc
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -104,15 +89,38 @@ def write_certificates(directory: str | os.PathLike, hosts: tuple[str, ...] = ("
             .not_valid_after(now + datetime.timedelta(days=days))
             .add_extension(x509.SubjectAlternativeName(alt), critical=False)
             .sign(ca_key, hashes.SHA256()))
+    pem = serialization.Encoding.PEM
+    return (ca.public_bytes(pem), cert.public_bytes(pem),
+            key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption()))
+
+
+def write_certificates(directory: str | os.PathLike, hosts: tuple[str, ...] = ("localhost",),
+                       days: int = 365) -> dict[str, str]:
+    """Write ``ca.pem``, ``cert.pem`` and ``key.pem`` (mode 0600) for a private cluster: a
+    new CA and one certificate it signs, for every role (scheduler, workers, clients).
+
+    Args:
+        directory: created if missing.
+        hosts: DNS names / IP addresses the certificate is valid for.
+        days: validity.
+
+    Returns:
+        {"ca": path, "cert": path, "key": path}.
+
+    Raises:
+        ImportError: the ``cryptography`` package is missing (``pip install randsvm-dist[tls]``).
+    """
+    try:
+        import cryptography  # noqa: F401
+    except ImportError as exc:
+        raise ImportError("writing TLS certificates needs the 'cryptography' package: "
+                          "pip install 'randsvm-dist[tls]'") from exc
+    ca, cert, key = _new_certificates(hosts, days)
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    pem = serialization.Encoding.PEM
-    files = {
-        "ca": (out / "ca.pem", ca.public_bytes(pem)),
-        "cert": (out / "cert.pem", cert.public_bytes(pem)),
-        "key": (out / "key.pem", key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
-                                                   serialization.NoEncryption())),
-    }
+    files = {"ca": (out / "ca.pem", ca), "cert": (out / "cert.pem", cert),
+             "key": (out / "key.pem", key)}
     for path, data in files.values():
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as f:

@@ -17,8 +17,9 @@ import scipy.sparse as sp
 
 from randsvm_dist.engine.partitions import Partition
 from randsvm_dist.exact.kinds import ProblemKind
+from randsvm_dist.exact.row_screening import cheapest_size, clear_rows, feature_norms, neg_slack
 from randsvm_dist.exact.sampling import keys_of, smallest_keys
-from randsvm_dist.numerics.kernels import Kernel, decision_values, row_sq_norms
+from randsvm_dist.numerics.kernels import Kernel, decision_values
 
 DENSE_SV_BYTES = 256 << 20
 # Screened rows keep -s >= band + SCREEN_SLACK + SCREEN_SLACK: beyond every threshold a
@@ -151,50 +152,6 @@ class ScanOutput:
     cpu_seconds: float = 0.0
 
 
-def feature_norms(X, kernel: Kernel) -> np.ndarray:
-    """||phi(x)|| = sqrt(k(x, x)) per row (inf where the kernel gives no such bound)."""
-    if kernel.name == "rbf":
-        return np.ones(X.shape[0], dtype=np.float32)
-    sq = row_sq_norms(X).astype(np.float64)
-    if kernel.name == "linear":
-        return np.sqrt(sq)
-    if kernel.name == "poly" and kernel.coef0 >= 0:
-        return (kernel.gamma * sq + kernel.coef0) ** (kernel.degree / 2.0)
-    return np.full(X.shape[0], np.inf)  # sigmoid is not positive definite
-
-
-def _neg_slack(requests, active, coded, rows, f):
-    """-s of the given rows for every active problem (columns of f)."""
-    out = np.empty((len(rows), len(active)))
-    for col, p in enumerate(active):
-        out[:, col] = -requests[p].kind.slack(f[:, col], coded[col][0][rows])
-    return out
-
-
-def _clear(neg_s, radius, members, threshold):
-    """Rows (of neg_s) whose every problem keeps -s - radius >= threshold."""
-    with np.errstate(invalid="ignore"):
-        ok = (neg_s - radius >= threshold) | ~members
-    return ok.all(axis=1)
-
-
-def _pick_size(neg_s, radius, members, threshold, delta, active, phi, n_sv) -> int:
-    """The index into delta.sizes minimising the expected kernel evaluations of these rows:
-    len(rows) x |B_t| for the partial decision values plus |SV| per row that still fails;
-    a row is expected to pass with B_t when its margin covers the residual (as if the
-    partial values did not move its centre)."""
-    with np.errstate(invalid="ignore"):
-        margin = np.where(members, (neg_s - radius - threshold) / phi[:, None], np.inf)
-    best, best_cost = 0, len(neg_s) * n_sv
-    for i in range(1, len(delta.sizes)):
-        res = delta.residual[i, active]
-        passing = int((margin >= res).all(axis=1).sum())
-        cost = len(neg_s) * int(delta.sizes[i]) + (len(neg_s) - passing) * n_sv
-        if cost < best_cost:
-            best, best_cost = i, cost
-    return best
-
-
 def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequest],
                    prev_bounds: np.ndarray | None = None) -> ScanOutput:
     """Scan one partition for the violators of every problem (runs on a worker).
@@ -244,7 +201,7 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
     n_screened = (int(rows.need.sum()) - len(full) if model.support_vectors is not None
                   else 0)
     # -s of the evaluated rows; every other row of a problem is screened (-s >= threshold)
-    neg_s = _neg_slack(requests, rows.active, rows.coded, full, f_full)
+    neg_s = neg_slack(requests, rows.active, rows.coded, full, f_full)
     out: list[ProblemScan | None] = [None] * P
     weight = np.maximum(part.weights(), 0.0)  # rows weighing <= 0 take no part
     for col, p in enumerate(rows.active):
@@ -304,12 +261,12 @@ def _screened(part: Partition, model: ScanModel, requests, rows: _Membership,
         radius = prev_radius + phi[:, None] * delta.residual[0, active]
     radius[np.isnan(radius)] = np.inf
     left = np.flatnonzero(rows.need)
-    ok = _clear(_neg_slack(requests, active, coded, left, centre[left]),
+    ok = clear_rows(neg_slack(requests, active, coded, left, centre[left]),
                 radius[left], members[left], threshold)
     left = left[~ok]
     i = 0
     if len(left) and len(delta.sizes) > 1:
-        i = _pick_size(_neg_slack(requests, active, coded, left, centre[left]),
+        i = cheapest_size(neg_slack(requests, active, coded, left, centre[left]),
                        prev_radius[left], members[left], threshold, delta, active,
                        phi[left], model.coef.shape[0])
     if not i:
@@ -319,7 +276,7 @@ def _screened(part: Partition, model: ScanModel, requests, rows: _Membership,
         part.X[left], _dense_svs(delta.vectors[:t]), delta.coef[:t][:, active],
         np.zeros(A), model.kernel).reshape(len(left), A)
     radius[left] = prev_radius[left] + phi[left, None] * delta.residual[i, active]
-    ok = _clear(_neg_slack(requests, active, coded, left, centre[left]),
+    ok = clear_rows(neg_slack(requests, active, coded, left, centre[left]),
                 radius[left], members[left], threshold)
     return centre, radius, left[~ok], len(left) * t
 

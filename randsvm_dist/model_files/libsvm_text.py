@@ -42,6 +42,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.exceptions import DataFormatError
+from randsvm_dist.model_files.libsvm_sv_lines import (
+    SV_MARK,
+    check_sv_marker,
+    parse_sv_lines,
+    sv_marker_line,
+    sv_matrix,
+)
 from randsvm_dist.numerics.kernels import Kernel
 
 OVR_SVM_TYPE = "randsvm_ovr"
@@ -50,7 +57,6 @@ SINGLE_TYPES = ("epsilon_svr", "nu_svr", "one_class")
 SVM_TYPE_NAMES = (*CLASSIFICATION_TYPES, *SINGLE_TYPES, OVR_SVM_TYPE)
 KERNEL_TYPE = {"linear": "linear", "poly": "polynomial", "rbf": "rbf", "sigmoid": "sigmoid"}
 _KERNEL_OF_TYPE = {v: k for k, v in KERNEL_TYPE.items()}
-SV_MARK = "randsvm-dist"
 META_TAG = "#randsvm-dist-meta "
 END_TAG = "#randsvm-dist-end sha256="
 
@@ -181,11 +187,7 @@ def format_model(model: LibsvmModel, mark: bool = False) -> str:
     sv = model.support_vectors
     body = "".join(" ".join(_g(c) for c in coef[i]) + " " + _fmt_row(sv[i]) + "\n"
                    for i in range(coef.shape[0]))
-    if mark:
-        digest = hashlib.sha256(body.encode()).hexdigest()
-        head.append(f"SV {SV_MARK} total_sv={coef.shape[0]} sha256={digest}")
-    else:
-        head.append("SV")
+    head.append(sv_marker_line(body, coef.shape[0]) if mark else "SV")
     return "\n".join(head) + "\n" + body
 
 
@@ -229,6 +231,76 @@ def _floats(header: dict, key: str, where: str, n: int | None = None) -> np.ndar
     return vals
 
 
+def _read_header(lines: list[str], where: str) -> tuple[dict[str, list[str]], list[str], int]:
+    """The header (key -> words) up to the ``SV`` line, the words after ``SV`` and the
+    ``SV`` line's index; raises DataFormatError when there is no ``SV`` line or a required
+    key is missing."""
+    sv_at = next((n for n, line in enumerate(lines) if line.split()[:1] == ["SV"]), None)
+    if sv_at is None:
+        raise DataFormatError(f"{where}: no 'SV' line; not a LIBSVM model file (or "
+                              "truncated in its header)")
+    header: dict[str, list[str]] = {}
+    for line in lines[:sv_at]:
+        parts = line.split()
+        if parts:
+            header[parts[0]] = parts[1:]
+    missing = [k for k in ("svm_type", "kernel_type", "total_sv", "rho") if k not in header]
+    if missing:
+        raise DataFormatError(f"{where}: header lacks {', '.join(missing)}; not a complete "
+                              "LIBSVM model file")
+    return header, lines[sv_at].split()[1:], sv_at
+
+
+def _svm_type_and_kernel(header: dict[str, list[str]], where: str) -> tuple[str, Kernel]:
+    """The header's svm_type and kernel; raises DataFormatError for an unknown one or
+    malformed kernel parameters."""
+    svm_type = (header["svm_type"] or [""])[0]
+    if svm_type not in SVM_TYPE_NAMES:
+        raise DataFormatError(f"{where}: unsupported svm_type {svm_type!r} (expected one of "
+                              f"{', '.join(SVM_TYPE_NAMES)})")
+    kname = (header["kernel_type"] or [""])[0]
+    if kname not in _KERNEL_OF_TYPE:
+        raise DataFormatError(f"{where}: unsupported kernel_type {kname!r} (LIBSVM's names: "
+                              f"{', '.join(_KERNEL_OF_TYPE)})")
+    try:
+        kernel = Kernel(_KERNEL_OF_TYPE[kname], float(header.get("gamma", ["1"])[0]),
+                        int(header.get("degree", ["3"])[0]),
+                        float(header.get("coef0", ["0"])[0]))
+    except (ValueError, IndexError):
+        raise DataFormatError(f"{where}: malformed gamma, degree or coef0") from None
+    return svm_type, kernel
+
+
+def _class_layout(header: dict[str, list[str]], svm_type: str, where: str):
+    """(labels, n_sv, coefficient columns, rho count) the header gives ``svm_type``;
+    raises DataFormatError for a missing or malformed ``label``, ``nr_class`` or
+    ``nr_sv``."""
+    if svm_type in SINGLE_TYPES:
+        return None, None, 1, 1
+    if "label" not in header:
+        raise DataFormatError(f"{where}: header lacks label; not a complete model file")
+    k = _ints(header, "nr_class", where, 1)[0] if "nr_class" in header else -1
+    labels = tuple(_ints(header, "label", where, k if k >= 0 else None))
+    k = len(labels)
+    cols, n_rho = (k, k) if svm_type == OVR_SVM_TYPE else (k - 1, k * (k - 1) // 2)
+    n_sv = None
+    if svm_type in CLASSIFICATION_TYPES:
+        if "nr_sv" not in header:
+            raise DataFormatError(f"{where}: header lacks nr_sv")
+        n_sv = tuple(_ints(header, "nr_sv", where, k))
+    return labels, n_sv, cols, n_rho
+
+
+def _check_sv_count(total: int, n_sv: tuple[int, ...] | None, n_read: int,
+                    where: str) -> None:
+    """Refuse a header whose ``total_sv`` (or ``nr_sv`` sum) is not the SV lines read."""
+    if total != n_read or (n_sv is not None and sum(n_sv) != total):
+        raise DataFormatError(f"{where}: header says total_sv {total}"
+                              + (f" (nr_sv {list(n_sv)})" if n_sv is not None else "")
+                              + f" but {n_read} SV lines follow; the file is truncated "
+                              "or corrupt")
+
+
 def parse_model(lines: list[str], where: str, n_features: int | None = None,
                 first_line: int = 1) -> LibsvmModel:
     """Parse one model (header, ``SV`` line, one line per SV) from its lines.
@@ -250,131 +322,24 @@ def parse_model(lines: list[str], where: str, n_features: int | None = None,
             that do not match the SV lines, a digest mismatch, or a malformed line (named
             by number). Each message is one line naming ``where``.
     """
-    header: dict[str, list[str]] = {}
-    mark: list[str] | None = None
-    sv_at = None
-    for n, line in enumerate(lines):
-        parts = line.split()
-        if not parts:
-            continue
-        if parts[0] == "SV":
-            mark, sv_at = parts[1:], n
-            break
-        header[parts[0]] = parts[1:]
-    if sv_at is None:
-        raise DataFormatError(f"{where}: no 'SV' line; not a LIBSVM model file (or "
-                              "truncated in its header)")
-    missing = [k for k in ("svm_type", "kernel_type", "total_sv", "rho") if k not in header]
-    if missing:
-        raise DataFormatError(f"{where}: header lacks {', '.join(missing)}; not a complete "
-                              "LIBSVM model file")
-    svm_type = (header["svm_type"] or [""])[0]
-    if svm_type not in SVM_TYPE_NAMES:
-        raise DataFormatError(f"{where}: unsupported svm_type {svm_type!r} (expected one of "
-                              f"{', '.join(SVM_TYPE_NAMES)})")
-    kname = (header["kernel_type"] or [""])[0]
-    if kname not in _KERNEL_OF_TYPE:
-        raise DataFormatError(f"{where}: unsupported kernel_type {kname!r} (LIBSVM's names: "
-                              f"{', '.join(_KERNEL_OF_TYPE)})")
-    try:
-        kernel = Kernel(_KERNEL_OF_TYPE[kname], float(header.get("gamma", ["1"])[0]),
-                        int(header.get("degree", ["3"])[0]),
-                        float(header.get("coef0", ["0"])[0]))
-    except (ValueError, IndexError):
-        raise DataFormatError(f"{where}: malformed gamma, degree or coef0") from None
+    header, mark, sv_at = _read_header(lines, where)
+    svm_type, kernel = _svm_type_and_kernel(header, where)
     total = _ints(header, "total_sv", where, 1)[0]
-    if svm_type in SINGLE_TYPES:
-        k, cols, n_rho, labels, n_sv = 2, 1, 1, None, None
-    else:
-        if "label" not in header:
-            raise DataFormatError(f"{where}: header lacks label; not a complete model file")
-        k = _ints(header, "nr_class", where, 1)[0] if "nr_class" in header else -1
-        labels = tuple(_ints(header, "label", where, k if k >= 0 else None))
-        k = len(labels)
-        cols, n_rho = (k, k) if svm_type == OVR_SVM_TYPE else (k - 1, k * (k - 1) // 2)
-        n_sv = None
-        if svm_type in CLASSIFICATION_TYPES:
-            if "nr_sv" not in header:
-                raise DataFormatError(f"{where}: header lacks nr_sv")
-            n_sv = tuple(_ints(header, "nr_sv", where, k))
+    labels, n_sv, cols, n_rho = _class_layout(header, svm_type, where)
     rho = _floats(header, "rho", where, n_rho)
     prob_a = _floats(header, "probA", where) if "probA" in header else None
     prob_b = _floats(header, "probB", where) if "probB" in header else None
     body = lines[sv_at + 1:]
-    coefs, indptr, indices, values = _parse_sv_lines(body, cols, where,
-                                                     first_line + sv_at + 1)
+    coefs, indptr, indices, values = parse_sv_lines(body, cols, where,
+                                                    first_line + sv_at + 1)
     if mark:
-        _check_mark(mark, body, len(coefs), where)
-    if total != len(coefs) or (n_sv is not None and sum(n_sv) != total):
-        raise DataFormatError(f"{where}: header says total_sv {total}"
-                              + (f" (nr_sv {list(n_sv)})" if n_sv is not None else "")
-                              + f" but {len(coefs)} SV lines follow; the file is truncated "
-                              "or corrupt")
-    top = int(indices.max()) + 1 if len(indices) else 0
-    if top >= 2**31:
-        raise DataFormatError(f"{where}: feature index {top} is out of range (at most "
-                              f"{2**31 - 1})")
-    d = top if n_features is None else n_features
-    if top > d:
-        raise DataFormatError(f"{where}: feature index {top} exceeds the model's {d} "
-                              "features")
-    sv = sp.csr_matrix((values.astype(np.float32), indices.astype(np.int32), indptr),
-                       shape=(len(coefs), d))
+        check_sv_marker(mark, body, len(coefs), where)
+    _check_sv_count(total, n_sv, len(coefs), where)
+    sv = sv_matrix(indptr, indices, values, n_features, where)
     model = LibsvmModel(svm_type, kernel, sv, coefs.reshape(-1, cols), rho, labels, n_sv,
                         prob_a, prob_b)
     model.check(where)
     return model
-
-
-def _parse_sv_lines(body: list[str], cols: int, where: str, first_lineno: int):
-    """The SV lines as arrays (a vectorised parse was measured no faster: the float
-    conversion dominates).
-
-    Returns:
-        (coef (n, cols) float64, indptr (n+1,) int64, indices int64 (0-based), values
-        float64).
-
-    Raises:
-        DataFormatError: a malformed line (number and text in the message).
-    """
-    coefs: list[list[float]] = []
-    indptr, indices, values = [0], [], []
-    for lineno, line in enumerate(body, first_lineno):
-        parts = line.split()
-        if not parts:
-            continue
-        try:
-            if len(parts) < cols or any(":" in p for p in parts[:cols]):
-                raise ValueError
-            coefs.append([float(p) for p in parts[:cols]])
-            last = 0
-            for tok in parts[cols:]:
-                i, v = tok.split(":")
-                i = int(i)
-                if i <= last:
-                    raise ValueError
-                last = i
-                indices.append(i - 1)
-                values.append(float(v))
-        except ValueError:
-            raise DataFormatError(
-                f"{where}, line {lineno}: expected {cols} coefficient(s) then ascending "
-                f"'index:value' pairs; got {line[:80]!r}") from None
-        indptr.append(len(indices))
-    return (np.asarray(coefs, np.float64).reshape(-1, cols), np.asarray(indptr, np.int64),
-            np.asarray(indices, np.int64), np.asarray(values, np.float64))
-
-
-def _check_mark(mark: list[str], body: list[str], n_lines: int, where: str) -> None:
-    if mark[0] != SV_MARK:
-        return  # text after 'SV' that is not ours: LIBSVM ignores it, so do we
-    fields = dict(p.split("=", 1) for p in mark[1:] if "=" in p)
-    text = "".join(s + "\n" for s in body if s.strip())
-    if fields.get("total_sv") != str(n_lines) or \
-            hashlib.sha256(text.encode()).hexdigest() != fields.get("sha256"):
-        raise DataFormatError(f"{where}: the support-vector lines do not match their "
-                              f"checksum (total_sv={fields.get('total_sv')}, "
-                              f"{n_lines} read); the file is truncated or corrupt")
 
 
 def split_model_text(text: str, where: str) -> tuple[list[str], dict | None]:

@@ -40,7 +40,10 @@ def sigmoid_train(dec_values, labels, sample_weight=None) -> tuple[float, float]
     g = (sum w f (t - p), sum w (t - p)) and Hessian H = sum w p (1 - p) [f^2 f; f 1]; the
     Newton step -(H + 1e-12 I)^-1 g is halved until F decreases by at least 1e-4 x step x
     g'd (Armijo). With unit weights this is LIBSVM's algorithm step for step (log1p is
-    used where LIBSVM writes log(1 + ...): same value, more digits).
+    used where LIBSVM writes log(1 + ...): same value, more digits). It stays one
+    function, above the 60-line guide, so that it reads line for line against LIBSVM's
+    ``sigmoid_train`` (priors, Newton step, Armijo line search); a third of it is this
+    docstring.
 
     Args:
         dec_values: (n,) decision values (held out: not of rows the model trained on).

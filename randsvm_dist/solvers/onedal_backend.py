@@ -358,47 +358,64 @@ def solve_onedal(X, t: np.ndarray, params: SolverParams, row_C=None,
     degenerate = degenerate_solution(t[keep], params)
     if degenerate is not None:
         return degenerate
-    Xk = rows = X if len(keep) == n else X[keep]
-    # float64: in float32 oneDAL cannot reach small tolerances (module docstring)
-    Xk = sp.csr_matrix(Xk, dtype=np.float64) if sp.issparse(Xk) else \
-        np.ascontiguousarray(Xk, dtype=np.float64)
+    rows = X if len(keep) == n else X[keep]
     weights, C = (None, params.C) if box is None else (box[keep], 1.0)
+    est, messages = _fit(rows, t[keep], weights, params, C, n_threads)
+    refusal = _refusal(est, messages, params)
+    if refusal is None:
+        # sklearn's public binary dual_coef_/intercept_ point towards classes_[1] = +1
+        coef = est.dual_coef_
+        coef = np.asarray(coef.toarray() if sp.issparse(coef) else coef, dtype=np.float64)[0]
+        sv = np.asarray(est.support_, dtype=np.int64)
+        intercept = float(np.ravel(est.intercept_)[0])
+        if params.svm_type == 0:
+            worst = kkt_violation(rows, t[keep], sv, coef, intercept, params,
+                                  None if box is None else box[keep])
+            if worst > max(KKT_SLACK, 100 * params.tol):
+                refusal = (f"oneDAL's solution misses the optimality conditions by "
+                           f"{worst:.3g} on some row; solving this working set with LIBSVM")
+    if refusal is not None:
+        warnings.warn(refusal, RuntimeWarning, stacklevel=2)
+        return None
+    return finish_solution(X, t, keep[sv], coef, intercept, params)
+
+
+def _fit(rows, t: np.ndarray, weights: np.ndarray | None, params: SolverParams, C: float,
+         n_threads: int):
+    """Fit sklearnex's SVC or SVR to ``rows`` (in float64) under oneDAL's thread share.
+
+    Returns:
+        (the fitted estimator, the sklearnex log messages of the fit).
+    """
+    # float64: in float32 oneDAL cannot reach small tolerances (module docstring)
+    Xk = sp.csr_matrix(rows, dtype=np.float64) if sp.issparse(rows) else \
+        np.ascontiguousarray(rows, dtype=np.float64)
     est = _estimator(params, C)
     logger = logging.getLogger("sklearnex")
     capture = _capture_start(logger)
     key = _THREADS.enter(step_threads(kernel_row_terms(Xk), n_threads, ONEDAL_SYNC_TERMS))
     try:
-        est.fit(Xk, t[keep], sample_weight=weights)
+        est.fit(Xk, t, sample_weight=weights)
     finally:
         _THREADS.leave(key)
         _capture_stop(logger, capture)
+    return est, capture.messages
+
+
+def _refusal(est, messages: list[str], params: SolverParams) -> str | None:
+    """Why oneDAL's fit ``est`` is not used (sklearnex fell back to scikit-learn, or oneDAL
+    hit MAX_ITER) as the warning to give, or None when it is used."""
     scope = f"sklearn.svm.{type(est).__name__}.fit: "
-    if f"{scope}{_ACCELERATED}" not in " | ".join(capture.messages):
-        causes = [m.split("cause - ", 1)[-1] for m in capture.messages if "cause - " in m]
-        said = [m for m in capture.messages if m.startswith(scope)]
-        warnings.warn(f"oneDAL did not solve this working set (scikit-learn-intelex fell "
-                      f"back to scikit-learn: {'; '.join(causes or said) or 'no log'}); "
-                      "solving it with LIBSVM", RuntimeWarning, stacklevel=2)
-        return None
+    if f"{scope}{_ACCELERATED}" not in " | ".join(messages):
+        causes = [m.split("cause - ", 1)[-1] for m in messages if "cause - " in m]
+        said = [m for m in messages if m.startswith(scope)]
+        return (f"oneDAL did not solve this working set (scikit-learn-intelex fell "
+                f"back to scikit-learn: {'; '.join(causes or said) or 'no log'}); "
+                "solving it with LIBSVM")
     if int(np.max(est.n_iter_)) >= MAX_ITER:
-        warnings.warn(f"oneDAL stopped at its iteration cap ({MAX_ITER}) without reaching "
-                      f"tol={params.tol:g}; solving this working set with LIBSVM",
-                      RuntimeWarning, stacklevel=2)
-        return None
-    coef = est.dual_coef_
-    # sklearn's public binary dual_coef_/intercept_ point towards classes_[1] = +1
-    coef = np.asarray(coef.toarray() if sp.issparse(coef) else coef, dtype=np.float64)[0]
-    support = keep[np.asarray(est.support_, dtype=np.int64)]
-    intercept = float(np.ravel(est.intercept_)[0])
-    if params.svm_type == 0:
-        worst = kkt_violation(rows, t[keep], np.asarray(est.support_, np.int64), coef,
-                              intercept, params, None if box is None else box[keep])
-        if worst > max(KKT_SLACK, 100 * params.tol):
-            warnings.warn(f"oneDAL's solution misses the optimality conditions by {worst:.3g} "
-                          "on some row; solving this working set with LIBSVM",
-                          RuntimeWarning, stacklevel=2)
-            return None
-    return finish_solution(X, t, support, coef, intercept, params)
+        return (f"oneDAL stopped at its iteration cap ({MAX_ITER}) without reaching "
+                f"tol={params.tol:g}; solving this working set with LIBSVM")
+    return None
 
 
 def kkt_violation(X, t: np.ndarray, support: np.ndarray, coef: np.ndarray, intercept: float,

@@ -18,7 +18,11 @@ q = d + KERNEL_ROW_TERMS terms per kernel value:
 - scan: ``c x e x s x q x (1 + rho (W - 1)) / W`` (rho: what W processes lose to shared
   memory bandwidth and clocks) plus ``task x SCAN_TASKS_PER_THREAD x W`` (the scheduler
   and client handle tasks one at a time) plus ``scan0``;
-- driver: ``o0 + o1 x m`` per iteration; ``setup`` per fit (placement, final assembly).
+- driver: ``o0 + o1 x m`` per iteration; ``setup`` per fit (placement, final assembly);
+- a working set solved in P parts (``plan_seconds``): the parts cold and in parallel, one
+  thread each (m / P rows, s / P support vectors), then a cascade's cold solve of the
+  parts' s support vectors, or a divide's warm solve of all m rows from the parts'
+  alphas, with ``g x m`` of them to move (the final solve's fresh rows).
 
 ``fit_coefficients`` fits a, a_o, b_f, b_g, c, task, scan0, o0, o1 and setup to recorded
 histories (``history_`` of fits at 1 and 2 workers here) by non-negative least squares on
@@ -87,6 +91,7 @@ class Coefficients:
     libsvm_sync_terms: float = LIBSVM_SYNC_TERMS
     warm_sync_terms: float = WARM_SYNC_TERMS
     onedal_sync_terms: float = ONEDAL_SYNC_TERMS
+    divide_changed_share: float = 0.1  # g: alphas a divide's final solve moves, over m
 
 
 @dataclass(frozen=True)
@@ -374,3 +379,37 @@ def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
     return route, (f"cost model: one solve of {n_rows} rows {t_direct:.1f} s vs sampling "
                    f"{t_sample:.1f} s ({workers} workers, {threads} threads a solve, "
                    f"{100 * sv_share:.0f}% support vectors)")
+
+
+PLANS = ("whole", "cascade", "divide")
+
+
+def plan_seconds(m: int, n_support: int, n_features: float, parts: int, threads: int,
+                 coef: Coefficients, backend: str = "libsvm") -> dict[str, float]:
+    """Predicted seconds of one cold working-set solve by each plan of ``PLANS``.
+
+    'whole': one solve on the offered threads; 'cascade' and 'divide': ``parts`` parts
+    solved at once on one thread each, then the final solve (see the module docstring).
+
+    Args:
+        m: working-set rows; n_support: the support vectors expected.
+        n_features: d; parts: P (>= 2 for the cut plans to mean anything).
+        threads: cores offered to the final (and the whole) solve.
+        coef: Coefficients; backend: the cold solver ('libsvm' or 'onedal').
+
+    Returns:
+        {plan: seconds}.
+    """
+    shape = RecordedFit(1, m, n_features, (), backend=backend)
+    s, P = max(1, int(n_support)), max(1, int(parts))
+
+    def solve(it: IterationSizes, offered: int) -> float:
+        p = solve_threads(it, n_features, offered, coef, backend, "chosen")
+        return _solve_seconds(it, shape, p, coef)
+
+    part = solve(IterationSizes(-(-m // P), -(-s // P), 0, -(-m // P), False, 0, 0, 0, 0), 1)
+    changed = max(1, int(coef.divide_changed_share * m))
+    return {"whole": solve(IterationSizes(m, s, 0, m, False, 0, 0, 0, 0), threads),
+            "cascade": part + solve(IterationSizes(s, s, 0, s, False, 0, 0, 0, 0), threads),
+            "divide": part + solve(IterationSizes(m, s, s, changed, True, 0, 0, 0, 0),
+                                   threads)}

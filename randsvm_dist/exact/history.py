@@ -21,8 +21,11 @@ class IterationRecord:
         route: 'sample' or 'direct'; route_reason: why.
         sample_size: rows of the working set solved; n_fresh: those that were not support
             vectors of the previous model.
-        cascade_parts: parts of the solve's cascade (0: one solve).
+        cascade_parts: parts of the solve's cascade or divide (0: one solve).
         warm_start: the solve started from the previous alphas.
+        solve_plan: how the solve used the cluster: 'warm', 'whole', 'cascade' or
+            'divide' (``exact.solve_plan``); solve_plan_reason: why (the cost model's
+            figures).
         tol: the solver's stopping tolerance of this solve.
         margin_tol: the scan's violator slack.
         n_support: support vectors of the solve.
@@ -60,6 +63,8 @@ class IterationRecord:
     n_fresh: int
     cascade_parts: int
     warm_start: bool
+    solve_plan: str
+    solve_plan_reason: str
     tol: float
     margin_tol: float
     n_support: int

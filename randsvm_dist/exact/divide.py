@@ -68,7 +68,7 @@ def _kmeans(Z: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _sq_dist(Z: np.ndarray, C: np.ndarray) -> np.ndarray:
-    return (Z * Z).sum(1)[:, None] - 2 * Z @ C.T + (C * C).sum(1)[None, :]
+    return np.maximum((Z * Z).sum(1)[:, None] - 2 * Z @ C.T + (C * C).sum(1)[None, :], 0.0)
 
 
 def _balanced(dist: np.ndarray, cap: int) -> np.ndarray:

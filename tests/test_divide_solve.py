@@ -21,7 +21,7 @@ from randsvm_dist.numerics.kernels import Kernel, decision_values
 from randsvm_dist.solvers.libsvm_adapter import SolverParams
 
 PARAMS = SolverParams(C=100.0, kernel=Kernel("rbf", 1.0))
-FIT = dict(C=100, gamma=1.0, sample_size=1500, max_iter=8, random_state=11)
+FIT = dict(C=100, gamma=1.0, sample_size=1500, max_iter=8, route="sample", random_state=11)
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +94,15 @@ def state(kind, m: int, n_fresh: int, warm: bool = False) -> ProblemState:
 def test_the_plan_is_the_cost_models_cheapest_eligible_one():
     big = state(CSVC(1), 60_000, 60_000)
     plan = choose_solve_plan(big, 2, 2)
-    costs = plan_seconds(60_000, int(0.3 * 60_000), 10, 2, 2, Coefficients())
-    assert plan.name == min(costs, key=costs.get) and plan.n_parts == 2
+    s = int(solve_plan.FIRST_SV_SHARE * 60_000)
+    costs = plan_seconds(60_000, s, 10, 2, 2, Coefficients())
+    cut = min(("cascade", "divide"), key=costs.get)
+    assert plan.name == (cut if costs[cut] <= solve_plan.CUT_PLAN_MAX_SHARE * costs["whole"]
+                         else "whole")
+    assert plan.n_parts == (1 if plan.name == "whole" else 2)
+    # many support vectors: the whole solve costs m x s, a divide's parts a quarter of it
+    heavy = replace(big, model=replace(big.model, rows=np.arange(1)))
+    assert choose_solve_plan(heavy, 2, 2).name == "divide"
     assert "cost model" in plan.reason and "divide" in plan.reason and "cascade" in plan.reason
     assert choose_solve_plan(big, 1, 1).name == "whole"            # one worker: nothing to cut
     assert choose_solve_plan(state(CSVC(1), 3_000, 3_000), 2, 2).name == "whole"  # too small

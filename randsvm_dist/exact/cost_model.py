@@ -21,8 +21,9 @@ q = d + KERNEL_ROW_TERMS terms per kernel value:
 - driver: ``o0 + o1 x m`` per iteration; ``setup`` per fit (placement, final assembly);
 - a working set solved in P parts (``plan_seconds``): the parts cold and in parallel, one
   thread each (m / P rows, s / P support vectors), then a cascade's cold solve of the
-  parts' s support vectors, or a divide's warm solve of all m rows from the parts'
-  alphas, with ``g x m`` of them to move (the final solve's fresh rows).
+  parts' s support vectors, its feedback check of the other rows (a scan of m - s rows)
+  and one more cold solve of about s rows (one feedback round), or a divide's clustering (``divide_per_row x m``) and warm
+  solve of all m rows from the parts' alphas, as if ``g x s`` rows were fresh.
 
 ``fit_coefficients`` fits a, a_o, b_f, b_g, c, task, scan0, o0, o1 and setup to recorded
 histories (``history_`` of fits at 1 and 2 workers here) by non-negative least squares on
@@ -91,7 +92,11 @@ class Coefficients:
     libsvm_sync_terms: float = LIBSVM_SYNC_TERMS
     warm_sync_terms: float = WARM_SYNC_TERMS
     onedal_sync_terms: float = ONEDAL_SYNC_TERMS
-    divide_changed_share: float = 0.1  # g: alphas a divide's final solve moves, over m
+    # a divide (``plan_seconds``), measured here on the cold working sets of ringnorm 50k
+    # and checkerboard 100k (6-12k rows, 8-44% support vectors): the final warm solve did
+    # the work of 0.34-0.57 s fresh rows (g), the clustering ~1e-5 s a row
+    divide_changed_share: float = 0.5   # g: a divide's final solve, fresh rows over s
+    divide_per_row: float = 1e-5        # the clustering, per working-set row
 
 
 @dataclass(frozen=True)
@@ -408,8 +413,10 @@ def plan_seconds(m: int, n_support: int, n_features: float, parts: int, threads:
         return _solve_seconds(it, shape, p, coef)
 
     part = solve(IterationSizes(-(-m // P), -(-s // P), 0, -(-m // P), False, 0, 0, 0, 0), 1)
-    changed = max(1, int(coef.divide_changed_share * m))
+    changed = max(1, int(coef.divide_changed_share * s))
+    final = solve(IterationSizes(m, s, s, changed, True, 0, 0, 0, 0), threads)
+    united = solve(IterationSizes(s, s, 0, s, False, 0, 0, 0, 0), threads)
+    feedback = coef.scan_per_term * (m - min(s, m)) * s * (n_features + KERNEL_ROW_TERMS)
     return {"whole": solve(IterationSizes(m, s, 0, m, False, 0, 0, 0, 0), threads),
-            "cascade": part + solve(IterationSizes(s, s, 0, s, False, 0, 0, 0, 0), threads),
-            "divide": part + solve(IterationSizes(m, s, s, changed, True, 0, 0, 0, 0),
-                                   threads)}
+            "cascade": part + 2 * united + feedback,
+            "divide": coef.divide_per_row * m + part + final}

@@ -10,11 +10,12 @@ A working set is solved by one of these plans, each giving the working set's own
   ``solving.plan_cascade`` allows one (large working sets of mostly fresh rows);
 - 'divide': divide and conquer over the workers (``exact.divide``; warm-startable kinds).
 
-Cold working sets compare the eligible plans by ``cost_model.plan_seconds``: the working
-set's rows and features, the support vectors expected (the carried-over rows plus
-FRESH_SV_SHARE of the fresh ones), the parts (the cluster's threads over the problems
-solved at once) and the threads offered. The plan and its reason go to ``history_``
-(``solve_plan``, ``solve_plan_reason``).
+Cold working sets compare the eligible plans by ``cost_model.plan_seconds``: the
+working set's rows and features, the support vectors expected (the carried-over rows
+plus FRESH_SV_SHARE of the fresh ones, FIRST_SV_SHARE of a first sample), the parts (the
+cluster's threads over the problems solved at once) and the threads offered; the fastest
+cut plan is taken when predicted at most CUT_PLAN_MAX_SHARE of the whole solve's time.
+The plan and its reason go to ``history_`` (``solve_plan``, ``solve_plan_reason``).
 """
 
 from __future__ import annotations
@@ -34,11 +35,17 @@ from randsvm_dist.exact.sampling import stream_id
 from randsvm_dist.exact.state import ProblemState, RunConfig, SupportModel
 from randsvm_dist.solvers.libsvm_adapter import SolverParams
 
-# share of a cold working set's fresh rows expected to become support vectors (the
-# first solves of ringnorm and checkerboard kept 20-40%)
-FRESH_SV_SHARE = 0.3
+# support vectors expected of a cold working set's fresh rows: of a first sample (random
+# rows; ringnorm 50k and checkerboard 100k kept 8-11%), and of violators joining a model
+# (33-38% became support vectors)
+FIRST_SV_SHARE = 0.15
+FRESH_SV_SHARE = 0.35
 # a divide's parts have at least this many rows (smaller ones leave little to share)
 DIVIDE_MIN_PART_ROWS = 2_000
+# a cut plan replaces the whole solve only when predicted at most this share of its time:
+# the model was off by up to 30% on the solves it was checked against, most where the
+# working set had few support vectors and all plans took well under a second
+CUT_PLAN_MAX_SHARE = 0.85
 
 
 @dataclass(frozen=True)
@@ -71,7 +78,8 @@ def choose_solve_plan(p: ProblemState, n_parts: int, threads: int,
                          "previous alphas")
     coef = coef or Coefficients()
     d = ws.X.nnz / max(m, 1) if sp.issparse(ws.X) else ws.X.shape[1]
-    s = max(1, min(m, m - ws.n_fresh + int(FRESH_SV_SHARE * ws.n_fresh)))
+    share = FRESH_SV_SHARE if p.model.n_support else FIRST_SV_SHARE
+    s = max(1, min(m, m - ws.n_fresh + int(share * ws.n_fresh)))
     backend = "onedal" if p.solver.backend == "onedal" else "libsvm"
     options = {"whole": (1, plan_seconds(m, s, d, 1, threads, coef, backend)["whole"])}
     cascade = solving.plan_cascade(m, ws.n_fresh, n_parts) if p.kind.cascadable else 1
@@ -82,7 +90,8 @@ def choose_solve_plan(p: ProblemState, n_parts: int, threads: int,
             and solving.warm_fits(ws.X)):
         options["divide"] = (n_parts, plan_seconds(m, s, d, n_parts, threads, coef,
                                                    backend)["divide"])
-    name = min(options, key=lambda k: options[k][1])  # ties: the first, 'whole'
+    cut = min(options, key=lambda k: (k == "whole", options[k][1]))
+    name = cut if options[cut][1] <= CUT_PLAN_MAX_SHARE * options["whole"][1] else "whole"
     costs = ", ".join(f"{k} {t:.2f} s" + (f" ({parts} parts)" if parts > 1 else "")
                       for k, (parts, t) in options.items())
     return SolvePlan(name, options[name][0],

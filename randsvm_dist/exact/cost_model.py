@@ -22,8 +22,9 @@ q = d + KERNEL_ROW_TERMS terms per kernel value:
 - a working set solved in P parts (``plan_seconds``): the parts cold and in parallel, one
   thread each (m / P rows, s / P support vectors), then a cascade's cold solve of the
   parts' s support vectors, its feedback check of the other rows (a scan of m - s rows)
-  and one more cold solve of about s rows (one feedback round), or a divide's clustering (``divide_per_row x m``) and warm
-  solve of all m rows from the parts' alphas, as if ``g x s`` rows were fresh.
+  and one more cold solve of about s rows (one feedback round), or a divide's clustering
+  (``divide_per_row x m``) and warm solve of all m rows from the parts' alphas, as if
+  ``g x s`` rows were fresh.
 
 ``fit_coefficients`` fits a, a_o, b_f, b_g, c, task, scan0, o0, o1 and setup to recorded
 histories (``history_`` of fits at 1 and 2 workers here) by non-negative least squares on

@@ -121,6 +121,21 @@ def test_plan_costs_follow_the_work():
     assert fewer["divide"] < two["divide"] and fewer["whole"] == two["whole"]
 
 
+def test_a_recorded_divide_is_replayed_as_a_divide():
+    from randsvm_dist.exact.cost_model import RecordedFit, predict_iterations
+
+    rec = {"sample_size": 20_000, "n_support": 8_000, "n_fresh": 20_000, "warm_start": False,
+           "rows_evaluated": 100_000}
+    coef = Coefficients()
+    for plan in ("whole", "divide"):
+        fit = RecordedFit(2, 200_000, 20, ({**rec, "solve_plan": plan},))
+        got = predict_iterations(fit, 4, coef)[0]["solve"]
+        if plan == "divide":
+            assert got == pytest.approx(plan_seconds(20_000, 8_000, 20, 4, 4, coef)["divide"])
+        else:
+            assert got > plan_seconds(20_000, 8_000, 20, 4, 4, coef)["divide"]
+
+
 def force(monkeypatch, name: str) -> list:
     """Every cold solve of the fits that follow by the named plan (warm ones stay warm)."""
     seen, real = [], solve_plan.choose_solve_plan

@@ -53,6 +53,8 @@ from randsvm_dist.solvers.onedal_backend import ONEDAL_SYNC_TERMS
 from randsvm_dist.solvers.warm_smo import WARM_SYNC_TERMS
 
 THREAD_POLICIES = ("chosen", "all")
+# how a cold working set is solved (``plan_seconds``; ``exact.solve_plan`` chooses)
+PLANS = ("whole", "cascade", "divide")
 # grids of the two non-linear coefficients (fitted where the histories span two or more W)
 SERIAL_GRID = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 40.0)
 RHO_GRID = tuple(np.round(np.linspace(0.0, 1.0, 21), 3))
@@ -134,6 +136,7 @@ class IterationSizes:
     solve_seconds: float
     scan_seconds: float
     other_seconds: float
+    plan: str = "whole"  # a cold solve's plan ('cascade', 'divide': ``plan_seconds``)
 
 
 def sizes_of(fit: RecordedFit) -> list[IterationSizes]:
@@ -143,7 +146,8 @@ def sizes_of(fit: RecordedFit) -> list[IterationSizes]:
     selected fields) get them inferred: fresh rows are the working set less the previous
     support vectors, a solve was warm when at most WARM_MAX_FRESH_SHARE were fresh, and
     the scan evaluated every row not screened out. ``other`` is the iteration's wall time
-    (``seconds`` is since the run's start) less its solve and scan.
+    (``seconds`` is since the run's start) less its solve and scan. ``plan`` is the
+    record's ``solve_plan`` when it cut the working set ('whole' otherwise).
     """
     out, prev_sv, prev_t = [], 0, 0.0
     for rec in fit.iterations:
@@ -155,8 +159,9 @@ def sizes_of(fit: RecordedFit) -> list[IterationSizes]:
                                 max(fit.n_rows - m - int(rec.get("rows_screened", 0)), 0)))
         solve, scan = float(rec.get("solve_seconds", 0.0)), float(rec.get("scan_seconds", 0.0))
         t = float(rec.get("seconds", prev_t + solve + scan))
+        plan = rec.get("solve_plan") if rec.get("solve_plan") in PLANS else "whole"
         out.append(IterationSizes(m, int(rec["n_support"]), prev_sv, fresh, warm, evaluated,
-                                  solve, scan, max(t - prev_t - solve - scan, 0.0)))
+                                  solve, scan, max(t - prev_t - solve - scan, 0.0), plan))
         prev_sv, prev_t = int(rec["n_support"]), t
     return out
 
@@ -210,7 +215,9 @@ def predict_iterations(fit: RecordedFit, workers: int, coef: Coefficients,
     out = []
     for it in sizes_of(fit):
         p = solve_threads(it, fit.n_features, workers, coef, fit.backend, policy)
-        out.append({"solve": _solve_seconds(it, fit, p, coef), "threads": p,
+        solve = _solve_seconds(it, fit, p, coef) if it.plan == "whole" else plan_seconds(
+            it.m, it.n_support, fit.n_features, workers, workers, coef, fit.backend)[it.plan]
+        out.append({"solve": solve, "threads": p,
                     "scan": _scan_seconds(it, fit.n_features, workers, coef),
                     "other": coef.iteration_seconds + coef.iteration_per_row * it.m})
     return out
@@ -258,7 +265,8 @@ def _rows(fits: list[RecordedFit], serial: float, rho: float, coef: Coefficients
             f = thread_factor(it.m, d, p, _sync(it, coef, fit.backend), serial)
             row = np.zeros(len(LINEAR))
             row[0:4] = _solve_terms(it, d, fit.backend) * f
-            A.append(row), b.append(it.solve_seconds)
+            if it.plan == "whole":  # a cut plan's solve is not one solve's terms
+                A.append(row), b.append(it.solve_seconds)
             row = np.zeros(len(LINEAR))
             row[4:7] = _scan_terms(it, d, W, rho)
             A.append(row), b.append(it.scan_seconds)
@@ -386,8 +394,6 @@ def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
                    f"{t_sample:.1f} s ({workers} workers, {threads} threads a solve, "
                    f"{100 * sv_share:.0f}% support vectors)")
 
-
-PLANS = ("whole", "cascade", "divide")
 
 
 def plan_seconds(m: int, n_support: int, n_features: float, parts: int, threads: int,

@@ -108,7 +108,7 @@ def test_the_plan_is_the_cost_models_cheapest_eligible_one():
     assert choose_solve_plan(state(CSVC(1), 3_000, 3_000), 2, 2).name == "whole"  # too small
     warm = choose_solve_plan(state(CSVC(1), 20_000, 2_000, warm=True), 2, 2)
     assert warm.name == "warm" and "2000 of 20000 rows fresh" in warm.reason
-    # a divide's final solve is warm: kinds the warm SMO cannot solve never divide
+    # a divide unites the parts' alphas as C-SVC's: the other kinds never divide
     assert choose_solve_plan(state(EpsilonSVR(), 60_000, 60_000), 2, 2).name != "divide"
     assert choose_solve_plan(state(OneClass(), 60_000, 60_000), 2, 2).name == "whole"
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from randsvm_dist.engine.bounded_wait import gather
+from randsvm_dist.exact.placement_of_solves import place_solves
 from randsvm_dist.exact.solving import Solved, solve_rows
 from randsvm_dist.numerics.kernels import Kernel, kernel_matrix
 from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams
@@ -144,8 +145,10 @@ def solve_divided(client, X, t: np.ndarray, box: np.ndarray | None, params: Solv
     from randsvm_dist.solvers.weighted import solve_weighted_warm
 
     members = [r for r in divide_rows(X, n_parts, params.kernel, stream) if len(r)]
+    # one thread each, spread over the hosts as concurrent solves are
     futures = [client.submit(solve_rows, X[r], t[r], None if box is None else box[r], params,
-                             1, pure=False, retries=2) for r in members]
+                             1, pure=False, retries=2, **q.submit_options())
+               for r, q in zip(members, place_solves(client, len(members)))]
     solutions = gather(client, futures, "the divided working set's part solves")
     alpha0 = union_alphas(members, solutions, len(t))
     sol = (solve_warm(X, t, params, alpha0, n_threads) if box is None

@@ -8,7 +8,7 @@ A working set is solved by one of these plans, each giving the working set's own
 - 'whole': one cold solve on the cores the solve is offered;
 - 'cascade': the random-split cascade with feedback (``solving.solve_working_set``), where
   ``solving.plan_cascade`` allows one (large working sets of mostly fresh rows);
-- 'divide': divide and conquer over the workers (``exact.divide``; warm-startable kinds).
+- 'divide': divide and conquer over the workers (``exact.divide``; C-SVC).
 
 Cold working sets compare the eligible plans by ``cost_model.plan_seconds``: the
 working set's rows and features, the support vectors expected (the carried-over rows
@@ -31,9 +31,10 @@ from randsvm_dist.exact import solving
 from randsvm_dist.exact.cost_model import Coefficients, plan_seconds
 from randsvm_dist.exact.divide import solve_divided
 from randsvm_dist.exact.kinds import ProblemKind
+from randsvm_dist.exact.placement_of_solves import place_solves
 from randsvm_dist.exact.sampling import stream_id
 from randsvm_dist.exact.state import ProblemState, RunConfig, SupportModel
-from randsvm_dist.solvers.libsvm_adapter import SolverParams
+from randsvm_dist.solvers.libsvm_adapter import C_SVC, SolverParams
 
 # support vectors expected of a cold working set's fresh rows: of a first sample (random
 # rows; ringnorm 50k and checkerboard 100k kept 8-11%), and of violators joining a model
@@ -86,8 +87,9 @@ def choose_solve_plan(p: ProblemState, n_parts: int, threads: int,
     if cascade > 1:
         options["cascade"] = (cascade, plan_seconds(m, s, d, cascade, threads, coef,
                                                     backend)["cascade"])
-    if (p.kind.warm_startable and n_parts > 1 and m >= DIVIDE_MIN_PART_ROWS * n_parts
-            and solving.warm_fits(ws.X)):
+    # a divide unites the parts' alphas as C-SVC's (``divide.union_alphas``)
+    if (p.kind.svm_type == C_SVC and p.kind.warm_startable and n_parts > 1
+            and m >= DIVIDE_MIN_PART_ROWS * n_parts and solving.warm_fits(ws.X)):
         options["divide"] = (n_parts, plan_seconds(m, s, d, n_parts, threads, coef,
                                                    backend)["divide"])
     cut = min(options, key=lambda k: (k == "whole", options[k][1]))
@@ -145,7 +147,7 @@ def solve_sampled(client, problems: list[ProblemState], it: int, cfg: RunConfig,
     """
     active = [p for p in problems if p.active]
     t0 = time.perf_counter()
-    threads = solving.threads_per_solve(client, len(active))
+    places = place_solves(client, len(active))
     n_parts = max(1, solving.total_threads(client) // max(1, len(active)))
     futures, plans = [], []
     for j, p in enumerate(active):
@@ -153,11 +155,12 @@ def solve_sampled(client, problems: list[ProblemState], it: int, cfg: RunConfig,
         size = float(ws.weight.sum()) if weighted else float(len(ws.weight))
         params = p.kind.solver_params(p.solver, size, p.size)
         box = p.kind.row_box(p.solver.C, ws.t, ws.weight) if weighted else None
-        plans.append(choose_solve_plan(p, n_parts, threads))
+        plans.append(choose_solve_plan(p, n_parts, places[j].threads))
         futures.append(client.submit(
-            solve_working_set_task, p.kind, ws.X, ws.t, box, ws.rows, params, threads,
-            plans[-1], stream_id(cfg.random_state, it, j, 0xCA5C),
-            ws.alpha0 if plans[-1].name == "warm" else None, pure=False, retries=2))
+            solve_working_set_task, p.kind, ws.X, ws.t, box, ws.rows, params,
+            places[j].threads, plans[-1], stream_id(cfg.random_state, it, j, 0xCA5C),
+            ws.alpha0 if plans[-1].name == "warm" else None, pure=False, retries=2,
+            **places[j].submit_options()))
     plan_of = iter(plans)
 
     def solved_state(p: ProblemState, s: solving.Solved) -> ProblemState:

@@ -123,7 +123,8 @@ def test_seeded_and_cascade_fits_reach_the_same_optimum(dask_client, friedman, m
     monkeypatch.setattr(solve_plan, "CUT_PLAN_MAX_SHARE", float("inf"))
     monkeypatch.setattr(solve_plan, "DIVIDE_MIN_PART_ROWS", float("inf"))
     cascade = fit(dask_client, X, y, random_state=5)
-    assert plans and all(h["cascade_parts"] == 2 for h in cascade.history_)
+    assert plans and all(h["cascade_parts"] == 2 for h in cascade.history_
+                         if not h["warm_start"])  # re-solves from the last alphas stay warm
     np.testing.assert_allclose(cascade.predict(X), first.predict(X), atol=2e-3)
 
 

@@ -102,9 +102,9 @@ def _instrument_pair_tasks() -> None:
     """Time every per-pair solve task on its worker (one Dask event each: pair label, solve
     round, seconds) by wrapping the driver's solve steps in this process only. The scans
     are shared by all pairs and timed per iteration in ``history_``."""
-    from randsvm_dist.exact import driver, solving
+    from randsvm_dist.exact import driver, solve_plan, solving
 
-    orig_task, orig_direct_task = solving.solve_working_set_task, solving.solve_partitions
+    orig_task, orig_direct_task = solve_plan.solve_working_set_task, solving.solve_partitions
     orig_sampled, orig_direct = driver.solve_sampled, driver.solve_direct
     rounds = [0]
 
@@ -122,11 +122,11 @@ def _instrument_pair_tasks() -> None:
 
     def sampled(*args, **kwargs):
         rounds[0] += 1
-        solving.solve_working_set_task = timed(orig_task, rounds[0])
+        solve_plan.solve_working_set_task = timed(orig_task, rounds[0])
         try:
             return orig_sampled(*args, **kwargs)
         finally:
-            solving.solve_working_set_task = orig_task
+            solve_plan.solve_working_set_task = orig_task
 
     def direct(*args, **kwargs):
         rounds[0] += 1

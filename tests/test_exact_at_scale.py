@@ -114,7 +114,7 @@ def test_a_stop_without_certificate_warns_with_the_gap(dask_client, ringnorm):
 
 
 def test_cascade_solves_reach_the_same_optimum(dask_client, ringnorm, monkeypatch):
-    from randsvm_dist.exact import solving
+    from randsvm_dist.exact import solve_plan, solving
 
     X, y, p_opt, f_opt = ringnorm
     plans = []
@@ -124,6 +124,9 @@ def test_cascade_solves_reach_the_same_optimum(dask_client, ringnorm, monkeypatc
         return 2
 
     monkeypatch.setattr(solving, "plan_cascade", two_parts)
+    # the cost model would solve these small working sets whole: every cold one cascades
+    monkeypatch.setattr(solve_plan, "CUT_PLAN_MAX_SHARE", float("inf"))
+    monkeypatch.setattr(solve_plan, "DIVIDE_MIN_PART_ROWS", float("inf"))
     est = fit(dask_client, X, y, route="sample", sample_size=1500)
     assert plans and all(h["cascade_parts"] == 2 for h in est.history_)
     assert_certified_optimum(est, X, y, p_opt, f_opt)

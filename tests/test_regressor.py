@@ -105,7 +105,7 @@ def test_an_uncertified_stop_warns(dask_client, friedman):
 
 
 def test_seeded_and_cascade_fits_reach_the_same_optimum(dask_client, friedman, monkeypatch):
-    from randsvm_dist.exact import solving
+    from randsvm_dist.exact import solve_plan, solving
 
     X, y = friedman
     first = fit(dask_client, X, y)
@@ -119,9 +119,12 @@ def test_seeded_and_cascade_fits_reach_the_same_optimum(dask_client, friedman, m
         return 2
 
     monkeypatch.setattr(solving, "plan_cascade", two_parts)
-    monkeypatch.setattr(solving, "WARM_MAX_FRESH_SHARE", -1.0)  # cold re-solves cascade
+    # the cost model would solve these small working sets whole: every cold one cascades
+    monkeypatch.setattr(solve_plan, "CUT_PLAN_MAX_SHARE", float("inf"))
+    monkeypatch.setattr(solve_plan, "DIVIDE_MIN_PART_ROWS", float("inf"))
     cascade = fit(dask_client, X, y, random_state=5)
-    assert plans and all(h["cascade_parts"] == 2 for h in cascade.history_)
+    assert plans and all(h["cascade_parts"] == 2 for h in cascade.history_
+                         if not h["warm_start"])  # re-solves from the last alphas stay warm
     np.testing.assert_allclose(cascade.predict(X), first.predict(X), atol=2e-3)
 
 

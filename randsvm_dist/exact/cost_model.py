@@ -18,7 +18,13 @@ q = d + KERNEL_ROW_TERMS terms per kernel value:
 - scan: ``c x e x s x q x (1 + rho (W - 1)) / W`` (rho: what W processes lose to shared
   memory bandwidth and clocks) plus ``task x SCAN_TASKS_PER_THREAD x W`` (the scheduler
   and client handle tasks one at a time) plus ``scan0``;
-- driver: ``o0 + o1 x m`` per iteration; ``setup`` per fit (placement, final assembly).
+- driver: ``o0 + o1 x m`` per iteration; ``setup`` per fit (placement, final assembly);
+- a working set solved in P parts (``plan_seconds``): the parts cold and in parallel, one
+  thread each (m / P rows, s / P support vectors), then a cascade's cold solve of the
+  parts' s support vectors, its feedback check of the other rows (a scan of m - s rows)
+  and one more cold solve of about s rows (one feedback round), or a divide's clustering
+  (``divide_per_row x m``) and warm solve of all m rows from the parts' alphas, as if
+  ``g x s`` rows were fresh.
 
 ``fit_coefficients`` fits a, a_o, b_f, b_g, c, task, scan0, o0, o1 and setup to recorded
 histories (``history_`` of fits at 1 and 2 workers here) by non-negative least squares on
@@ -47,6 +53,8 @@ from randsvm_dist.solvers.onedal_backend import ONEDAL_SYNC_TERMS
 from randsvm_dist.solvers.warm_smo import WARM_SYNC_TERMS
 
 THREAD_POLICIES = ("chosen", "all")
+# how a cold working set is solved (``plan_seconds``; ``exact.solve_plan`` chooses)
+PLANS = ("whole", "cascade", "divide")
 # grids of the two non-linear coefficients (fitted where the histories span two or more W)
 SERIAL_GRID = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 40.0)
 RHO_GRID = tuple(np.round(np.linspace(0.0, 1.0, 21), 3))
@@ -87,6 +95,11 @@ class Coefficients:
     libsvm_sync_terms: float = LIBSVM_SYNC_TERMS
     warm_sync_terms: float = WARM_SYNC_TERMS
     onedal_sync_terms: float = ONEDAL_SYNC_TERMS
+    # a divide (``plan_seconds``), measured here on the cold working sets of ringnorm 50k
+    # and checkerboard 100k (6-12k rows, 8-44% support vectors): the final warm solve did
+    # the work of 0.34-0.57 s fresh rows (g), the clustering ~1e-5 s a row
+    divide_changed_share: float = 0.5   # g: a divide's final solve, fresh rows over s
+    divide_per_row: float = 1e-5        # the clustering, per working-set row
 
 
 @dataclass(frozen=True)
@@ -123,6 +136,7 @@ class IterationSizes:
     solve_seconds: float
     scan_seconds: float
     other_seconds: float
+    plan: str = "whole"  # a cold solve's plan ('cascade', 'divide': ``plan_seconds``)
 
 
 def sizes_of(fit: RecordedFit) -> list[IterationSizes]:
@@ -132,7 +146,8 @@ def sizes_of(fit: RecordedFit) -> list[IterationSizes]:
     selected fields) get them inferred: fresh rows are the working set less the previous
     support vectors, a solve was warm when at most WARM_MAX_FRESH_SHARE were fresh, and
     the scan evaluated every row not screened out. ``other`` is the iteration's wall time
-    (``seconds`` is since the run's start) less its solve and scan.
+    (``seconds`` is since the run's start) less its solve and scan. ``plan`` is the
+    record's ``solve_plan`` when it cut the working set ('whole' otherwise).
     """
     out, prev_sv, prev_t = [], 0, 0.0
     for rec in fit.iterations:
@@ -144,8 +159,9 @@ def sizes_of(fit: RecordedFit) -> list[IterationSizes]:
                                 max(fit.n_rows - m - int(rec.get("rows_screened", 0)), 0)))
         solve, scan = float(rec.get("solve_seconds", 0.0)), float(rec.get("scan_seconds", 0.0))
         t = float(rec.get("seconds", prev_t + solve + scan))
+        plan = rec.get("solve_plan") if rec.get("solve_plan") in PLANS else "whole"
         out.append(IterationSizes(m, int(rec["n_support"]), prev_sv, fresh, warm, evaluated,
-                                  solve, scan, max(t - prev_t - solve - scan, 0.0)))
+                                  solve, scan, max(t - prev_t - solve - scan, 0.0), plan))
         prev_sv, prev_t = int(rec["n_support"]), t
     return out
 
@@ -199,7 +215,9 @@ def predict_iterations(fit: RecordedFit, workers: int, coef: Coefficients,
     out = []
     for it in sizes_of(fit):
         p = solve_threads(it, fit.n_features, workers, coef, fit.backend, policy)
-        out.append({"solve": _solve_seconds(it, fit, p, coef), "threads": p,
+        solve = _solve_seconds(it, fit, p, coef) if it.plan == "whole" else plan_seconds(
+            it.m, it.n_support, fit.n_features, workers, workers, coef, fit.backend)[it.plan]
+        out.append({"solve": solve, "threads": p,
                     "scan": _scan_seconds(it, fit.n_features, workers, coef),
                     "other": coef.iteration_seconds + coef.iteration_per_row * it.m})
     return out
@@ -247,7 +265,8 @@ def _rows(fits: list[RecordedFit], serial: float, rho: float, coef: Coefficients
             f = thread_factor(it.m, d, p, _sync(it, coef, fit.backend), serial)
             row = np.zeros(len(LINEAR))
             row[0:4] = _solve_terms(it, d, fit.backend) * f
-            A.append(row), b.append(it.solve_seconds)
+            if it.plan == "whole":  # a cut plan's solve is not one solve's terms
+                A.append(row), b.append(it.solve_seconds)
             row = np.zeros(len(LINEAR))
             row[4:7] = _scan_terms(it, d, W, rho)
             A.append(row), b.append(it.scan_seconds)
@@ -378,3 +397,37 @@ def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
     return route, (f"cost model: one solve of {n_rows} rows {t_direct:.1f} s vs sampling "
                    f"{t_sample:.1f} s ({workers} workers, {threads} threads a solve, "
                    f"{100 * sv_share:.0f}% support vectors)")
+
+
+
+def plan_seconds(m: int, n_support: int, n_features: float, parts: int, threads: int,
+                 coef: Coefficients, backend: str = "libsvm") -> dict[str, float]:
+    """Predicted seconds of one cold working-set solve by each plan of ``PLANS``.
+
+    'whole': one solve on the offered threads; 'cascade' and 'divide': ``parts`` parts
+    solved at once on one thread each, then the final solve (see the module docstring).
+
+    Args:
+        m: working-set rows; n_support: the support vectors expected.
+        n_features: d; parts: P (>= 2 for the cut plans to mean anything).
+        threads: cores offered to the final (and the whole) solve.
+        coef: Coefficients; backend: the cold solver ('libsvm' or 'onedal').
+
+    Returns:
+        {plan: seconds}.
+    """
+    shape = RecordedFit(1, m, n_features, (), backend=backend)
+    s, P = max(1, int(n_support)), max(1, int(parts))
+
+    def solve(it: IterationSizes, offered: int) -> float:
+        p = solve_threads(it, n_features, offered, coef, backend, "chosen")
+        return _solve_seconds(it, shape, p, coef)
+
+    part = solve(IterationSizes(-(-m // P), -(-s // P), 0, -(-m // P), False, 0, 0, 0, 0), 1)
+    changed = max(1, int(coef.divide_changed_share * s))
+    final = solve(IterationSizes(m, s, s, changed, True, 0, 0, 0, 0), threads)
+    united = solve(IterationSizes(s, s, 0, s, False, 0, 0, 0, 0), threads)
+    feedback = coef.scan_per_term * (m - min(s, m)) * s * (n_features + KERNEL_ROW_TERMS)
+    return {"whole": solve(IterationSizes(m, s, 0, m, False, 0, 0, 0, 0), threads),
+            "cascade": part + 2 * united + feedback,
+            "divide": coef.divide_per_row * m + part + final}

@@ -52,7 +52,8 @@ from randsvm_dist.exact.sampling import stream_id
 from randsvm_dist.exact.scan import ProblemRequest
 from randsvm_dist.exact.scan_dispatch import ScanResult, merged_scan, run_scan, scan_model
 from randsvm_dist.exact.screening import model_delta
-from randsvm_dist.exact.solving import solve_direct, solve_sampled, total_threads
+from randsvm_dist.exact.solve_plan import solve_sampled
+from randsvm_dist.exact.solving import solve_direct, total_threads
 from randsvm_dist.exact.state import DriverState, ProblemState, RunConfig
 from randsvm_dist.solvers.onedal_backend import (
     AUTO_MIN_DENSE_FEATURES,
@@ -419,6 +420,7 @@ def _record(collapsed: tuple[int, int], loop: Loop, j: int, p: ProblemState, s: 
         route=loop.route, route_reason=loop.why, solved_in=loop.solved_in,
         sample_size=len(p.ws.rows), n_fresh=p.ws.n_fresh,
         cascade_parts=len(p.cascade), warm_start=bool(p.warm),
+        solve_plan=p.solve_plan, solve_plan_reason=p.solve_plan_reason,
         tol=solve.tols[j], margin_tol=scan.requests[j].tol,
         n_support=p.model.n_support, n_violators=s["n_violators"],
         violator_fraction=s["n_violators"] / max(s["n_rows"], 1),

@@ -24,8 +24,11 @@ class IterationRecord:
             of all rows and its certificate in the client's process, ``exact.in_process``).
         sample_size: rows of the working set solved; n_fresh: those that were not support
             vectors of the previous model.
-        cascade_parts: parts of the solve's cascade (0: one solve).
+        cascade_parts: parts of the solve's cascade or divide (0: one solve).
         warm_start: the solve started from the previous alphas.
+        solve_plan: how the solve used the cluster: 'warm', 'whole', 'cascade' or
+            'divide' (``exact.solve_plan``); solve_plan_reason: why (the cost model's
+            figures).
         tol: the solver's stopping tolerance of this solve.
         margin_tol: the scan's violator slack.
         n_support: support vectors of the solve.
@@ -70,6 +73,8 @@ class IterationRecord:
     n_fresh: int
     cascade_parts: int
     warm_start: bool
+    solve_plan: str
+    solve_plan_reason: str
     tol: float
     margin_tol: float
     n_support: int

@@ -1,10 +1,12 @@
-"""Where and how the solves of an iteration run on the workers: the driver's solve steps
-(``solve_sampled`` for working sets, ``solve_direct`` for all rows) and the ways a solve
-uses the cluster.
+"""Where and how the solves of an iteration run on the workers: one solve of rows
+(``solve_rows``), the cascade, the warm start's rule and ``solve_direct`` (the driver's
+solve of all rows). The driver's working-set step (``exact.solve_plan.solve_sampled``)
+picks among these and ``exact.divide`` by the cost model.
 
 The driver alternates solves and scans, so while a solve runs the other cores would idle.
-Three ways to keep them busy, all leaving the result exact (the scan that follows every
-solve checks the model against all rows, and the certificate is computed from that scan):
+Three ways to keep them busy here (and the divide and conquer of ``exact.divide``), all
+leaving the result exact (the scan that follows every solve checks the model against all
+rows, and the certificate is computed from that scan):
 
 - **threads**: a solve gets the cores of its host that no other solve of the iteration
   needs (LIBSVM computes kernel columns with OpenMP; ``solve_libsvm(n_threads=)``);
@@ -34,8 +36,8 @@ from randsvm_dist.exact.placement_of_solves import (
     place_here,
     place_solves,
 )
-from randsvm_dist.exact.sampling import keys_of, stream_id
-from randsvm_dist.exact.state import ProblemState, RunConfig, SupportModel, WorkingSet
+from randsvm_dist.exact.sampling import keys_of
+from randsvm_dist.exact.state import ProblemState, SupportModel, WorkingSet
 from randsvm_dist.numerics.kernels import decision_values
 from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams, solve_libsvm
 from randsvm_dist.solvers.onedal_backend import onedal_solves, prefer_onedal, solve_onedal
@@ -86,7 +88,7 @@ class Solved:
     Attributes:
         support: positions (into the working set) of the support vectors, ascending.
         solution: the BinarySolution (its ``support`` indexes the solved rows).
-        parts: sizes of the cascade's parts (empty: a single solve).
+        parts: sizes of the cascade's or the divide's parts (empty: a single solve).
         warm: the solve started from the previous alphas.
     """
 
@@ -142,82 +144,34 @@ WARM_MAX_FRESH_SHARE = 0.25
 WARM_MAX_BYTES = 2 << 30
 
 
-# -- the driver's solve steps: every active problem's solve as a task --------------------
+def warm_fits(X) -> bool:
+    """The working set's features are small enough for a warm solve (WARM_MAX_BYTES)."""
+    nbytes = X.data.nbytes if sp.issparse(X) else getattr(X, "nbytes", 0)
+    return nbytes <= WARM_MAX_BYTES
+
+
 def warm_start(p: ProblemState) -> np.ndarray | None:
     """The alphas a solve of p's working set starts from, or None for a cold solve (only
     warm-startable kinds, see ``kinds.ProblemKind``; ``solvers.warm_smo``)."""
     ws = p.ws
     n = len(ws.rows)
-    nbytes = ws.X.data.nbytes if sp.issparse(ws.X) else getattr(ws.X, "nbytes", 0)
     if (not p.kind.warm_startable or not p.model.n_support or len(ws.alpha0) != n
-            or ws.n_fresh > WARM_MAX_FRESH_SHARE * n
-            or nbytes > WARM_MAX_BYTES):
+            or ws.n_fresh > WARM_MAX_FRESH_SHARE * n or not warm_fits(ws.X)):
         return None
     return ws.alpha0
 
 
-def _box(p: ProblemState, t: np.ndarray, weight: np.ndarray, weighted: bool):
-    return p.kind.row_box(p.solver.C, t, weight) if weighted else None
+def with_results(problems: list[ProblemState], results: list, update) -> list[ProblemState]:
+    """The problems with each active one replaced by ``update(problem, its result)``.
 
+    Args:
+        problems: every problem of the run; results: one per active problem, in order;
+        update: (problem, result) -> the problem's new state.
 
-def solve_working_set_task(kind: ProblemKind, X, t: np.ndarray, box: np.ndarray | None,
-                           rows: np.ndarray, params: SolverParams, n_threads: int,
-                           n_parts: int, stream: int,
-                           alpha0: np.ndarray | None = None) -> Solved:
-    """A working set's solve run from a task: warm-started (``solvers.warm_smo``) with
-    ``alpha0``, else LIBSVM, whole or as a cascade whose parts are tasks too."""
-    from distributed import worker_client
-
-    if alpha0 is not None:
-        from randsvm_dist.solvers.warm_smo import solve_warm
-        from randsvm_dist.solvers.weighted import solve_weighted_warm
-
-        sol = (solve_warm(X, t, params, alpha0, n_threads) if box is None
-               else solve_weighted_warm(X, t, params, box, alpha0, n_threads))
-        return Solved(sol.support, sol, warm=True)
-    if n_parts <= 1 or not kind.cascadable:
-        sol = solve_rows(X, t, box, params, n_threads)
-        return Solved(sol.support, sol)
-    with worker_client() as wc:
-        return solve_working_set(wc, kind, X, t, box, rows, params, n_threads, n_parts, stream)
-
-
-def solve_sampled(client, problems: list[ProblemState], it: int, cfg: RunConfig,
-                  weighted: bool) -> tuple[list[ProblemState], float]:
-    """Solve every active problem's working set on the workers, concurrently."""
-    active = [p for p in problems if p.active]
-    t0 = time.perf_counter()
-    places = place_solves(client, len(active))
-    n_parts = max(1, total_threads(client) // max(1, len(active)))
-    futures = []
-    for j, p in enumerate(active):
-        ws = p.ws
-        params = p.kind.solver_params(p.solver, _size(ws.weight, weighted), p.size)
-        futures.append(client.submit(
-            solve_working_set_task, p.kind, ws.X, ws.t, _box(p, ws.t, ws.weight, weighted),
-            ws.rows, params, places[j].threads, plan_cascade(len(ws.rows), ws.n_fresh, n_parts),
-            stream_id(cfg.random_state, it, j, 0xCA5C), warm_start(p), pure=False, retries=2,
-            **places[j].submit_options()))
-    def solved_state(p: ProblemState, s: Solved) -> ProblemState:
-        ws, k = p.ws, s.support
-        model = SupportModel(ws.rows[k], ws.X[k], ws.t[k], ws.weight[k],
-                             s.solution.dual_coef, s.solution.intercept,
-                             s.solution.dual_objective)
-        return replace(p, model=model, prev_n_support=p.model.n_support, warm=s.warm,
-                       cascade=s.parts)
-
-    results = gather(client, futures, "the working-set solves", [p.kind.label for p in active])
-    return _with_results(problems, results, solved_state), time.perf_counter() - t0
-
-
-def _with_results(problems: list[ProblemState], results: list, update) -> list[ProblemState]:
-    """The problems with each active one replaced by ``update(problem, its result)``."""
+    Returns:
+        the problems, updated."""
     results = iter(results)
     return [update(p, next(results)) if p.active else p for p in problems]
-
-
-def _size(weight: np.ndarray, weighted: bool) -> float:
-    return float(weight.sum()) if weighted else float(len(weight))
 
 
 def solve_direct(client, parts: PartitionSet, problems: list[ProblemState]
@@ -246,9 +200,10 @@ def directly_solved(problems: list[ProblemState], results: list, n_rows: int
         rows, X, t, w, sol = result
         model = SupportModel(rows, X, t, w, sol.dual_coef, sol.intercept, sol.dual_objective)
         return replace(p, model=model, prev_n_support=p.model.n_support, warm=False,
-                       cascade=(), ws=every_row)
+                       cascade=(), ws=every_row, solve_plan="whole",
+                       solve_plan_reason="direct route: one solve of every row")
 
-    return _with_results(problems, results, solved_state)
+    return with_results(problems, results, solved_state)
 
 
 def plan_cascade(n_rows: int, n_fresh: int, n_parts: int) -> int:

@@ -100,7 +100,9 @@ class ProblemState:
         model: the model of the last solve.
         prev_n_support: support vectors of the solve before the last.
         warm: the last solve started from the previous alphas.
-        cascade: part sizes of the last solve's cascade (empty: one solve).
+        cascade: part sizes of the last solve's cascade or divide (empty: one solve).
+        solve_plan, solve_plan_reason: how the last solve used the cluster, and why
+            (``exact.solve_plan``).
         margin_tol: violator slack of this problem's scans.
         relative_gap: the certified relative primal-dual gap after the last scan.
         stop_reason: why the problem stopped (None: it goes on).
@@ -115,6 +117,8 @@ class ProblemState:
     prev_n_support: int = 0
     warm: bool = False
     cascade: tuple = ()
+    solve_plan: str = ""
+    solve_plan_reason: str = ""
     margin_tol: float = 1e-3
     relative_gap: float = np.inf
     stop_reason: str | None = None

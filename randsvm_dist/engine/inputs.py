@@ -172,9 +172,7 @@ def load_partitions(client, data, y=None, n_partitions: int | None = None,
             raise SchemaError("sample_weight is for array input; a Dataset's weights come "
                               "from a weight column")
         return _dataset_partitions(client, ds, cache, task, collapse, layout)
-    if y is None and task != "one_class":
-        raise SchemaError("this estimator requires y to be passed, but the target y is None "
-                          "(y is required when fitting on arrays)")
+    require_targets(y, task)
     if is_dask_collection(data) or is_dask_collection(y):
         return _dask_partitions(client, data, y, task, collapse, layout)
     return _array_partitions(client, data, y, n_partitions, task, sample_weight, collapse,
@@ -198,12 +196,24 @@ def _dataset_partitions(client, ds, cache, task: str, collapse: bool, layout: st
     return parts, coding.classes
 
 
+def require_targets(y, task: str) -> None:
+    """Refuse array input without targets (every task but one-class needs them).
+
+    Raises:
+        SchemaError: y is None for a task that needs it.
+    """
+    if y is None and task != "one_class":
+        raise SchemaError("this estimator requires y to be passed, but the target y is None "
+                          "(y is required when fitting on arrays)")
+
+
 def checked_arrays(data, y, task: str, sample_weight):
     """(X, y, LabelCoding, weight or None) of in-memory arrays, checked (X float32).
 
     Raises:
-        SchemaError: bad X, labels, targets or weights.
+        SchemaError: y missing, bad X, labels, targets or weights.
     """
+    require_targets(y, task)
     X = check_features(data, min_rows=1)
     y = np.zeros(X.shape[0]) if y is None else check_labels(y, X.shape[0])
     if task == "regression":

@@ -238,6 +238,13 @@ class RandSVMBase(BaseEstimator):
         self._warn_uncertified()
         return self
 
+    def _in_process_allowed(self) -> bool:
+        """Whether a fit may take the in-process route (``exact.in_process``): route 'auto',
+        no client named (a scheduler address or Client given keeps the fit on its
+        cluster) and nothing that needs the workers (a scaling learnt on them, a seed)."""
+        return (self.route == "auto" and self.client is None and self.scale is None
+                and self.seed is None)
+
     def _sample_sizes(self, n: int) -> tuple:
         """(k, r): the support-set stop (None: off) and the first sample's rows."""
         k_paper = support_bound(n, self.bound_epsilon, self.bound_delta, self.separable)

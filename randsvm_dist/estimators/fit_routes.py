@@ -158,18 +158,11 @@ def record_seed(history: list[dict], seed_info: dict | None) -> None:
 
 
 # -- the in-process route ---------------------------------------------------------------------
-def in_process_allowed(est) -> bool:
-    """Whether a fit may take the in-process route (``exact.in_process``): route 'auto',
-    no client named (a scheduler address or Client given keeps the fit on its
-    cluster) and nothing that needs the workers (a scaling learnt on them, a seed)."""
-    return (est.route == "auto" and est.client is None and est.scale is None
-            and est.seed is None)
-
-
 def fit_in_process(est, data, y, sample_weight) -> bool:
     """Fit ``est`` in the client's process when the rows are in its memory (arrays, not a
     Parquet data set or a Dask collection) and the cost model, told the machine's
-    cores, says one solve of all rows beats sampling; no cluster is started.
+    cores, says one solve of all rows beats sampling; no cluster is started. Asks
+    ``est._in_process_allowed()`` first (its parameters may need the workers).
 
     Returns:
         True when fitted so (``est``'s fitted attributes and ``phases_`` set); False: the
@@ -178,7 +171,7 @@ def fit_in_process(est, data, y, sample_weight) -> bool:
     from randsvm_dist.engine.inputs import is_dask_collection, open_dataset
     from randsvm_dist.exact.in_process import in_memory_rows, machine, run_in_process
 
-    if (not in_process_allowed(est) or open_dataset(data) is not None
+    if (not est._in_process_allowed() or open_dataset(data) is not None
             or is_dask_collection(data) or is_dask_collection(y)):
         return False
     shape = getattr(data, "shape", None)

@@ -3,20 +3,18 @@
 A concrete estimator (classifier, regressor, one-class) says which task its labels are
 (``_task``), which problems the driver solves (``_problems``: one state per problem, each
 with its kind from ``exact.kinds``), and how decision values become predictions. The fit
-itself (placing the data, scaling, gamma, the paper's bound, seeding, checkpoints, the
-driver, the certificate) is written once, here.
+itself (placing the data, gamma, the paper's bound, the driver, the certificate) is
+written once, here; its routes' steps (scaling, seeding, checkpoints on the cluster; the
+in-process route) are in ``estimators.fit_routes``.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from numbers import Integral, Real
-from typing import Protocol
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -28,9 +26,21 @@ from randsvm_dist.core.validation import check_features
 from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.inputs import apply_to_dask, is_dask_collection
 from randsvm_dist.engine.partitions import original_rows
+from randsvm_dist.estimators.fit_routes import (
+    FitSetup,
+    RowTotals,
+    WorkerTotals,
+    fit_in_process,
+    log_cluster_start,
+    log_iteration,
+    open_checkpoint,
+    record_seed,
+    scale_partitions,
+    seed_setup,
+)
 from randsvm_dist.exact.bounds import support_bound
 from randsvm_dist.exact.cancellation import cancel_check
-from randsvm_dist.exact.driver import auto_sample_size, cold_backend, plan_route, run_randsvm
+from randsvm_dist.exact.driver import auto_sample_size, run_randsvm
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.exceptions import NotFittedError, ParameterError
 from randsvm_dist.numerics.kernels import (
@@ -43,84 +53,12 @@ from randsvm_dist.numerics.kernels import (
 from randsvm_dist.solvers.libsvm_adapter import SolverParams
 from randsvm_dist.solvers.onedal_backend import check_backend
 
-log = logging.getLogger("randsvm_dist")
-
 ADVICE = {
     "k_reached": "drop k (or raise it)",
     "violator_tol": "set violator_tol=0",
     "max_iter": "raise max_iter",
     "optimal": "lower tol (LIBSVM's stopping tolerance)",
 }
-
-
-def log_iteration(record: dict) -> None:
-    """The per-iteration progress line (logger ``randsvm_dist``, INFO)."""
-    log.info(
-        "iter %2d %s: sample %6d  SV %6d  violators %8d (%.4f)  dual %.6g  "
-        "gap %.2e  solve %.1fs scan %.1fs  total %.1fs%s",
-        record["iteration"], record.get("label", record["problem"]), record["sample_size"],
-        record["n_support"], record["n_violators"], record["violator_fraction"],
-        record["dual_objective"], record["relative_gap"], record["solve_seconds"],
-        record["scan_seconds"], record["seconds"],
-        f"  stop: {record['stop_reason']}" if record["stop_reason"] else "",
-    )
-
-
-class RowTotals(Protocol):
-    """What the problems are built from: the data's rows, classes and weights, counted on
-    the workers (``_WorkerTotals``) or in the client (``exact.in_process.InMemoryRows``)."""
-
-    @property
-    def n_rows(self) -> int: ...
-
-    @property
-    def n_features(self) -> int: ...
-
-    def class_counts(self, n_classes: int) -> np.ndarray:
-        """Rows of each class (the user's rows, collapsed copies counted)."""
-
-    def weight_total(self) -> float:
-        """The sum of the positive sample weights."""
-
-
-@dataclass
-class _WorkerTotals:
-    """RowTotals of partitions on the workers."""
-
-    client: object
-    parts: object
-
-    @property
-    def n_rows(self) -> int:
-        return self.parts.n_rows
-
-    @property
-    def n_features(self) -> int:
-        return self.parts.n_features
-
-    def class_counts(self, n_classes: int) -> np.ndarray:
-        from randsvm_dist.engine.inputs import class_counts
-
-        return class_counts(self.client, self.parts, n_classes)
-
-    def weight_total(self) -> float:
-        from randsvm_dist.engine.inputs import weight_total
-
-        return weight_total(self.client, self.parts)
-
-
-@dataclass
-class _Setup:
-    """A fit's settings: the kernel and gamma, k and r, the rows, the problems, the run's
-    config."""
-
-    kernel: Kernel
-    gamma: float
-    k: int | None
-    r: int
-    n_rows: int
-    problems: list
-    cfg: RunConfig
 
 
 class RandSVMBase(BaseEstimator):
@@ -284,7 +222,7 @@ class RandSVMBase(BaseEstimator):
         t0 = time.perf_counter()
         if dataset_kwargs:
             data = open_dataset(data, **dataset_kwargs)
-        if checkpoint is not None or not self._fit_in_process(data, y, sample_weight):
+        if checkpoint is not None or not fit_in_process(self, data, y, sample_weight):
             with dask_client(self.client) as client:
                 cache = True if self.scale is not None else self.cache
                 t = time.perf_counter()
@@ -307,49 +245,6 @@ class RandSVMBase(BaseEstimator):
         return (self.route == "auto" and self.client is None and self.scale is None
                 and self.seed is None)
 
-    def _fit_in_process(self, data, y, sample_weight) -> bool:
-        """Fit in the client's process when the rows are in its memory (arrays, not a
-        Parquet data set or a Dask collection) and the cost model, told the machine's
-        cores, says one solve of all rows beats sampling; no cluster is started.
-
-        Returns:
-            True when fitted so; False: the fit belongs on the cluster.
-        """
-        from randsvm_dist.engine.inputs import open_dataset
-        from randsvm_dist.exact.in_process import in_memory_rows, machine, run_in_process
-
-        if (not self._in_process_allowed() or open_dataset(data) is not None
-                or is_dask_collection(data) or is_dask_collection(y)):
-            return False
-        shape = getattr(data, "shape", None)
-        if shape is not None and len(shape) == 2 and shape[0] > 0:  # before any copy
-            cfg = RunConfig(k=None, sample_size=self._sample_sizes(shape[0])[1],
-                            route=self.route)
-            if plan_route(cfg, [], shape[0], cfg.sample_size, shape[1], machine(),
-                          "onedal")[0] != "direct":  # not even at oneDAL's speed
-                return False
-        self.phases_ = {}
-        rows = in_memory_rows(data, y, self._task, sample_weight, self._may_collapse())
-        t = time.perf_counter()
-        setup = self._setup(rows, rows.classes, rows.feature_variance)
-        route, why = plan_route(setup.cfg, setup.problems, rows.n_rows, setup.r,
-                                rows.n_features, machine(),
-                                cold_backend(setup.problems, rows.weighted, rows.is_sparse,
-                                             rows.n_features))
-        if route != "direct":
-            return False
-        self.phases_ = {**rows.phases, "setup": time.perf_counter() - t}
-        self.scaler_, self.seed_info_ = None, None
-        log.info("RandSVM in the client's process: %d rows, %d features, %d problem(s): %s",
-                 rows.n_rows, rows.n_features, len(setup.problems), why)
-        t = time.perf_counter()
-        states, history = run_in_process(rows, setup.problems, setup.cfg, why,
-                                         progress=log_iteration, cancelled=cancel_check())
-        self.phases_["iterations"] = time.perf_counter() - t
-        self._adopt_run(states, history, setup, rows.classes, rows.n_features,
-                        rows.original_rows if rows.n_collapsed else None)
-        return True
-
     def _sample_sizes(self, n: int) -> tuple:
         """(k, r): the support-set stop (None: off) and the first sample's rows."""
         k_paper = support_bound(n, self.bound_epsilon, self.bound_delta, self.separable)
@@ -358,7 +253,7 @@ class RandSVMBase(BaseEstimator):
              else int(self.sample_size))
         return k, r
 
-    def _setup(self, totals, classes, x_var: Callable[[], float]) -> _Setup:
+    def _setup(self, totals, classes, x_var: Callable[[], float]) -> FitSetup:
         """The kernel, the problems and the run's settings for data of ``totals.n_rows``
         rows (``x_var``: the feature values' variance, asked for gamma='scale' only)."""
         rs = self.random_seed_ = resolve_seed(self.random_state)
@@ -373,7 +268,7 @@ class RandSVMBase(BaseEstimator):
         cfg = RunConfig(k=k, sample_size=r, max_iter=int(self.max_iter),
                         violator_tol=float(self.violator_tol), gap_tol=float(self.gap_tol),
                         margin_tol=float(self.tol), random_state=rs, route=self.route)
-        return _Setup(kernel, gamma, k, r, totals.n_rows, problems, cfg)
+        return FitSetup(kernel, gamma, k, r, totals.n_rows, problems, cfg)
 
     def _fit_partitions(self, client, parts, classes, dataset=None,
                         checkpoint: str | None = None, resume: bool = False) -> None:
@@ -387,54 +282,29 @@ class RandSVMBase(BaseEstimator):
             checkpoint, resume: see ``fit``.
         """
         from randsvm_dist.engine.inputs import feature_variance
-        from randsvm_dist.exact.seeding import seed_rows
 
         self._check_params()
         t = time.perf_counter()
-        self.scaler_ = None
-        if self.scale is not None:
-            from randsvm_dist.distributed.scaling import make_scaler
-
-            self.scaler_ = make_scaler(self.scale).fit_partitions(client, parts)
-            parts = self.scaler_.transform_partitions(client, parts)
-            dataset = None
-        setup = self._setup(_WorkerTotals(client, parts), classes,
+        parts, dataset = scale_partitions(self, client, parts, dataset)
+        setup = self._setup(WorkerTotals(client, parts), classes,
                             lambda: feature_variance(client, parts))
-        n, problems, cfg = parts.n_rows, setup.problems, setup.cfg
-        self.seed_info_ = None
-        if self.seed is not None:
-            seeds, self.seed_info_ = seed_rows(
-                client, parts, self.seed, classes, [p.kind for p in problems],
-                min(setup.r, n), problems[0].solver.C, setup.gamma, cfg.random_state,
-                dataset)
-            cfg = setup.cfg = replace(cfg, seed_rows=seeds)
-            log.info("seed %s: %s rows in %.1f s", self.seed_info_["seed"],
-                     self.seed_info_["seed_rows"], self.seed_info_["seed_seconds"])
-        log.info("RandSVM: %d rows, %d features, %d partitions (%s), %d problem(s), "
-                 "k=%s, r=%d, gap_tol=%g", n, parts.n_features, parts.n_partitions,
-                 "cached" if parts.futures is not None else "re-read each pass",
-                 len(problems), setup.k, setup.r, self.gap_tol)
-        ckpt = None
-        if checkpoint is not None:
-            from randsvm_dist.exact.checkpoint import Checkpoint, run_fingerprint
-
-            ckpt = Checkpoint(checkpoint, run_fingerprint(cfg, problems, parts, classes))
+        self.seed_info_ = seed_setup(self, client, parts, classes, setup, dataset)
+        log_cluster_start(parts, setup, self.gap_tol)
+        ckpt = open_checkpoint(checkpoint, setup, parts, classes)
         self.phases_ = {"setup": time.perf_counter() - t}
         t = time.perf_counter()
-        states, history = run_randsvm(client, parts, problems, cfg, progress=log_iteration,
+        states, history = run_randsvm(client, parts, setup.problems, setup.cfg,
+                                      progress=log_iteration,
                                       checkpoint=ckpt.save if ckpt else None,
                                       resume=ckpt.load() if ckpt and resume else None,
                                       cancelled=cancel_check())
         self.phases_["iterations"] = time.perf_counter() - t
-        if self.seed_info_ is not None:
-            for h in history:
-                if h["iteration"] == 1:
-                    h.update(self.seed_info_)
+        record_seed(history, self.seed_info_)
         self._adopt_run(states, history, setup, classes, parts.n_features,
                         (lambda rows: original_rows(client, parts, rows))
                         if parts.n_collapsed else None)
 
-    def _adopt_run(self, states: list[ProblemState], history: list[dict], setup: _Setup,
+    def _adopt_run(self, states: list[ProblemState], history: list[dict], setup: FitSetup,
                    classes, n_features: int, user_rows: Callable | None) -> None:
         """The fitted model and attributes from the run's final states; ``phases_`` gets
         the seconds of the model's assembly and of the attributes.

@@ -84,6 +84,35 @@ class PairModel:
     intercept: float
 
 
+def _sv_entries(pairs, pair_rows, pair_X, pair_coef, offsets: np.ndarray) -> tuple:
+    """Every pair's nonzero coefficients as flat entries (``ovo_to_libsvm``'s first step).
+
+    Returns:
+        (ids, cls, col, val, where): per entry, the row id, its SV's class, its column in
+        LIBSVM's (n_sv, k-1) coefficients, the coefficient, and its row in the pairs'
+        stacked ``pair_X`` (``offsets``: where each pair's rows start there).
+
+    Raises:
+        ValueError: a pair's rows, X and coef differ in length.
+    """
+    ids, cls, col, val, where = [], [], [], [], []  # per nonzero SV entry
+    for p, (i, j) in enumerate(pairs):
+        rows, coef = np.asarray(pair_rows[p], np.int64), np.asarray(pair_coef[p], float)
+        if rows.shape != coef.shape or np.shape(pair_X[p])[0] != len(rows):
+            raise ValueError(f"pair {p} ({i}, {j}): rows, X and coef differ in length")
+        nz = np.flatnonzero(coef != 0)
+        pos = coef[nz] > 0
+        ids.append(rows[nz])
+        cls.append(np.where(pos, i, j))
+        col.append(np.where(pos, j - 1, i))  # class i SVs: column j-1; class j SVs: i
+        val.append(coef[nz])
+        where.append(offsets[p] + nz)
+    ids, cls, col, val, where = (np.concatenate(a) if a else np.empty(0)
+                                 for a in (ids, cls, col, val, where))
+    ids, cls, col, where = (a.astype(np.int64) for a in (ids, cls, col, where))
+    return ids, cls, col, val, where
+
+
 def ovo_to_libsvm(kernel: Kernel, labels, pair_rows, pair_X, pair_coef, pair_intercept,
                   prob_a=None, prob_b=None) -> tuple[LibsvmModel, np.ndarray]:
     """Per-pair solutions -> LIBSVM's multi-class (shared SVs) layout.
@@ -116,22 +145,8 @@ def ovo_to_libsvm(kernel: Kernel, labels, pair_rows, pair_X, pair_coef, pair_int
             == len(pairs)):
         raise ValueError(f"{k} classes need {len(pairs)} pairs of rows, X, coef and "
                          "intercept")
-    ids, cls, col, val, where = [], [], [], [], []  # per nonzero SV entry
     offsets = np.cumsum([0] + [np.shape(x)[0] for x in pair_X])
-    for p, (i, j) in enumerate(pairs):
-        rows, coef = np.asarray(pair_rows[p], np.int64), np.asarray(pair_coef[p], float)
-        if rows.shape != coef.shape or np.shape(pair_X[p])[0] != len(rows):
-            raise ValueError(f"pair {p} ({i}, {j}): rows, X and coef differ in length")
-        nz = np.flatnonzero(coef != 0)
-        pos = coef[nz] > 0
-        ids.append(rows[nz])
-        cls.append(np.where(pos, i, j))
-        col.append(np.where(pos, j - 1, i))  # class i SVs: column j-1; class j SVs: i
-        val.append(coef[nz])
-        where.append(offsets[p] + nz)
-    ids, cls, col, val, where = (np.concatenate(a) if a else np.empty(0)
-                                 for a in (ids, cls, col, val, where))
-    ids, cls, col, where = (a.astype(np.int64) for a in (ids, cls, col, where))
+    ids, cls, col, val, where = _sv_entries(pairs, pair_rows, pair_X, pair_coef, offsets)
     # one SV per (class, row id): file order = by class, then by row id
     order = np.lexsort((ids, cls))
     first = np.ones(len(order), bool)

@@ -220,10 +220,29 @@ def _fold_counts(folds: np.ndarray, n_folds: int) -> np.ndarray:
     return np.bincount(folds, minlength=n_folds)
 
 
+def check_fold_count(counts: np.ndarray, n_folds: int) -> None:
+    """Refuse more folds than rows of the largest stratum, as scikit-learn's StratifiedKFold
+    does: with fewer, some fold would hold no row (its score undefined).
+
+    Args:
+        counts: rows of each stratum (each class; regression: one stratum, all rows).
+        n_folds: the folds asked for.
+
+    Raises:
+        ParameterError: naming the folds, the largest stratum and the rows.
+    """
+    largest, total = int(np.max(counts, initial=0)), int(np.sum(counts))
+    if n_folds > largest:
+        of = "rows" if len(counts) == 1 else f"rows of the largest class ({total} rows in all)"
+        raise ParameterError(f"n_folds={n_folds} (--folds) is more than the {largest} {of}: "
+                             f"every fold needs rows; use at most {largest} folds")
+
+
 def distributed_folds(client, parts, n_classes: int, n_folds: int, random_state):
     """Fold futures per partition (and per-partition fold sizes) for a PartitionSet."""
     counts = gather(client, [client.submit(_class_counts, f, n_classes, pure=False, retries=2)
                              for f in parts.futures], "the class counts of the folds")
+    check_fold_count(np.sum(counts, axis=0), n_folds)
     starts = np.cumsum([np.zeros(n_classes, np.int64)] + counts[:-1], axis=0)
     folds = [client.submit(_partition_folds, f, n_folds, random_state, starts[i], pure=False,
                            retries=2) for i, f in enumerate(parts.futures)]

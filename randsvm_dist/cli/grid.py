@@ -14,6 +14,22 @@ from randsvm_dist.cli.options import (
 )
 
 
+def check_folds(args: argparse.Namespace) -> None:
+    """``--folds`` against the data set's rows, from its metadata, before the cluster
+    starts (the class counts are checked on the cluster before any fold is solved).
+
+    Raises:
+        ParameterError: fewer than 2 folds, or more folds than rows.
+    """
+    from randsvm_dist.app.grid_search import check_fold_count
+    from randsvm_dist.data import Dataset
+    from randsvm_dist.exceptions import ParameterError
+
+    if args.folds < 2:
+        raise ParameterError(f"--folds must be >= 2; got {args.folds}")
+    check_fold_count([Dataset.open(args.data).n_rows], args.folds)
+
+
 def cmd_grid(args: argparse.Namespace) -> int:
     """Cross-validate every (C, gamma), refine around the best, write the CSV, the contour
     plot and (with ``--model``) the best pair trained on all rows.
@@ -31,6 +47,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
     from randsvm_dist.exceptions import DataFormatError
     from randsvm_dist.model_files.load import check_model_path
 
+    check_folds(args)
     if args.model:
         check_model_path(args.model, args.overwrite)
         args.outputs.file(args.model, overwrite=args.overwrite, what="--model",

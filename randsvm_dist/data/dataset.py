@@ -138,11 +138,8 @@ class Dataset:
             raise SchemaError(
                 f"{url}: no label column {label_column!r}; columns are {names}"
             )
-        if weight_column is not None and (weight_column not in names or not (
-                pa.types.is_integer(schema0.field(weight_column).type)
-                or pa.types.is_floating(schema0.field(weight_column).type))):
-            raise SchemaError(f"{url}: no numeric weight column {weight_column!r}; columns "
-                              f"are {names}")
+        if weight_column is not None:
+            _check_weight_column(url, names, schema0, weight_column, label_column)
         ours = all(m is not None and not m.get("_untrusted") for m in metas)
         is_sparse = INDICES in names and VALUES in names and \
             pa.types.is_list(schema0.field(INDICES).type)
@@ -573,3 +570,20 @@ def _weights_numpy(col: pa.ChunkedArray, path: str, name: str) -> np.ndarray:
         row = int(np.flatnonzero(~np.isfinite(w))[0])
         raise SchemaError(f"{path}: row {row}: weight column {name!r} holds {w[row]!r}")
     return w
+
+
+def _check_weight_column(url: str, names: list, schema, weight_column: str,
+                         label_column: str) -> None:
+    """A weight column must be a numeric column other than the labels.
+
+    Raises:
+        SchemaError: it is the label column, missing, or not numeric (its type named).
+    """
+    if weight_column == label_column:
+        raise SchemaError(f"{url}: the weight column {weight_column!r} is the label column; "
+                          "name a column of per-row weights")
+    if weight_column not in names:
+        raise SchemaError(f"{url}: no weight column {weight_column!r}; columns are {names}")
+    kind = schema.field(weight_column).type
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        raise SchemaError(f"{url}: weight column {weight_column!r} holds {kind}, not numbers")

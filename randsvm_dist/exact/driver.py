@@ -40,6 +40,7 @@ from randsvm_dist.exact.scan import ProblemRequest
 from randsvm_dist.exact.state import DriverState, ProblemState, RunConfig
 from randsvm_dist.exact.steps import (
     FILL_BAND,
+    Certificate,
     draw_size,
     first_draw,
     merged_scan,
@@ -52,6 +53,7 @@ from randsvm_dist.exact.steps import (
 )
 from randsvm_dist.exact.steps import certify as certificate_of
 from randsvm_dist.exact.steps import decide as decided
+from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.solvers.onedal_backend import (
     AUTO_MIN_DENSE_FEATURES,
     onedal_available,
@@ -84,6 +86,21 @@ AUTO_FLOOR = 5_000
 # RandSVM sampling with oneDAL solves): ijcnn1 50k 2.4 vs 5.6 s, w8a 33k 1.5 vs 5.7 s;
 # ringnorm 3e5 25.7 vs 24.2 s (sampling wins from there on).
 ONEDAL_DIRECT_MAX_ROWS = 150_000
+
+
+def finite(cert: Certificate, p: ProblemState) -> Certificate:
+    """``cert`` if its objectives are finite numbers.
+
+    Raises:
+        ParameterError: the primal or dual objective overflowed float64 (a C, class weight
+            or sample weight so large that C x slack is not a number): no model is
+            "optimal" then.
+    """
+    if np.isfinite(cert.primal) and np.isfinite(cert.dual):
+        return cert
+    raise ParameterError(f"C={p.solver.C:g}: the objective is not a finite number (primal "
+                         f"{cert.primal:g}, dual {cert.dual:g}); C x the weights x the slack "
+                         "overflows float64: use a smaller C")
 
 
 def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
@@ -252,7 +269,7 @@ def _run(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConf
                 continue
             n_viol = sum(part[j].n_violators for part in scan.per_part)
             s = merged_scan(scan.per_part, j, draw_size(p, r, route, n_viol))
-            cert = certificate_of(p, s)
+            cert = finite(certificate_of(p, s), p)
             p = problems[j] = decided(p, cert, s, it, cfg, route, max(s["n_rows"], 1))
             record = {
                 "iteration": it, "problem": j, "label": p.kind.label, "kind": p.kind.name,

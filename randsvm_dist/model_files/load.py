@@ -86,6 +86,9 @@ def load_model(path: str | os.PathLike, *, allow_pickle: bool = False):
         import joblib
 
         model = joblib.load(where)
+        if not (callable(getattr(model, "predict", None)) and hasattr(model, "n_features_in_")):
+            raise DataFormatError(f"{where}: the pickle holds a {type(model).__name__}, not "
+                                  "a fitted model")
         if hasattr(model, "client"):
             model.client = None
         return model

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 
 from randsvm_dist.cli.options import (
     add_output,
@@ -113,6 +114,12 @@ def register(subparsers) -> None:
         parse_exponent_range,
     )
 
+    def exponents(text: str) -> tuple[float, float, float]:
+        try:
+            return parse_exponent_range(text)
+        except ValueError as e:  # argparse shows an ArgumentTypeError's own message
+            raise argparse.ArgumentTypeError(str(e)) from None
+
     def show(r):
         return f"2^{r[0]:g}..2^{r[1]:g}:{abs(r[2]):g}"
 
@@ -124,11 +131,13 @@ def register(subparsers) -> None:
                     "large ones by RandSVM. Writes OUT/folds.csv (every finished fold, "
                     "re-read to resume), OUT/grid.csv (mean/std accuracy per point) and "
                     "OUT/grid.png (contours like grid.py's).")
+    # "--C -1..1:1" and grid.py's "--C -5,15,2" are values, not options
+    p._negative_number_matcher = re.compile(r"^-\d")
     p.add_argument("data", help="Parquet data set (directory or URL), scaled already or "
                                 "with --scale")
-    p.add_argument("--C", type=parse_exponent_range, default=GUIDE_LOG2C, metavar="2^A..2^B",
+    p.add_argument("--C", type=exponents, default=GUIDE_LOG2C, metavar="2^A..2^B",
                    help=f"C exponents, optional ':STEP' (default {show(GUIDE_LOG2C)})")
-    p.add_argument("--gamma", type=parse_exponent_range, default=GUIDE_LOG2GAMMA,
+    p.add_argument("--gamma", type=exponents, default=GUIDE_LOG2GAMMA,
                    metavar="2^A..2^B",
                    help=f"gamma exponents (default {show(GUIDE_LOG2GAMMA)})")
     p.add_argument("--svm-type", default="c_svc",
@@ -139,7 +148,7 @@ def register(subparsers) -> None:
     p.add_argument("--scoring", choices=["accuracy", "rmse", "r2", "auc"], default=None,
                    help="default: accuracy, rmse (epsilon_svr), auc (one_class)")
     p.add_argument("--epsilon", type=float, default=0.1, help="epsilon_svr: the tube")
-    p.add_argument("--nu", type=parse_exponent_range, default=ONE_CLASS_LOG2NU,
+    p.add_argument("--nu", type=exponents, default=ONE_CLASS_LOG2NU,
                    metavar="2^A..2^B", help=f"one_class: nu exponents (default "
                                             f"{show(ONE_CLASS_LOG2NU)})")
     p.add_argument("--normal-label", default=None, metavar="LABEL",

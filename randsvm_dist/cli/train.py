@@ -79,6 +79,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if getattr(args, "resume", False) and not getattr(args, "checkpoint", None):
         raise ParameterError("--resume needs --checkpoint DIR (where the state was saved)")
     params = estimator_params(args)
+    est = estimator_class(getattr(args, "svm_type", "c_svc"))(**params)
+    est._check_params()  # a bad value fails now, not after the cluster started
     claim_model_outputs(args)
     check_report_path(args, (args.data, args.test))
     if getattr(args, "checkpoint", None):
@@ -88,7 +90,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                         directory=True)
         makedirs(args.checkpoint)  # a read-only place fails now, not after the cluster
     client = args.session.client()
-    est = estimator_class(getattr(args, "svm_type", "c_svc"))(**params, client=client)
+    est.set_params(client=client)
     weights = getattr(args, "weight_column", None)
     est.fit(args.data, dataset_kwargs={"weight_column": weights} if weights else None,
             checkpoint=getattr(args, "checkpoint", None),

@@ -33,6 +33,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from randsvm_dist.engine.inputs import weight_total
 from randsvm_dist.engine.partitions import PartitionSet
 from randsvm_dist.exact import screening_store
 from randsvm_dist.exact.sampling import stream_id
@@ -88,6 +89,21 @@ AUTO_FLOOR = 5_000
 ONEDAL_DIRECT_MAX_ROWS = 150_000
 
 
+def check_boxes_finite(client, parts: PartitionSet, problems: list[ProblemState]) -> None:
+    """Refuse a C whose boxes add up past float64 (the dual's sum of alphas, the primal's
+    slack costs could not be numbers).
+
+    Raises:
+        ParameterError: C x the largest class weight x the sample weights' sum overflows.
+    """
+    sides = np.array([1.0, -1.0])
+    box = max(float(p.kind.row_box(p.solver.C, sides, np.ones(2)).max()) for p in problems)
+    if not np.isfinite(box * weight_total(client, parts)):
+        raise ParameterError(f"C={problems[0].solver.C:g}: the rows' boxes (C x class weight "
+                             "x sample weight) add up past the largest float64; use a "
+                             "smaller C")
+
+
 def finite(cert: Certificate, p: ProblemState) -> Certificate:
     """``cert`` if its objectives are finite numbers.
 
@@ -138,6 +154,7 @@ def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: 
         kernel_evals_per_second (over the scan's wall time), kernel_evals_per_core_second
         (over the scan tasks' compute time), seconds (since the start), stop_reason.
     """
+    check_boxes_finite(client, parts, problems)
     run = uuid.uuid4().hex  # names this run's screening bounds on the workers
     try:
         return _run(client, parts, problems, cfg, progress, checkpoint, resume, run)

@@ -31,6 +31,26 @@ def check_folds(args: argparse.Namespace) -> None:
     check_fold_count([Dataset.open(args.data).n_rows], args.folds)
 
 
+def resumes(gs, args: argparse.Namespace, folds: str) -> bool:
+    """Whether ``folds`` (OUT/folds.csv) holds this very search's results, to resume.
+
+    Raises:
+        DataFormatError: it holds another search's, and ``--overwrite`` was not given.
+    """
+    from randsvm_dist.app.grid_cache import recorded_key, search_key
+    from randsvm_dist.exceptions import DataFormatError
+
+    if not os.path.exists(folds):
+        return False
+    if recorded_key(folds) == search_key(gs, args.data):
+        return True
+    if not args.overwrite:
+        raise DataFormatError(f"--out {args.out} holds the results of another search (other "
+                              "data, folds or settings); choose another --out or pass "
+                              "--overwrite to start over")
+    return False
+
+
 def cmd_grid(args: argparse.Namespace) -> int:
     """Cross-validate every (C, gamma), refine around the best, write the CSV, the contour
     plot and (with ``--model``) the best pair trained on all rows.
@@ -59,23 +79,25 @@ def cmd_grid(args: argparse.Namespace) -> int:
                                                               "grid.png"))
     if os.path.isfile(args.out):
         raise DataFormatError(f"--out {args.out} is a file; give a directory")
-    # OUT/folds.csv is the search's own state (re-read to resume: same command, same
-    # OUT); without it, an existing grid.csv/grid.png is someone else's
-    resume = os.path.exists(folds)
+    gs = GridSearch(log2C=args.C, log2gamma=args.gamma, n_folds=args.folds,
+                    refine=args.refine, fine_step=args.fine_step, scale=args.scale,
+                    libsvm_max_rows=args.libsvm_max_rows, solver=args.solver, tol=args.tol,
+                    cache_size=args.cache_size, gap_tol=args.gap_tol,
+                    random_state=args.random_state, results=folds, estimator=args.svm_type,
+                    scoring=args.scoring, epsilon=args.epsilon, log2nu=args.nu,
+                    normal_label=args.normal_label)
+    # OUT/folds.csv is the search's own state, re-read to resume only by the same search
+    # (same data, folds and settings); else it, grid.csv and grid.png are another's
+    resume = resumes(gs, args, folds)
     makedirs(args.out)
     for path in (points, png):
         args.outputs.file(path, overwrite=args.overwrite or resume, what="--out file")
     if not os.access(args.out, os.W_OK):
         raise DataFormatError(f"--out {args.out}: directory is not writable")
     args.outputs.file(folds, overwrite=True, what="--out file")
-    client = args.session.client()
-    gs = GridSearch(log2C=args.C, log2gamma=args.gamma, n_folds=args.folds,
-                    refine=args.refine, fine_step=args.fine_step, scale=args.scale,
-                    libsvm_max_rows=args.libsvm_max_rows, solver=args.solver, tol=args.tol,
-                    cache_size=args.cache_size, gap_tol=args.gap_tol,
-                    random_state=args.random_state, client=client,
-                    results=folds, estimator=args.svm_type, scoring=args.scoring,
-                    epsilon=args.epsilon, log2nu=args.nu, normal_label=args.normal_label)
+    if not resume and os.path.exists(folds):
+        os.unlink(folds)  # another search's results, replaced under --overwrite
+    gs.client = args.session.client()
     gs.fit(args.data)
     # claimed (checked and locked) above: replacing them now is this search's own write
     publish(points, gs.write_points, overwrite=True, what="--out file")

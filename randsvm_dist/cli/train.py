@@ -74,7 +74,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         ParameterError: a bad option value.
     """
     from randsvm_dist.cli.outputs import save_model_file
-    from randsvm_dist.data.storage import check_not_input
 
     if getattr(args, "resume", False) and not getattr(args, "checkpoint", None):
         raise ParameterError("--resume needs --checkpoint DIR (where the state was saved)")
@@ -86,8 +85,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if getattr(args, "checkpoint", None):
         from randsvm_dist.data.storage import makedirs
 
-        check_not_input(args.checkpoint, (args.data, args.test), "--checkpoint",
-                        directory=True)
+        args.outputs.checkpoint(args.checkpoint, resume=args.resume, overwrite=args.overwrite,
+                                inputs=(args.data, args.test))
         makedirs(args.checkpoint)  # a read-only place fails now, not after the cluster
     client = args.session.client()
     est.set_params(client=client)

@@ -29,7 +29,6 @@ from randsvm_dist.model_files.packing import pack_objects, unpack_objects
 RANDSVM_FORMAT = "randsvm-dist/2"
 STREAM_FORMAT = "randsvm-dist-stream"
 STREAM_VERSION = 1
-META_TAG = "#randsvm-dist-meta "
 MODEL_TAG = "#randsvm-dist-model "
 END_TAG = "#randsvm-dist-end sha256="
 RANGE_SUFFIX = ".range"  # svm-scale range file of a model trained with scale=
@@ -41,20 +40,29 @@ _BIT_GENERATORS = ("PCG64", "PCG64DXSM", "Philox", "SFC64", "MT19937")
 
 
 # -- public API ----------------------------------------------------------------------------
-def save_model(model, path: str | os.PathLike) -> None:
+def save_model(model, path: str | os.PathLike, overwrite: bool = False) -> None:
     """Save a fitted RandSVMClassifier (LIBSVM text) or streaming learner (.npz).
+
+    Args:
+        model: the fitted model.
+        path: the model file.
+        overwrite: replace an existing model file randsvm-dist wrote (nothing else).
 
     Raises:
         NotFittedError: the model is not fitted.
-        DataFormatError: the model holds something these formats cannot store.
+        DataFormatError: the model holds something these formats cannot store; the file
+            exists without ``overwrite``, or is not one to replace.
     """
+    from randsvm_dist.data.replace_rule import check_replaceable
     from randsvm_dist.estimators.base import RandSVMBase
     from randsvm_dist.model_files.estimator_files import save_estimator
 
     if isinstance(model, RandSVMBase):
-        save_estimator(model, path)
+        save_estimator(model, path, overwrite)
         return
-    write_bytes_atomic(path, streaming_model_bytes(model))
+    data = streaming_model_bytes(model)
+    check_replaceable(path, overwrite, "model path", is_model_file)
+    write_bytes_atomic(path, data)
 
 
 def load_model(path: str | os.PathLike, *, allow_pickle: bool = False):
@@ -180,4 +188,6 @@ def is_model_file(path: str | os.PathLike) -> bool:
                 return "header" in z.files
         except (zipfile.BadZipFile, ValueError, OSError, EOFError):
             return False
-    return data.startswith(b"svm_type") and (META_TAG.encode() in data)
+    from randsvm_dist.model_files.estimator_files import is_model_text
+
+    return is_model_text(data)

@@ -66,6 +66,36 @@ def _preflight(kind: str, spec: dict) -> None:
         check_output_dir(spec["out"], spec.get("overwrite", False))
 
 
+#: the argument naming each kind's output
+OUTPUT_KEY = {"train": "model", "stream": "model", "predict": "out"}
+ACTIVE = ("submitted", "running")
+
+
+def check_unclaimed(store: JobStore, kind: str, spec: dict) -> None:
+    """A job claims its output at submit: refuse one that another job of the directory,
+    submitted or running, is to write.
+
+    Raises:
+        DataFormatError: naming the other job and its state.
+    """
+    from randsvm_dist.exceptions import DataFormatError
+
+    output = spec.get(OUTPUT_KEY[kind])
+    if not output:
+        return
+    for other in store.job_ids():
+        if not store.exists(other, "status.json"):
+            continue  # being submitted this moment
+        st = store.read_json(other, "status.json")
+        if st.get("state") not in ACTIVE:
+            continue
+        theirs = store.read_json(other, "spec.json")
+        if theirs["args"].get(OUTPUT_KEY[theirs["kind"]]) == output:
+            raise DataFormatError(f"{output} is the output of job {other} ({st['state']}) "
+                                  "in this job directory; wait for it, cancel it, or choose "
+                                  "another path")
+
+
 def check_spec(kind: str, spec: dict) -> dict:
     """The job's arguments, checked and with absolute paths.
 
@@ -130,6 +160,7 @@ def submit(kind: str, *, scheduler: str | None, job_dir: str, security=None, **s
     scheduler = scheduler_address(scheduler)
     _preflight(kind, spec)
     store = JobStore(job_dir)
+    check_unclaimed(store, kind, spec)
     job_id = store.new_id(kind)
     store.write_json(job_id, "spec.json", {"kind": kind, "args": spec,
                                            "scheduler": scheduler})

@@ -110,7 +110,7 @@ def run_train(client, *, data: str, model: str, params: dict | None = None,
     est = kinds[svm_type](**(params or {}), client=client)
     est.fit(data, dataset_kwargs={"weight_column": weight_column} if weight_column else None,
             checkpoint=checkpoint, resume=checkpoint is not None)
-    save_model(est, model)
+    save_model(est, model, overwrite)
     result = {"data": data, "model": model, "fit_seconds": est.fit_time_,
               "n_support": int(len(est.support_)), "n_iter": est.n_iter_,
               "stop_reasons": est.stop_reasons_, "relative_gap": est.relative_gap_,
@@ -152,7 +152,7 @@ def run_stream(client, *, data: str, estimator: str, params: dict | None = None,
         check_model_path(model, overwrite)
     fitted = fit_streaming(est, data, client=client, fan_in=fan_in)
     if model:
-        save_model(fitted, model)
+        save_model(fitted, model, overwrite)
     result = {"data": data, "estimator": estimator, "model": model,
               "params": fitted.get_params(deep=False), "reduce": fitted.reduce_info_}
     if test:

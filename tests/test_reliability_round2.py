@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -187,25 +186,133 @@ def test_11_negative_exponents_are_accepted(sets, tmp_path):
     assert json.loads(proc.stdout)["points"] == 4
 
 
-# --- 8 and the cluster's export line --------------------------------------------------------
-def test_8_submit_uses_the_variable_and_a_second_start_prints_the_export_line(sets,
-                                                                               tmp_path):
+# --- 8 and 2: submit uses the variable; a job claims its output at submit -----------------
+def test_8_2_submit_uses_the_variable_and_jobs_claim_their_model(sets, tmp_path):
     env = {"RANDSVM_DIST_STATE_DIR": str(tmp_path / ".state")}
     started = run("cluster", "start", "--workers", "2", cwd=tmp_path, env=env)
     assert started.returncode == 0, started.stderr
     export = started.stdout.strip()
     try:
-        again = run("cluster", "start", cwd=tmp_path, env=env)
+        again = run("cluster", "start", cwd=tmp_path, env=env)  # prints the export line
         assert again.returncode == 0 and again.stdout.strip() == export, again.stderr
-        address = export.partition("=")[2]
-        env["RANDSVM_DIST_SCHEDULER"] = address  # what eval "$(... cluster start)" sets
-        proc = run("submit", "train", sets / "tn", "--model", tmp_path / "m.model",
-                   "--job-dir", tmp_path / "jobs", cwd=tmp_path, env=env)
-        assert proc.returncode == 0, proc.stderr
+        env["RANDSVM_DIST_SCHEDULER"] = export.partition("=")[2]  # what eval "$(...)" sets
+        submit = ["submit", "train", sets / "tn2k", "--model", tmp_path / "m.model",
+                  "--job-dir", tmp_path / "jobs"]
+        first = run(*submit, cwd=tmp_path, env=env)
+        assert first.returncode == 0, first.stderr  # no --scheduler: the variable's
+        job = first.stdout.split()[0]
+        second = run(*submit, cwd=tmp_path, env=env)
         from randsvm_dist import jobs
 
-        job = proc.stdout.split()[0]
+        if second.returncode == 0:  # the first was done already: the second fails to publish
+            late = jobs.wait(str(tmp_path / "jobs"), second.stdout.split()[0], timeout=600)
+            assert late["state"] == "failed" and "exists" in late["error"], late
+        else:
+            one_line_error(second, "m.model", f"output of job {job}")
         assert jobs.wait(str(tmp_path / "jobs"), job, timeout=600)["state"] == "done"
-        assert (tmp_path / "m.model").exists()
+        assert "model written to" in jobs.logs(str(tmp_path / "jobs"), job)
+        assert len(jobs.list_jobs(str(tmp_path / "jobs"))) in (1, 2)
     finally:
         run("cluster", "stop", cwd=tmp_path, env=env)
+
+
+# --- 1. the grid's results are another search's unless data, folds and settings match ----
+def test_1_grid_results_of_another_data_set_are_not_reused(sets, tmp_path):
+    from randsvm_dist.data import make
+
+    make("twonorm", tmp_path / "other", rows=100, partitions=2, seed=7)
+    grid = ["--C", "2^0..2^1:1", "--gamma", "2^-3..2^-2:1", "--folds", "2", "--no-refine",
+            "--out", tmp_path / "g", "--json"]
+    first = run("grid", sets / "tn", *grid, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    table = (tmp_path / "g" / "grid.csv").read_text()
+    one_line_error(run("grid", tmp_path / "other", *grid, *UNREACHABLE, cwd=tmp_path),
+                   "holds the results of another search")
+    one_line_error(run("grid", sets / "tn", *grid[:-4], "3", *grid[-3:], *UNREACHABLE,
+                       cwd=tmp_path), "another search")  # other folds
+    assert (tmp_path / "g" / "grid.csv").read_text() == table  # nothing replaced
+    again = run("grid", sets / "tn", *grid, cwd=tmp_path)  # the same search: resumes
+    assert again.returncode == 0 and json.loads(again.stdout)["cv_score"] == \
+        json.loads(first.stdout)["cv_score"]
+    other = run("grid", tmp_path / "other", *grid, "--overwrite", cwd=tmp_path)
+    assert other.returncode == 0, other.stderr  # starts over, on its own folds
+    rows = (tmp_path / "g" / "folds.csv").read_text().splitlines()
+    assert len(rows) == 1 + 2 * 4 and len({r.rsplit(",", 1)[1] for r in rows[1:]}) == 1
+
+
+# --- 3, 4, 7: one output plan, before any work ---------------------------------------------
+def test_3_two_outputs_of_one_command_on_one_path_refused_first(sets, tmp_path):
+    model = tmp_path / "m.model"
+    for extra in (["--report", model, "--overwrite"],
+                  ["--scale", "minmax", "--report", f"{model}.range"]):
+        one_line_error(run("train", sets / "tn", "--model", model, *extra, *UNREACHABLE,
+                           cwd=tmp_path), "same path")
+    one_line_error(run("grid", sets / "tn", "--out", tmp_path / "g", "--model",
+                       tmp_path / "g", *UNREACHABLE, cwd=tmp_path), "same path")
+    assert not [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
+
+
+STOCK_MODEL = "svm_type c_svc\nkernel_type linear\nnr_class 2\ntotal_sv 2\nrho 0\n" \
+    "label 1 -1\nnr_sv 1 1\nSV\n1 1:1\n-1 2:1\n"
+
+
+def test_4_overwrite_replaces_only_files_randsvm_dist_wrote(sets, tmp_path):
+    from randsvm_dist.data import make
+
+    (tmp_path / "stock.model").write_text(STOCK_MODEL)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes")
+    make("twonorm", tmp_path / "another", rows=50, partitions=1)
+    manifest = tmp_path / "another" / "_manifest.json"
+    before = manifest.read_bytes()
+    for target, needle in ((notes, "not a file randsvm-dist writes"),
+                           (manifest, "a file of the data set")):
+        one_line_error(run("evaluate", tmp_path / "stock.model", sets / "tn", "--report",
+                           target, "--overwrite", *UNREACHABLE, cwd=tmp_path), needle)
+        one_line_error(run("data", "scale", sets / "tn", tmp_path / "s", "--range", target,
+                           "--overwrite", *UNREACHABLE, cwd=tmp_path), needle)
+    picture = tmp_path / "mine.png"
+    picture.write_text("not a picture")
+    one_line_error(run("report", tmp_path / "r.json", "--out", picture, "--overwrite",
+                       cwd=tmp_path), "not a file randsvm-dist writes")
+    assert notes.read_text() == "my notes" and manifest.read_bytes() == before
+    assert picture.read_text() == "not a picture"
+
+
+def test_7_checkpoint_contents_and_paths_checked_before_any_work(sets, tmp_path):
+    ckpt = tmp_path / "ck"
+    ckpt.mkdir()
+    (ckpt / "state.npz").write_bytes(b"my own arrays")
+    one_line_error(run("train", sets / "tn", "--model", tmp_path / "m.model", "--checkpoint",
+                       ckpt, "--overwrite", *UNREACHABLE, cwd=tmp_path),
+                   "not a randsvm-dist checkpoint")
+    same = tmp_path / "X"
+    one_line_error(run("train", sets / "tn", "--model", same, "--checkpoint", same,
+                       *UNREACHABLE, cwd=tmp_path), "same path")
+    assert not same.exists() and (ckpt / "state.npz").read_bytes() == b"my own arrays"
+
+
+# --- 13. the Python API's save follows the same rule ---------------------------------------
+def test_13_save_refuses_what_it_did_not_write(sets, dask_client, tmp_path):
+    from randsvm_dist import RandSVMClassifier
+    from randsvm_dist.data import make_arrays
+    from randsvm_dist.exceptions import DataFormatError
+
+    X, y = make_arrays("twonorm", 200, seed=2)
+    est = RandSVMClassifier(client=dask_client, scale="minmax").fit(X, y)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    with pytest.raises(DataFormatError, match="exists; choose a new path or pass overwrite"):
+        est.save(notes)
+    with pytest.raises(DataFormatError, match="not a file randsvm-dist writes"):
+        est.save(notes, overwrite=True)
+    part = next((sets / "tn").glob("part-*.parquet"))
+    with pytest.raises(DataFormatError, match="a file of the data set"):
+        est.save(part, overwrite=True)
+    model = tmp_path / "m.model"
+    est.save(model)
+    est.save(model, overwrite=True)  # its own file (and its .range)
+    (tmp_path / "m2.model.range").write_text("mine")
+    with pytest.raises(DataFormatError, match="range file"):
+        est.save(tmp_path / "m2.model", overwrite=True)
+    assert notes.read_text() == "mine" and not (tmp_path / "m2.model").exists()

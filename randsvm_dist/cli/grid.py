@@ -63,6 +63,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
         search.
     """
     from randsvm_dist.app.grid_search import GridSearch
+    from randsvm_dist.cli.output_plan import check_distinct
     from randsvm_dist.cli.outputs import publish, save_model_file
     from randsvm_dist.data.storage import check_not_input, makedirs
     from randsvm_dist.exceptions import DataFormatError
@@ -75,6 +76,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
                           inputs=(args.data,))
     check_report_path(args, (args.data,))
     check_not_input(args.out, (args.data,), "--out", directory=True)
+    check_distinct(args.outputs.claimed, args.out, "--out")
     folds, points, png = (os.path.join(args.out, n) for n in ("folds.csv", "grid.csv",
                                                               "grid.png"))
     if os.path.isfile(args.out):

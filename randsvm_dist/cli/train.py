@@ -80,6 +80,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     params = estimator_params(args)
     est = estimator_class(getattr(args, "svm_type", "c_svc"))(**params)
     est._check_params()  # a bad value fails now, not after the cluster started
+    if getattr(args, "weight_column", None):  # so does a bad weight column (its schema)
+        from randsvm_dist.data import Dataset
+
+        Dataset.open(args.data, weight_column=args.weight_column)
     claim_model_outputs(args)
     check_report_path(args, (args.data, args.test))
     if getattr(args, "checkpoint", None):

@@ -316,3 +316,55 @@ def test_13_save_refuses_what_it_did_not_write(sets, dask_client, tmp_path):
     with pytest.raises(DataFormatError, match="range file"):
         est.save(tmp_path / "m2.model", overwrite=True)
     assert notes.read_text() == "mine" and not (tmp_path / "m2.model").exists()
+
+
+# --- 14. the guide's last step: a model's scaling applied to sparse rows -------------------
+def test_14_the_guides_last_step_evaluates_sparse_rows_with_the_models_scaling(tmp_path):
+    from sklearn.datasets import dump_svmlight_file
+
+    from randsvm_dist.data import make_arrays
+
+    X, y = make_arrays("twonorm", 600, seed=5)
+    dump_svmlight_file(X[:400], y[:400], tmp_path / "train.svm", zero_based=False)
+    dump_svmlight_file(X[400:], y[400:], tmp_path / "test.svm", zero_based=False)
+    for name in ("train", "test"):  # svmlight text: the sparse layout
+        assert run("data", "convert", tmp_path / f"{name}.svm", tmp_path / name,
+                   cwd=tmp_path).returncode == 0
+    trained = run("train", tmp_path / "train", "--scale", "minmax", "--model",
+                  tmp_path / "m.model", "--test", tmp_path / "test", "--json", cwd=tmp_path)
+    assert trained.returncode == 0, trained.stderr
+    proc = run("evaluate", tmp_path / "m.model", tmp_path / "test", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["accuracy"] == json.loads(trained.stdout)["test"]["accuracy"]
+    assert json.loads(proc.stdout)["accuracy"] > 0.9
+
+
+def test_14_a_scaling_that_moves_zeros_scales_csr_rows_as_dense_ones():
+    import scipy.sparse as sp
+
+    from randsvm_dist.distributed.scaling import FeatureScaler
+
+    X = np.array([[0.0, 2.0], [1.0, 0.0], [3.0, 4.0]], np.float32)
+    scaler = FeatureScaler.from_parameters(-1.0, 1.0, np.zeros(2), np.array([3.0, 4.0]))
+    np.testing.assert_array_equal(scaler.transform(sp.csr_matrix(X)), scaler.transform(X))
+
+
+# --- 12. the model file carries every digit: stock LIBSVM computes the model's values ------
+def test_12_stock_libsvm_computes_the_saved_models_float64_values(dask_client, tmp_path):
+    import scipy.sparse as sp
+    from libsvm.svmutil import svm_load_model, svm_predict
+
+    from randsvm_dist.data import make_arrays
+    from randsvm_dist.estimators import RandSVMOneClass
+
+    X, y = make_arrays("twonorm", 1000, seed=3)
+    est = RandSVMOneClass(nu=0.1, gamma=0.05, client=dask_client, random_state=0).fit(X, y)
+    est.save(tmp_path / "m.model")
+    _, _, values = svm_predict(np.zeros(len(X)), sp.csr_matrix(X.astype(np.float64)),
+                               svm_load_model(str(tmp_path / "m.model")), "-q")
+    sv = np.asarray(est.support_vectors_, np.float64)
+    X64 = X.astype(np.float64)
+    d2 = (X64 ** 2).sum(1)[:, None] + (sv ** 2).sum(1)[None, :] - 2 * X64 @ sv.T
+    exact = np.exp(-0.05 * np.maximum(d2, 0)) @ np.asarray(est.dual_coef_).ravel() \
+        + float(np.ravel(est.intercept_)[0])
+    np.testing.assert_allclose(np.asarray(values)[:, 0], exact, rtol=0, atol=1e-7)

@@ -255,7 +255,7 @@ def check_sample_weight(sample_weight, n_rows: int) -> np.ndarray:
         raise SchemaError(f"sample_weight has shape {w.shape}; expected ({n_rows},)")
     if not np.isfinite(w).all():
         bad = int(np.flatnonzero(~np.isfinite(w))[0])
-        raise SchemaError(f"sample_weight, row {bad}: {w[bad]!r} is not a finite number")
+        raise SchemaError(f"sample_weight, row {bad}: {w[bad].item()!r} is not a finite number")
     return w
 
 

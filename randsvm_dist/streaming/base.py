@@ -137,7 +137,7 @@ def check_sample_weight(sample_weight, n_rows: int) -> np.ndarray | None:
         raise SchemaError(f"sample_weight has shape {w.shape}; expected ({n_rows},)")
     if not np.isfinite(w).all():
         row = int(np.flatnonzero(~np.isfinite(w))[0])
-        raise ParameterError(f"sample_weight, row {row}: {w[row]!r} is not a finite number")
+        raise ParameterError(f"sample_weight, row {row}: {w[row].item()!r} is not a finite number")
     return w
 
 

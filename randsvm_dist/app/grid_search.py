@@ -633,7 +633,8 @@ class GridSearch:
                         f"random_state={row['random_state']}; this search has "
                         f"n_folds={self.n_folds}, random_state={self._seed()}: use "
                         "another results file")
-                if row[KEY_COLUMN] != self.search_key_:
+                key = getattr(self, "search_key_", None)
+                if key is not None and row[KEY_COLUMN] != key:
                     raise DataFormatError(
                         f"{self.results}: the results of another search (other data, folds "
                         "or settings); use another results file")

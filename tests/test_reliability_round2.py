@@ -67,9 +67,9 @@ def test_5_more_folds_than_the_largest_class_refused_before_any_fold(sets, tmp_p
     assert not (tmp_path / "g" / "folds.csv").exists()  # no fold was solved
 
 
-def test_5_sigterm_stops_the_command_its_cluster_and_its_locks(sets, tmp_path):
-    """SIGTERM (what `kill` and a job system send): one line, exit 143, no lock left and no
-    process of the embedded cluster outliving the command."""
+def busy_grid(sets, tmp_path: Path) -> tuple[subprocess.Popen, list]:
+    """``grid`` on 2,000 rows, started and running on its embedded cluster; with the
+    cluster's processes."""
     import psutil
 
     env = {k: v for k, v in os.environ.items() if k != "RANDSVM_DIST_SCHEDULER"}
@@ -85,6 +85,27 @@ def test_5_sigterm_stops_the_command_its_cluster_and_its_locks(sets, tmp_path):
         time.sleep(0.2)
     assert proc.poll() is None and len(children) >= 2
     time.sleep(1.0)
+    return proc, children
+
+
+def test_5_sigkill_leaves_no_process_of_the_embedded_cluster(sets, tmp_path):
+    """The driver killed outright: its scheduler stops itself (within seconds even when
+    busy with tasks) and the workers follow."""
+    import psutil
+
+    proc, children = busy_grid(sets, tmp_path)
+    proc.kill()
+    proc.communicate(timeout=60)
+    _, alive = psutil.wait_procs(children, timeout=120)
+    assert not alive, [p.cmdline() for p in alive]
+
+
+def test_5_sigterm_stops_the_command_its_cluster_and_its_locks(sets, tmp_path):
+    """SIGTERM (what `kill` and a job system send): one line, exit 143, no lock left and no
+    process of the embedded cluster outliving the command."""
+    import psutil
+
+    proc, children = busy_grid(sets, tmp_path)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err

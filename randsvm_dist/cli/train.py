@@ -149,7 +149,8 @@ def register(subparsers) -> None:
                    help="start from this streaming learner, trained per partition on the "
                         "workers and tree-merged: its support vectors join the first sample")
     p.add_argument("--checkpoint", default=None, metavar="DIR",
-                   help="write the driver's state here after every iteration")
+                   help="write the driver's state here after every iteration (a state of "
+                        "an earlier run there needs --resume, or --overwrite to start over)")
     p.add_argument("--resume", action="store_true",
                    help="go on from the state in --checkpoint (same data and options)")
     add_random_state(p)

@@ -120,12 +120,12 @@ def test_5_sigterm_stops_the_command_its_cluster_and_its_locks(sets, tmp_path):
 def test_6_positive_weights_of_one_class_refused_in_python(dask_client):
     from randsvm_dist import RandSVMClassifier
     from randsvm_dist.data import make_arrays
-    from randsvm_dist.exceptions import SchemaError
+    from randsvm_dist.exceptions import ParameterError, SchemaError
 
     X, y = make_arrays("twonorm", 300, seed=1)
     with pytest.raises(SchemaError, match="positive sample weights belong to class 1"):
         RandSVMClassifier(client=dask_client).fit(X, y, sample_weight=(y > 0))
-    with pytest.raises(SchemaError, match="zero or negative sample weights"):
+    with pytest.raises(ParameterError, match="zero or negative sample weights"):
         RandSVMClassifier(client=dask_client).fit(X, y, sample_weight=np.zeros(len(y)))
 
 

@@ -388,7 +388,8 @@ def check_weighted_classes(client, parts: PartitionSet, classes) -> None:
     weight <= 0 take no part), as scikit-learn's SVC does.
 
     Raises:
-        SchemaError: no row has a positive weight, or all such rows are of one class.
+        ParameterError: no row has a positive weight.
+        SchemaError: all rows of positive weight are of one class.
     """
     if not parts.weighted:
         return
@@ -397,7 +398,7 @@ def check_weighted_classes(client, parts: PartitionSet, classes) -> None:
                  "the sample weights", parts.names())
     present = np.flatnonzero(np.sum(got, axis=0))
     if len(present) == 0:
-        raise SchemaError("invalid input: all rows have zero or negative sample weights")
+        raise ParameterError("invalid input: all rows have zero or negative sample weights")
     if len(present) == 1:
         label = np.asarray(classes)[present[0]].item()
         raise SchemaError(f"invalid input: all rows with positive sample weights belong to "

@@ -249,8 +249,9 @@ def test_1_grid_results_of_another_data_set_are_not_reused(sets, tmp_path):
     table = (tmp_path / "g" / "grid.csv").read_text()
     one_line_error(run("grid", tmp_path / "other", *grid, *UNREACHABLE, cwd=tmp_path),
                    "holds the results of another search")
-    one_line_error(run("grid", sets / "tn", *grid[:-4], "3", *grid[-3:], *UNREACHABLE,
-                       cwd=tmp_path), "another search")  # other folds
+    three_folds = [*grid[:5], "3", *grid[6:]]
+    one_line_error(run("grid", sets / "tn", *three_folds, *UNREACHABLE, cwd=tmp_path),
+                   "another search")  # other folds
     assert (tmp_path / "g" / "grid.csv").read_text() == table  # nothing replaced
     again = run("grid", sets / "tn", *grid, cwd=tmp_path)  # the same search: resumes
     assert again.returncode == 0 and json.loads(again.stdout)["cv_score"] == \
@@ -346,8 +347,8 @@ def test_14_the_guides_last_step_evaluates_sparse_rows_with_the_models_scaling(t
     from randsvm_dist.data import make_arrays
 
     X, y = make_arrays("twonorm", 600, seed=5)
-    dump_svmlight_file(X[:400], y[:400], tmp_path / "train.svm", zero_based=False)
-    dump_svmlight_file(X[400:], y[400:], tmp_path / "test.svm", zero_based=False)
+    dump_svmlight_file(X[:400], y[:400], str(tmp_path / "train.svm"), zero_based=False)
+    dump_svmlight_file(X[400:], y[400:], str(tmp_path / "test.svm"), zero_based=False)
     for name in ("train", "test"):  # svmlight text: the sparse layout
         assert run("data", "convert", tmp_path / f"{name}.svm", tmp_path / name,
                    cwd=tmp_path).returncode == 0

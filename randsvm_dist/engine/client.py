@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from randsvm_dist.engine.parent_watch import PARENT_PID_ENV
 from randsvm_dist.exceptions import ClusterError
 
 log = logging.getLogger("randsvm_dist")
@@ -95,6 +96,7 @@ def _child_environ() -> dict[str, str]:
              if p and os.path.isdir(p) and not any(p.startswith(x) for x in prefixes)]
     paths = [*env.get("PYTHONPATH", "").split(os.pathsep), *extra]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in paths if p))
+    env[PARENT_PID_ENV] = str(os.getpid())  # an embedded scheduler stops when this is gone
     return env
 
 

@@ -17,11 +17,14 @@ import time
 
 CHECK_S = 1.0
 EXIT_AFTER_S = 10.0
+#: the process id of the process that launched the scheduler (set by ``engine.client``):
+#: that process may be gone before this preload runs, so its own ``getppid`` cannot say
+PARENT_PID_ENV = "RANDSVM_DIST_PARENT_PID"
 
 
 def dask_setup(server) -> None:
     """Close ``server`` (the scheduler) once its parent process is gone (re-parented)."""
-    parent = os.getppid()
+    parent = int(os.environ.get(PARENT_PID_ENV) or os.getppid())
     loop = asyncio.get_running_loop()
 
     def watch() -> None:

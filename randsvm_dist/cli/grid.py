@@ -51,6 +51,34 @@ def resumes(gs, args: argparse.Namespace, folds: str) -> bool:
     return False
 
 
+def claim_out(gs, args: argparse.Namespace, folds: str, points: str, png: str) -> None:
+    """Claim ``--out``'s files before any work. OUT/folds.csv is the search's own state,
+    re-read to resume only by the same search (same data, folds and settings); else it,
+    grid.csv and grid.png are another's, replaced only with ``--overwrite``.
+
+    Raises:
+        DataFormatError: OUT is a file, an input or another output, is not writable, or
+            holds another search's files without ``--overwrite``.
+    """
+    from randsvm_dist.cli.output_plan import check_distinct
+    from randsvm_dist.data.storage import check_not_input, makedirs
+    from randsvm_dist.exceptions import DataFormatError
+
+    check_not_input(args.out, (args.data,), "--out", directory=True)
+    check_distinct(args.outputs.claimed, args.out, "--out")
+    if os.path.isfile(args.out):
+        raise DataFormatError(f"--out {args.out} is a file; give a directory")
+    resume = resumes(gs, args, folds)
+    makedirs(args.out)
+    for path in (points, png):
+        args.outputs.file(path, overwrite=args.overwrite or resume, what="--out file")
+    if not os.access(args.out, os.W_OK):
+        raise DataFormatError(f"--out {args.out}: directory is not writable")
+    args.outputs.file(folds, overwrite=True, what="--out file")
+    if not resume and os.path.exists(folds):
+        os.unlink(folds)  # another search's results, replaced under --overwrite
+
+
 def cmd_grid(args: argparse.Namespace) -> int:
     """Cross-validate every (C, gamma), refine around the best, write the CSV, the contour
     plot and (with ``--model``) the best pair trained on all rows.
@@ -63,10 +91,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
         search.
     """
     from randsvm_dist.app.grid_search import GridSearch
-    from randsvm_dist.cli.output_plan import check_distinct
     from randsvm_dist.cli.outputs import publish, save_model_file
-    from randsvm_dist.data.storage import check_not_input, makedirs
-    from randsvm_dist.exceptions import DataFormatError
     from randsvm_dist.model_files.load import check_model_path
 
     check_folds(args)
@@ -75,12 +100,8 @@ def cmd_grid(args: argparse.Namespace) -> int:
         args.outputs.file(args.model, overwrite=args.overwrite, what="--model",
                           inputs=(args.data,))
     check_report_path(args, (args.data,))
-    check_not_input(args.out, (args.data,), "--out", directory=True)
-    check_distinct(args.outputs.claimed, args.out, "--out")
     folds, points, png = (os.path.join(args.out, n) for n in ("folds.csv", "grid.csv",
                                                               "grid.png"))
-    if os.path.isfile(args.out):
-        raise DataFormatError(f"--out {args.out} is a file; give a directory")
     gs = GridSearch(log2C=args.C, log2gamma=args.gamma, n_folds=args.folds,
                     refine=args.refine, fine_step=args.fine_step, scale=args.scale,
                     libsvm_max_rows=args.libsvm_max_rows, solver=args.solver, tol=args.tol,
@@ -88,17 +109,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
                     random_state=args.random_state, results=folds, estimator=args.svm_type,
                     scoring=args.scoring, epsilon=args.epsilon, log2nu=args.nu,
                     normal_label=args.normal_label)
-    # OUT/folds.csv is the search's own state, re-read to resume only by the same search
-    # (same data, folds and settings); else it, grid.csv and grid.png are another's
-    resume = resumes(gs, args, folds)
-    makedirs(args.out)
-    for path in (points, png):
-        args.outputs.file(path, overwrite=args.overwrite or resume, what="--out file")
-    if not os.access(args.out, os.W_OK):
-        raise DataFormatError(f"--out {args.out}: directory is not writable")
-    args.outputs.file(folds, overwrite=True, what="--out file")
-    if not resume and os.path.exists(folds):
-        os.unlink(folds)  # another search's results, replaced under --overwrite
+    claim_out(gs, args, folds, points, png)
     gs.client = args.session.client()
     gs.fit(args.data)
     # claimed (checked and locked) above: replacing them now is this search's own write

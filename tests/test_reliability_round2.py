@@ -390,3 +390,15 @@ def test_12_stock_libsvm_computes_the_saved_models_float64_values(dask_client, t
     exact = np.exp(-0.05 * np.maximum(d2, 0)) @ np.asarray(est.dual_coef_).ravel() \
         + float(np.ravel(est.intercept_)[0])
     np.testing.assert_allclose(np.asarray(values)[:, 0], exact, rtol=0, atol=1e-7)
+
+
+# --- the smaller ones: parameter errors first, plain numbers in messages -------------------
+def test_smaller_parameter_errors_before_the_cluster_and_plain_numbers(sets, tmp_path):
+    one_line_error(run("train", sets / "tn", "--C", "0", "--model", tmp_path / "m.model",
+                       *UNREACHABLE, cwd=tmp_path), "'C' parameter", "Got 0.0")
+    from randsvm_dist.engine.inputs import check_sample_weight
+    from randsvm_dist.exceptions import SchemaError
+
+    with pytest.raises(SchemaError, match=r"row 1: nan is not a finite number") as e:
+        check_sample_weight(np.array([1.0, np.nan]), 2)
+    assert "np." not in str(e.value)

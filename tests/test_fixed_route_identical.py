@@ -53,7 +53,7 @@ def fit_on_layouts(tmp_path: Path, layouts: dict) -> dict:
     """{(layout, set): saved model path} for fits on fresh local clusters."""
     from distributed import Client
 
-    from randsvm_dist.engine.client import launch, wait_for_workers
+    from randsvm_dist.engine.launcher import launch, wait_for_workers
 
     sets = ringnorm_and_three_classes()
     saved = {}

@@ -203,6 +203,7 @@ def class_index(y: np.ndarray, classes: np.ndarray, *, where: str = "y") -> np.n
     bad = classes[idx] != y
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise SchemaError(f"{where}, row {row}: label {y[row]!r} is not among classes "
+        label = np.asarray(y)[row].item()
+        raise SchemaError(f"{where}, row {row}: label {label!r} is not among classes "
                           f"{np.asarray(classes).tolist()}")
     return idx.astype(np.int32)

@@ -393,6 +393,32 @@ def weight_total(client, parts: PartitionSet) -> float:
                             "the sample weights", parts.names())))
 
 
+def _partition_weighted_classes(part: Partition, n_classes: int) -> np.ndarray:
+    return np.bincount(part.y[part.weights() > 0], minlength=n_classes).astype(np.int64)
+
+
+def check_weighted_classes(client, parts: PartitionSet, classes) -> None:
+    """Refuse sample weights that leave fewer than two classes in the problem (rows of
+    weight <= 0 take no part), as scikit-learn's SVC does.
+
+    Raises:
+        ParameterError: no row has a positive weight.
+        SchemaError: all rows of positive weight are of one class.
+    """
+    if not parts.weighted:
+        return
+    got = gather(client, [client.submit(_partition_weighted_classes, f, len(classes),
+                                        pure=False, retries=2) for f in parts.all(client)],
+                 "the sample weights", parts.names())
+    present = np.flatnonzero(np.sum(got, axis=0))
+    if len(present) == 0:
+        raise ParameterError("invalid input: all rows have zero or negative sample weights")
+    if len(present) == 1:
+        label = np.asarray(classes)[present[0]].item()
+        raise SchemaError(f"invalid input: all rows with positive sample weights belong to "
+                          f"class {label!r}; a classifier needs two classes")
+
+
 def apply_to_dask(estimator, method: str, X):
     """``estimator.<method>`` on each row block of a Dask collection, lazily.
 

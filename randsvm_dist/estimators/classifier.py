@@ -136,8 +136,9 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         return w
 
     def _problems(self, client, parts, classes, solver: SolverParams) -> list[ProblemState]:
-        from randsvm_dist.engine.inputs import class_counts
+        from randsvm_dist.engine.inputs import check_weighted_classes, class_counts
 
+        check_weighted_classes(client, parts, classes)
         counts = class_counts(client, parts, len(classes))
         w = self._class_weights(classes, counts)
         if len(classes) == 2:

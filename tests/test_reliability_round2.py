@@ -396,9 +396,9 @@ def test_12_stock_libsvm_computes_the_saved_models_float64_values(dask_client, t
 def test_smaller_parameter_errors_before_the_cluster_and_plain_numbers(sets, tmp_path):
     one_line_error(run("train", sets / "tn", "--C", "0", "--model", tmp_path / "m.model",
                        *UNREACHABLE, cwd=tmp_path), "'C' parameter", "Got 0.0")
-    from randsvm_dist.engine.inputs import check_sample_weight
-    from randsvm_dist.exceptions import SchemaError
+    from randsvm_dist.core.validation import check_sample_weight
+    from randsvm_dist.exceptions import ParameterError
 
-    with pytest.raises(SchemaError, match=r"row 1: nan is not a finite number") as e:
+    with pytest.raises(ParameterError, match=r"row 1: nan is not a finite number") as e:
         check_sample_weight(np.array([1.0, np.nan]), 2)
     assert "np." not in str(e.value)

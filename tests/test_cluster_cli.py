@@ -28,7 +28,8 @@ def test_start_status_train_stop(tmp_path):
     assert name == "RANDSVM_DIST_SCHEDULER" and address.startswith("tcp://127.0.0.1:")
     pids = json.loads((tmp_path / "state" / "cluster.json").read_text())["pids"]
     try:
-        assert _cli("cluster", "start", "--workers", "1", env=env, check=False).returncode
+        again = _cli("cluster", "start", "--workers", "1", env=env)  # the running one's
+        assert again.stdout == started.stdout and "already runs" in again.stderr  # export
         env[name] = address  # what `eval "$(randsvm-dist cluster start)"` exports
         status = json.loads(_cli("cluster", "status", "--json", env=env).stdout)
         assert status["running"] and status["workers"] == 1 and status["address"] == address

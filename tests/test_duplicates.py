@@ -10,9 +10,10 @@ import scipy.sparse as sp
 from randsvm_dist import RandSVMClassifier, RandSVMOneClass, RandSVMRegressor
 from randsvm_dist.data import make_arrays, write_arrays
 from randsvm_dist.engine.duplicates import collapse_pays, duplicate_representatives
-from randsvm_dist.engine.inputs import class_counts, load_partitions
+from randsvm_dist.engine.inputs import load_partitions
 from randsvm_dist.engine.partition_build import Loaded, finish
 from randsvm_dist.engine.partitions import Partition, fetch_rows, original_rows
+from randsvm_dist.engine.row_totals import class_counts
 
 EXACT = {"gap_tol": 1e-5, "tol": 1e-6, "random_state": 0}
 

@@ -16,9 +16,10 @@ from randsvm_dist.engine.duplicate_exchange import (
     route_rows,
     sampled_hashes,
 )
-from randsvm_dist.engine.inputs import class_counts, load_partitions
+from randsvm_dist.engine.inputs import load_partitions
 from randsvm_dist.engine.partition_build import finish, load_rows
 from randsvm_dist.engine.partitions import Partition, fetch_rows, original_rows
+from randsvm_dist.engine.row_totals import class_counts
 
 EXACT = {"gap_tol": 1e-5, "tol": 1e-6, "random_state": 0}
 

@@ -104,10 +104,12 @@ def test_grid_equals_a_serial_loop_of_libsvm_cross_validations(dask_client, smal
     # a rerun with the same results file recomputes nothing and agrees
     again = GridSearch(**GRID, random_state=5, client=dask_client,
                        results=tmp_path / "folds.csv")
-    again._read_results()
     assert len(again._read_results()) == 27
-    again.fit(str(root / "p5"))
+    again.fit(str(root / "p3"))
     assert again.points_ == gs.points_
+    with pytest.raises(DataFormatError, match="another search"):  # other files: not reused
+        GridSearch(**GRID, random_state=5, client=dask_client,
+                   results=tmp_path / "folds.csv").fit(str(root / "p5"))
     with pytest.raises(DataFormatError, match="random_state=5"):
         GridSearch(**GRID, random_state=6, client=dask_client,
                    results=tmp_path / "folds.csv").fit(str(root / "p3"))

@@ -19,7 +19,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 A9A = ROOT / "tests" / "data" / "a9a_train_3000.svm.gz"
-EXE = shutil.which("randsvm-dist") or ""
+# the console script of the Python running the tests (its bin/ need not be on PATH)
+BESIDE_PYTHON = Path(sys.executable).with_name("randsvm-dist")
+EXE = str(BESIDE_PYTHON) if BESIDE_PYTHON.exists() else shutil.which("randsvm-dist") or ""
+# for scripts that call randsvm-dist by name
+SCRIPT_PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
 
 def run(*args, cwd: Path, timeout: float = 600, env: dict | None = None):
@@ -351,7 +355,7 @@ def test_9_eval_cluster_stop_unsets_the_variable(tmp_path):
     script = (f'eval "$({EXE} cluster start --workers 1)"; test -n "$RANDSVM_DIST_SCHEDULER"'
               f' || exit 3; eval "$({EXE} cluster stop)"; '
               'test -z "${RANDSVM_DIST_SCHEDULER+set}" || exit 4')
-    env = {**os.environ, "RANDSVM_DIST_STATE_DIR": str(tmp_path / "st")}
+    env = {**os.environ, "RANDSVM_DIST_STATE_DIR": str(tmp_path / "st"), "PATH": SCRIPT_PATH}
     env.pop("RANDSVM_DIST_SCHEDULER", None)
     proc = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True,
                           timeout=600)
@@ -418,7 +422,7 @@ def test_10_practical_guide_runs_on_a_clone_twice_in_a_row(tmp_path):
     """workflows/practical_guide.sh read ../../shared and died with a raw FileNotFoundError on
     a clone; now it runs on the committed a9a sample, into one scratch dir, twice."""
     env = {k: v for k, v in os.environ.items() if k != "RANDSVM_DIST_SCHEDULER"}
-    env.update(OUT=str(tmp_path / "out"), SRC="a9a")
+    env.update(OUT=str(tmp_path / "out"), SRC="a9a", PATH=SCRIPT_PATH)
     for _ in range(2):
         proc = subprocess.run(["bash", str(ROOT / "workflows" / "practical_guide.sh")],
                               cwd=tmp_path, env=env, capture_output=True, text=True,

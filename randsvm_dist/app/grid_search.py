@@ -48,6 +48,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
+from randsvm_dist.app.grid_cache import KEY_COLUMN, search_key
 from randsvm_dist.core.seeds import resolve_seed
 from randsvm_dist.engine.bounded_wait import gather, n_workers
 from randsvm_dist.exact.sampling import row_keys, stream_id
@@ -62,6 +63,7 @@ ONE_CLASS_LOG2NU = (-7.0, -1.0, 1.0)   # nu = 1/128 .. 1/2 (nu <= 1)
 LIBSVM_MAX_ROWS = 50_000
 PROGRESS_SECONDS = 2.0  # at most one progress line this often (and always the last one)
 FOLD_COLUMNS = ("fold", "log2C", "log2gamma", "value", "n", "seconds", "solver")
+RESULT_COLUMNS = FOLD_COLUMNS + ("n_folds", "random_state", KEY_COLUMN)
 
 
 # -- scoring -----------------------------------------------------------------------------------
@@ -220,10 +222,29 @@ def _fold_counts(folds: np.ndarray, n_folds: int) -> np.ndarray:
     return np.bincount(folds, minlength=n_folds)
 
 
+def check_fold_count(counts: np.ndarray, n_folds: int) -> None:
+    """Refuse more folds than rows of the largest stratum, as scikit-learn's StratifiedKFold
+    does: with fewer, some fold would hold no row (its score undefined).
+
+    Args:
+        counts: rows of each stratum (each class; regression: one stratum, all rows).
+        n_folds: the folds asked for.
+
+    Raises:
+        ParameterError: naming the folds, the largest stratum and the rows.
+    """
+    largest, total = int(np.max(counts, initial=0)), int(np.sum(counts))
+    if n_folds > largest:
+        of = "rows" if len(counts) == 1 else f"rows of the largest class ({total} rows in all)"
+        raise ParameterError(f"n_folds={n_folds} (--folds) is more than the {largest} {of}: "
+                             f"every fold needs rows; use at most {largest} folds")
+
+
 def distributed_folds(client, parts, n_classes: int, n_folds: int, random_state):
     """Fold futures per partition (and per-partition fold sizes) for a PartitionSet."""
     counts = gather(client, [client.submit(_class_counts, f, n_classes, pure=False, retries=2)
                              for f in parts.futures], "the class counts of the folds")
+    check_fold_count(np.sum(counts, axis=0), n_folds)
     starts = np.cumsum([np.zeros(n_classes, np.int64)] + counts[:-1], axis=0)
     folds = [client.submit(_partition_folds, f, n_folds, random_state, starts[i], pure=False,
                            retries=2) for i, f in enumerate(parts.futures)]
@@ -397,6 +418,7 @@ class GridSearch:
         gs = exponent_range(*self.log2gamma)
         t0 = time.perf_counter()
         self.random_seed_ = resolve_seed(self.random_state)
+        self.search_key_ = search_key(self, data, y) if self.results is not None else None
         self._done = self._read_results()
         with dask_client(self.client) as client:
             try:
@@ -596,7 +618,7 @@ class GridSearch:
             return done
         with open(self.results, newline="") as fh:
             reader = csv.DictReader(fh)
-            if tuple(reader.fieldnames or ()) != FOLD_COLUMNS + ("n_folds", "random_state"):
+            if tuple(reader.fieldnames or ()) != RESULT_COLUMNS:
                 raise DataFormatError(f"{self.results}: not a grid-search results file "
                                       f"(columns {reader.fieldnames})")
             for row in reader:
@@ -607,6 +629,11 @@ class GridSearch:
                         f"random_state={row['random_state']}; this search has "
                         f"n_folds={self.n_folds}, random_state={self._seed()}: use "
                         "another results file")
+                key = getattr(self, "search_key_", None)
+                if key is not None and row[KEY_COLUMN] != key:
+                    raise DataFormatError(
+                        f"{self.results}: the results of another search (other data, folds "
+                        "or settings); use another results file")
                 p = _Point(int(row["fold"]), float(row["log2C"]), float(row["log2gamma"]))
                 done[p] = (float(row["value"]), int(row["n"]), float(row["seconds"]),
                            row["solver"])
@@ -622,9 +649,9 @@ class GridSearch:
         with open(self.results, "a", newline="") as fh:
             w = csv.writer(fh)
             if new:
-                w.writerow(FOLD_COLUMNS + ("n_folds", "random_state"))
+                w.writerow(RESULT_COLUMNS)
             w.writerow([p.fold, p.log2C, p.log2gamma, *result, self.n_folds,
-                        self._seed()])
+                        self._seed(), self.search_key_])
 
 
 class _Run:

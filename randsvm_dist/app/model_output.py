@@ -12,10 +12,14 @@ def save_model_file(model, path: str | os.PathLike, *, overwrite: bool) -> None:
     its svm-scale range file ``MODEL.range``, each in one step.
 
     Raises:
-        DataFormatError: a file exists without ``overwrite``, or cannot be written.
+        DataFormatError: a file exists without ``overwrite``, is not a model (range) file
+            randsvm-dist wrote (``model_files.load.check_model_outputs``), or cannot be
+            written.
     """
     from randsvm_dist.data.publish import publish_file
-    from randsvm_dist.model_files.load import RANGE_SUFFIX, save_model
+    from randsvm_dist.model_files.load import RANGE_SUFFIX, check_model_outputs, save_model
+
+    check_model_outputs(model, path, overwrite)
 
     def write(tmp: str) -> None:  # the library's own writer, at the temporary path
         save_model(model, tmp)

@@ -29,7 +29,9 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
+import threading
 
 from randsvm_dist.exceptions import RandSVMError
 
@@ -71,6 +73,14 @@ def _quiet_dask() -> None:
     logging.getLogger("distributed").setLevel(logging.WARNING)
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: unwind like Ctrl-C, so locks and the embedded cluster go too."""
+
+
+def _terminated(signum, frame) -> None:
+    raise Terminated()
+
+
 def _os_error(e: OSError) -> str:
     """One line for an OSError: what failed on which path."""
     what = e.strerror or str(e) or type(e).__name__
@@ -85,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
 
     Returns:
         the exit code: 0 on success, 2 on a user error, 1 on an unexpected error (each
-        printed as one line on stderr; ``--debug`` adds the traceback), 130 on Ctrl-C; some
+        printed as one line on stderr; ``--debug`` adds the traceback), 130 on Ctrl-C, 143
+        on SIGTERM (the command's locks and embedded cluster released either way); some
         commands define more (``jobs status``: 1 for a failed job).
     """
     parser = build_parser()
@@ -99,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args.session = None
     args.outputs = Outputs()
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if in_main else None
     try:
         from randsvm_dist.engine.tls import make_security
 
@@ -115,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"randsvm-dist: error: {_os_error(e)}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("randsvm-dist: terminated (SIGTERM)", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("randsvm-dist: interrupted", file=sys.stderr)
         return 130
@@ -125,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
               "with --debug for the traceback, and please report it)", file=sys.stderr)
         return 1
     finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
         args.outputs.release()
         if args.session is not None:
             args.session.close()

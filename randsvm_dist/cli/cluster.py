@@ -89,10 +89,11 @@ def _status(address: str) -> dict | None:
 
 
 def cmd_start(args: argparse.Namespace) -> int:
-    """Start the background cluster; print the ``export`` line for the shell.
+    """Start the background cluster (or find the one running); print its ``export`` line
+    for the shell.
 
     Raises:
-        ClusterError: one already runs, or it did not start.
+        ClusterError: it did not start.
     """
     with _StateLock():
         return _start(args)
@@ -103,9 +104,11 @@ def _start(args: argparse.Namespace) -> int:
     from randsvm_dist.engine.probe import connect
 
     state = _read_state()
-    if state and _status(state["address"]):
-        raise ClusterError(f"a cluster already runs at {state['address']} (randsvm-dist "
-                           "cluster stop first)")
+    if state and _status(state["address"]):  # the running one, for eval in a new shell
+        print(f"a local Dask cluster already runs at {state['address']} (randsvm-dist "
+              "cluster stop, to start another)", file=sys.stderr)
+        print(f"export {SCHEDULER_ENV}={state['address']}")
+        return 0
     state_dir().mkdir(parents=True, exist_ok=True)
     log_path = state_dir() / "cluster.log"
     procs = launch(args.workers, args.threads_per_worker, log_path=log_path, detach=True)

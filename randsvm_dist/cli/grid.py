@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 
 from randsvm_dist.cli.options import (
     add_output,
@@ -12,6 +13,71 @@ from randsvm_dist.cli.options import (
     check_report_path,
     emit,
 )
+
+
+def check_folds(args: argparse.Namespace) -> None:
+    """``--folds`` against the data set's rows, from its metadata, before the cluster
+    starts (the class counts are checked on the cluster before any fold is solved).
+
+    Raises:
+        ParameterError: fewer than 2 folds, or more folds than rows.
+    """
+    from randsvm_dist.app.grid_search import check_fold_count
+    from randsvm_dist.data import Dataset
+    from randsvm_dist.exceptions import ParameterError
+
+    if args.folds < 2:
+        raise ParameterError(f"--folds must be >= 2; got {args.folds}")
+    check_fold_count([Dataset.open(args.data).n_rows], args.folds)
+
+
+def resumes(gs, args: argparse.Namespace, folds: str) -> bool:
+    """Whether ``folds`` (OUT/folds.csv) holds this very search's results, to resume.
+
+    Raises:
+        DataFormatError: it holds another search's, and ``--overwrite`` was not given.
+    """
+    from randsvm_dist.app.grid_cache import recorded_key, search_key
+    from randsvm_dist.exceptions import DataFormatError
+
+    if not os.path.exists(folds):
+        return False
+    if recorded_key(folds) == search_key(gs, args.data):
+        return True
+    if not args.overwrite:
+        raise DataFormatError(f"--out {args.out} holds the results of another search (other "
+                              "data, folds or settings); choose another --out or pass "
+                              "--overwrite to start over")
+    return False
+
+
+def claim_out(gs, args: argparse.Namespace, folds: str, points: str, png: str) -> None:
+    """Claim ``--out``'s files before any work. OUT/folds.csv is the search's own state,
+    re-read to resume only by the same search (same data, folds and settings); else it,
+    grid.csv and grid.png are another's, replaced only with ``--overwrite``.
+
+    Raises:
+        DataFormatError: OUT is a file, an input or another output, is not writable, or
+            holds another search's files without ``--overwrite``.
+    """
+    from randsvm_dist.cli.output_plan import check_distinct
+    from randsvm_dist.data.filesystem import makedirs
+    from randsvm_dist.data.outputs import check_not_input
+    from randsvm_dist.exceptions import DataFormatError
+
+    check_not_input(args.out, (args.data,), "--out", directory=True)
+    check_distinct(args.outputs.claimed, args.out, "--out")
+    if os.path.isfile(args.out):
+        raise DataFormatError(f"--out {args.out} is a file; give a directory")
+    resume = resumes(gs, args, folds)
+    makedirs(args.out)
+    for path in (points, png):
+        args.outputs.file(path, overwrite=args.overwrite or resume, what="--out file")
+    if not os.access(args.out, os.W_OK):
+        raise DataFormatError(f"--out {args.out}: directory is not writable")
+    args.outputs.file(folds, overwrite=True, what="--out file")
+    if not resume and os.path.exists(folds):
+        os.unlink(folds)  # another search's results, replaced under --overwrite
 
 
 def cmd_grid(args: argparse.Namespace) -> int:
@@ -28,38 +94,25 @@ def cmd_grid(args: argparse.Namespace) -> int:
     from randsvm_dist.app.grid_search import GridSearch
     from randsvm_dist.app.model_output import save_model_file
     from randsvm_dist.cli.outputs import publish
-    from randsvm_dist.data.filesystem import makedirs
-    from randsvm_dist.data.outputs import check_not_input
-    from randsvm_dist.exceptions import DataFormatError
     from randsvm_dist.model_files.load import check_model_path
 
+    check_folds(args)
     if args.model:
         check_model_path(args.model, args.overwrite)
         args.outputs.file(args.model, overwrite=args.overwrite, what="--model",
                           inputs=(args.data,))
     check_report_path(args, (args.data,))
-    check_not_input(args.out, (args.data,), "--out", directory=True)
     folds, points, png = (os.path.join(args.out, n) for n in ("folds.csv", "grid.csv",
                                                               "grid.png"))
-    if os.path.isfile(args.out):
-        raise DataFormatError(f"--out {args.out} is a file; give a directory")
-    # OUT/folds.csv is the search's own state (re-read to resume: same command, same
-    # OUT); without it, an existing grid.csv/grid.png is someone else's
-    resume = os.path.exists(folds)
-    makedirs(args.out)
-    for path in (points, png):
-        args.outputs.file(path, overwrite=args.overwrite or resume, what="--out file")
-    if not os.access(args.out, os.W_OK):
-        raise DataFormatError(f"--out {args.out}: directory is not writable")
-    args.outputs.file(folds, overwrite=True, what="--out file")
-    client = args.session.client()
     gs = GridSearch(log2C=args.C, log2gamma=args.gamma, n_folds=args.folds,
                     refine=args.refine, fine_step=args.fine_step, scale=args.scale,
                     libsvm_max_rows=args.libsvm_max_rows, solver=args.solver, tol=args.tol,
                     cache_size=args.cache_size, gap_tol=args.gap_tol,
-                    random_state=args.random_state, client=client,
-                    results=folds, estimator=args.svm_type, scoring=args.scoring,
-                    epsilon=args.epsilon, log2nu=args.nu, normal_label=args.normal_label)
+                    random_state=args.random_state, results=folds, estimator=args.svm_type,
+                    scoring=args.scoring, epsilon=args.epsilon, log2nu=args.nu,
+                    normal_label=args.normal_label)
+    claim_out(gs, args, folds, points, png)
+    gs.client = args.session.client()
     gs.fit(args.data)
     # claimed (checked and locked) above: replacing them now is this search's own write
     publish(points, gs.write_points, overwrite=True, what="--out file")
@@ -99,6 +152,12 @@ def register(subparsers) -> None:
     )
     from randsvm_dist.cli.estimator_option_table import SVM_TYPES
 
+    def exponents(text: str) -> tuple[float, float, float]:
+        try:
+            return parse_exponent_range(text)
+        except ValueError as e:  # argparse shows an ArgumentTypeError's own message
+            raise argparse.ArgumentTypeError(str(e)) from None
+
     def show(r):
         return f"2^{r[0]:g}..2^{r[1]:g}:{abs(r[2]):g}"
 
@@ -110,11 +169,13 @@ def register(subparsers) -> None:
                     "large ones by RandSVM. Writes OUT/folds.csv (every finished fold, "
                     "re-read to resume), OUT/grid.csv (mean/std accuracy per point) and "
                     "OUT/grid.png (contours like grid.py's).")
+    # "--C -1..1:1" and grid.py's "--C -5,15,2" are values, not options
+    p._negative_number_matcher = re.compile(r"^-\d")
     p.add_argument("data", help="Parquet data set (directory or URL), scaled already or "
                                 "with --scale")
-    p.add_argument("--C", type=parse_exponent_range, default=GUIDE_LOG2C, metavar="2^A..2^B",
+    p.add_argument("--C", type=exponents, default=GUIDE_LOG2C, metavar="2^A..2^B",
                    help=f"C exponents, optional ':STEP' (default {show(GUIDE_LOG2C)})")
-    p.add_argument("--gamma", type=parse_exponent_range, default=GUIDE_LOG2GAMMA,
+    p.add_argument("--gamma", type=exponents, default=GUIDE_LOG2GAMMA,
                    metavar="2^A..2^B",
                    help=f"gamma exponents (default {show(GUIDE_LOG2GAMMA)})")
     p.add_argument("--svm-type", default="c_svc",
@@ -125,7 +186,7 @@ def register(subparsers) -> None:
     p.add_argument("--scoring", choices=["accuracy", "rmse", "r2", "auc"], default=None,
                    help="default: accuracy, rmse (epsilon_svr), auc (one_class)")
     p.add_argument("--epsilon", type=float, default=0.1, help="epsilon_svr: the tube")
-    p.add_argument("--nu", type=parse_exponent_range, default=ONE_CLASS_LOG2NU,
+    p.add_argument("--nu", type=exponents, default=ONE_CLASS_LOG2NU,
                    metavar="2^A..2^B", help=f"one_class: nu exponents (default "
                                             f"{show(ONE_CLASS_LOG2NU)})")
     p.add_argument("--normal-label", default=None, metavar="LABEL",

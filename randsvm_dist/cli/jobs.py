@@ -131,6 +131,4 @@ def _checked_jobs(args: argparse.Namespace) -> int:
 
     if args.action != "list" and not args.job_id:
         raise ParameterError(f"jobs {args.action} needs a JOB_ID")
-    if args.action == "restart" and not args.scheduler:
-        raise ParameterError("jobs restart needs --scheduler ADDRESS")
     return cmd_jobs(args)

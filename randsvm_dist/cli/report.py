@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from randsvm_dist.cli.options import add_output, emit
-from randsvm_dist.exceptions import DataFormatError
+from randsvm_dist.exceptions import DataFormatError, ParameterError
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -23,6 +23,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     src = Path(args.run)
     out = Path(args.out) if args.out else src.with_suffix(".png")
+    check_picture_suffix(out)
     args.outputs.file(out, overwrite=args.overwrite, what="--out", inputs=(src,))
     try:
         report = json.loads(src.read_text())
@@ -40,6 +41,21 @@ def cmd_report(args: argparse.Namespace) -> int:
               "final_n_violators": last["n_violators"]}
     emit(args, result, f"drew {len(history)} iterations of {src} to {out}")
     return 0
+
+
+def check_picture_suffix(path: Path) -> None:
+    """The picture's format comes from its suffix: refuse one matplotlib cannot write.
+
+    Raises:
+        ParameterError: naming the suffix and the formats that can be written.
+    """
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if path.suffix.lower().lstrip(".") not in formats:
+        raise ParameterError(f"--out {path}: a picture's suffix names its format; "
+                             f"{path.suffix or 'no suffix'} is none of "
+                             f"{', '.join(sorted(formats))}")
 
 
 def _title(report, src: Path) -> str:

@@ -58,19 +58,24 @@ def cmd_train(args: argparse.Namespace) -> int:
     Raises:
         ParameterError: a bad option value.
     """
-    from randsvm_dist.app.train import train
-    from randsvm_dist.data.outputs import check_not_input
+    from randsvm_dist.app.train import estimator_class, train
 
     if getattr(args, "resume", False) and not getattr(args, "checkpoint", None):
         raise ParameterError("--resume needs --checkpoint DIR (where the state was saved)")
     params = estimator_params(args)
+    est = estimator_class(getattr(args, "svm_type", "c_svc"))(**params)
+    est._check_params()  # a bad value fails now, not after the cluster started
+    if getattr(args, "weight_column", None):  # so does a bad weight column (its schema)
+        from randsvm_dist.data import Dataset
+
+        Dataset.open(args.data, weight_column=args.weight_column)
     claim_model_outputs(args)
     check_report_path(args, (args.data, args.test))
     if getattr(args, "checkpoint", None):
         from randsvm_dist.data.filesystem import makedirs
 
-        check_not_input(args.checkpoint, (args.data, args.test), "--checkpoint",
-                        directory=True)
+        args.outputs.checkpoint(args.checkpoint, resume=args.resume, overwrite=args.overwrite,
+                                inputs=(args.data, args.test))
         makedirs(args.checkpoint)  # a read-only place fails now, not after the cluster
     client = args.session.client()
     trained = train(args.data, args.model, client=client,
@@ -110,7 +115,8 @@ def register(subparsers) -> None:
                    help="start from this streaming learner, trained per partition on the "
                         "workers and tree-merged: its support vectors join the first sample")
     p.add_argument("--checkpoint", default=None, metavar="DIR",
-                   help="write the driver's state here after every iteration")
+                   help="write the driver's state here after every iteration (a state of "
+                        "an earlier run there needs --resume, or --overwrite to start over)")
     p.add_argument("--resume", action="store_true",
                    help="go on from the state in --checkpoint (same data and options)")
     add_random_state(p)

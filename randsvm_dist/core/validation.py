@@ -203,6 +203,28 @@ def class_index(y: np.ndarray, classes: np.ndarray, *, where: str = "y") -> np.n
     bad = classes[idx] != y
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise SchemaError(f"{where}, row {row}: label {y[row]!r} is not among classes "
+        label = np.asarray(y)[row].item()
+        raise SchemaError(f"{where}, row {row}: label {label!r} is not among classes "
                           f"{np.asarray(classes).tolist()}")
     return idx.astype(np.int32)
+
+
+def check_weighted_classes(positive_counts, classes) -> None:
+    """Refuse sample weights that leave fewer than two classes in the problem, as
+    scikit-learn's SVC does.
+
+    Args:
+        positive_counts: rows of positive weight of each class.
+        classes: the classes, in the same order.
+
+    Raises:
+        ParameterError: no row has a positive weight.
+        SchemaError: all rows of positive weight are of one class.
+    """
+    present = np.flatnonzero(np.asarray(positive_counts))
+    if len(present) == 0:
+        raise ParameterError("invalid input: all rows have zero or negative sample weights")
+    if len(present) == 1:
+        label = np.asarray(classes)[present[0]].item()
+        raise SchemaError(f"invalid input: all rows with positive sample weights belong to "
+                          f"class {label!r}; a classifier needs two classes")

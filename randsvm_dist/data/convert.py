@@ -32,6 +32,7 @@ from randsvm_dist.data.writer import (
     DEFAULT_ROWS_PER_PARTITION,
     LABEL,
     PartitionWriter,
+    _positive_int,
     feature_names,
     partition_sizes,
     partition_table,
@@ -107,6 +108,9 @@ def convert(src, dst: str | os.PathLike, partitions: int | None = None,
     """
     if partitions is not None and rows_per_partition is not None:
         raise ParameterError("give either partitions or rows_per_partition, not both")
+    for name, value in (("partitions", partitions), ("rows_per_partition", rows_per_partition)):
+        if value is not None:
+            _positive_int(value, name)
     if n_features is not None and (int(n_features) != n_features or n_features < 1):
         raise ParameterError(f"n_features must be a positive integer; got {n_features!r}")
     if isinstance(src, tuple):

@@ -74,17 +74,23 @@ def read_footers(fs, paths: list[str]) -> tuple[list[int], list[dict | None], pa
 
 def check_label_and_weight(url: str, schema: pa.Schema, label_column: str,
                             weight_column: str | None) -> None:
-    """Raises SchemaError: no label column, or a weight column missing or not numeric."""
+    """Raises SchemaError: no label column, or a weight column that is the label column,
+    missing, or not numeric (its type named)."""
     names = schema.names
     if label_column not in names:
         raise SchemaError(
             f"{url}: no label column {label_column!r}; columns are {names}"
         )
-    if weight_column is not None and (weight_column not in names or not (
-            pa.types.is_integer(schema.field(weight_column).type)
-            or pa.types.is_floating(schema.field(weight_column).type))):
-        raise SchemaError(f"{url}: no numeric weight column {weight_column!r}; columns "
-                          f"are {names}")
+    if weight_column is None:
+        return
+    if weight_column == label_column:
+        raise SchemaError(f"{url}: the weight column {weight_column!r} is the label column; "
+                          "name a column of per-row weights")
+    if weight_column not in names:
+        raise SchemaError(f"{url}: no weight column {weight_column!r}; columns are {names}")
+    kind = schema.field(weight_column).type
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        raise SchemaError(f"{url}: weight column {weight_column!r} holds {kind}, not numbers")
 
 
 def stored_stats(metas: list[dict | None], schema: pa.Schema, label_column: str):

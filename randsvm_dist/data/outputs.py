@@ -5,7 +5,10 @@ The one output rule (every file and directory randsvm-dist writes):
 - an existing path is refused unless ``overwrite``; with it, a directory loses only the
   files its ``_manifest.json`` lists (anything else in it stays), and a directory without
   a manifest is replaced only when it holds nothing but ``part-N.parquet`` files
-  (:func:`check_replaceable`, :func:`written_files`);
+  (:func:`check_replaceable`, :func:`written_files`); an existing file is replaced only
+  when it is of the kind randsvm-dist writes there and never when it belongs to a data set
+  (:func:`check_file_replaceable`, which ``save(path, overwrite=)`` in the Python API and
+  the command line's output plan both apply);
 - an output may not be, lie inside, or (a directory) contain one of the command's inputs
   (:func:`check_not_input`);
 - it is written under a temporary name and renamed into place in one step, while a lock
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pyarrow.fs as pafs
@@ -167,3 +170,42 @@ def check_not_input(output: str | os.PathLike, inputs: Iterable[str | os.PathLik
         if _inside(out, inp) or (directory and _inside(inp, out)):
             raise DataFormatError(f"{what} {os.fspath(output)} is, holds or lies inside the "
                                   f"input {os.fspath(given)}; write the output elsewhere")
+
+
+def in_data_set(path: str | os.PathLike) -> bool:
+    """Whether the local file ``path`` is a data set's manifest or sits beside one."""
+    full = Path(local_path(os.fspath(path)))
+    return full.name == MANIFEST or (full.parent / MANIFEST).exists()
+
+
+def check_file_replaceable(path: str | os.PathLike, overwrite: bool, what: str,
+                           ours: Callable[[Path], bool]) -> None:
+    """Refuse to write the file ``path`` if that would replace what it should not.
+
+    Args:
+        path: the file to be written (URLs: only the existence rule applies, elsewhere).
+        overwrite: whether an existing file may be replaced.
+        what: the output's name for the message (e.g. ``model path``, ``--report``).
+        ours: whether an existing file is of the kind randsvm-dist writes there.
+
+    Raises:
+        DataFormatError: it is a directory; it exists without ``overwrite``; it belongs to a
+            data set; it is not a file randsvm-dist wrote.
+    """
+    s = os.fspath(path)
+    if is_url(s):
+        return
+    full = Path(local_path(s))
+    if full.is_dir():
+        raise DataFormatError(f"{what} {s} is a directory; give a file name")
+    if not full.exists():
+        return
+    if not overwrite:
+        raise DataFormatError(f"{what} {s} exists; choose a new path or pass overwrite "
+                              "(--overwrite) to replace it")
+    if in_data_set(full):
+        raise DataFormatError(f"{what} {s} is a file of the data set {full.parent}; "
+                              "overwrite replaces only files randsvm-dist wrote as outputs")
+    if not ours(full):
+        raise DataFormatError(f"{what} {s} exists and is not a file randsvm-dist writes "
+                              "there; overwrite replaces only files randsvm-dist wrote")

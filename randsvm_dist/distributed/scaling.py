@@ -242,19 +242,20 @@ class FeatureScaler(TransformerMixin, BaseEstimator):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet")
 
     def transform(self, X):
-        """Scale the rows of X (float32 result; CSR stays CSR with zeros kept at zero).
+        """Scale the rows of X (float32 result). CSR stays CSR with zeros kept at zero when
+        the scaling keeps zeros; a scaling that moves zeros (fitted on dense data with
+        lower != 0, as svm-scale's default -l -1) makes every scaled row dense, so sparse
+        rows come back as a dense array, as svm-scale writes them (the model was trained on
+        dense rows of as many features).
 
         Raises:
-            NotFittedError; SchemaError (wrong feature count, NaN); ParameterError (sparse
-            X with a scaling that moves zeros).
+            NotFittedError; SchemaError (wrong feature count, NaN).
         """
         self._check_fitted()
         X = check_features(X, self.n_features_in_)
+        if sp.issparse(X) and np.any(self.offset_ != 0):
+            X = X.toarray()
         if sp.issparse(X):
-            if np.any(self.offset_ != 0):
-                raise ParameterError("this scaling moves zeros (it was fitted on dense data "
-                                     "with lower != 0); it cannot be applied to sparse rows "
-                                     "without densifying them: pass them as a dense array")
             out = sp.csr_matrix(X @ sp.diags(self.scale_.astype(np.float32)), dtype=np.float32)
             out.eliminate_zeros()
             out.sort_indices()

@@ -382,36 +382,6 @@ def _dask_partitions(client, data, y, task: str, collapse: bool = False,
     return built(client, parts, loaded, collapse, layout), coding.classes
 
 
-def _partition_class_counts(part: Partition, n_classes: int) -> np.ndarray:
-    if part.count is None:
-        return np.bincount(part.y, minlength=n_classes)
-    return np.bincount(part.y, weights=part.count, minlength=n_classes).astype(np.int64)
-
-
-def class_counts(client, parts: PartitionSet, n_classes: int) -> np.ndarray:
-    """Rows of each class (in the sorted classes' order): from a Dataset's metadata when
-    the partitions are not cached, else counted on the workers."""
-    if parts.futures is None and parts.dataset is not None:
-        return np.asarray(parts.dataset.class_counts, dtype=np.int64)
-    got = gather(client, [client.submit(_partition_class_counts, f, n_classes, pure=False,
-                                        retries=2) for f in parts.all(client)],
-                 "the class counts", parts.names())
-    return np.sum(got, axis=0).astype(np.int64)
-
-
-def _positive_weight(part: Partition) -> float:
-    return float(np.maximum(part.weights(), 0.0).sum())
-
-
-def weight_total(client, parts: PartitionSet) -> float:
-    """The sum of the sample weights of the rows that take part (weights > 0)."""
-    if not parts.weighted:
-        return float(parts.n_rows)
-    return float(sum(gather(client, [client.submit(_positive_weight, f, pure=False, retries=2)
-                                     for f in parts.all(client)],
-                            "the sample weights", parts.names())))
-
-
 def apply_to_dask(estimator, method: str, X):
     """``estimator.<method>`` on each row block of a Dask collection, lazily.
 

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from randsvm_dist.engine.parent_watch import PARENT_PID_ENV
 from randsvm_dist.exceptions import ClusterError
 
 LOOPBACK = "127.0.0.1"
@@ -82,6 +83,7 @@ def _child_environ() -> dict[str, str]:
              if p and os.path.isdir(p) and not any(p.startswith(x) for x in prefixes)]
     paths = [*env.get("PYTHONPATH", "").split(os.pathsep), *extra]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in paths if p))
+    env[PARENT_PID_ENV] = str(os.getpid())  # an embedded scheduler stops when this is gone
     return env
 
 

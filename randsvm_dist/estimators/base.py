@@ -413,16 +413,24 @@ class RandSVMBase(BaseEstimator):
         out["n_support"] = int(len(self.support_))
         return out
 
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike, overwrite: bool = False) -> None:
         """Save as one LIBSVM model file that stock LIBSVM reads, with this package's
-        allow-listed metadata in a trailer (see ``randsvm_dist.model_files.load``).
+        allow-listed metadata in a trailer (see ``randsvm_dist.model_files.load``), and
+        ``PATH.range`` when fitted with ``scale``.
+
+        Args:
+            path: the model file.
+            overwrite: replace an existing model (and range) file randsvm-dist wrote; a
+                file of any other kind, or of a data set, is never replaced.
 
         Raises:
             NotFittedError: not fitted.
+            DataFormatError: the file exists without ``overwrite``, or is not one to
+                replace.
         """
         from randsvm_dist.model_files.estimator_files import save_estimator
 
-        save_estimator(self, path)
+        save_estimator(self, path, overwrite)
 
     @classmethod
     def load(cls, path: str | os.PathLike):

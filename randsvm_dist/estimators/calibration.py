@@ -95,9 +95,9 @@ def fit_sigmoids(client, parts: PartitionSet, classes, est) -> tuple[np.ndarray,
     for p, (i, j) in enumerate(_pairs(len(classes))):
         rows = (y == i) | (y == j)
         if not ((y[rows] == i).any() and (y[rows] == j).any()):
-            raise ParameterError(f"probability=True: the held-out rows lack class "
-                                 f"{classes[i]!r} or {classes[j]!r}; too few rows to "
-                                 "calibrate")
+            first, second = np.asarray(classes)[[i, j]].tolist()
+            raise ParameterError(f"probability=True: the held-out rows lack class {first!r} "
+                                 f"or {second!r}; too few rows to calibrate")
         a, b = sigmoid_train(dec[rows, p], np.where(y[rows] == i, 1.0, -1.0), w[rows])
         prob_a.append(a)
         prob_b.append(b)

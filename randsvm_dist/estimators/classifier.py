@@ -9,7 +9,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
-from randsvm_dist.core.validation import balanced_class_weight
+from randsvm_dist.core.validation import balanced_class_weight, check_weighted_classes
 from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.inputs import dask_accuracy, is_dask_collection
 from randsvm_dist.estimators.base import RandSVMBase
@@ -140,6 +140,9 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         return w
 
     def _problems(self, totals, classes, solver: SolverParams) -> list[ProblemState]:
+        positive = totals.positive_class_counts(len(classes))
+        if positive is not None:
+            check_weighted_classes(positive, classes)
         counts = totals.class_counts(len(classes))
         w = self._class_weights(classes, counts)
         if len(classes) == 2:

@@ -50,6 +50,9 @@ class RowTotals(Protocol):
     def class_counts(self, n_classes: int) -> np.ndarray:
         """Rows of each class (the user's rows, collapsed copies counted)."""
 
+    def positive_class_counts(self, n_classes: int) -> np.ndarray | None:
+        """Rows of positive weight of each class; None when no row carries a weight."""
+
     def weight_total(self) -> float:
         """The sum of the positive sample weights."""
 
@@ -70,12 +73,19 @@ class WorkerTotals:
         return self.parts.n_features
 
     def class_counts(self, n_classes: int) -> np.ndarray:
-        from randsvm_dist.engine.inputs import class_counts
+        from randsvm_dist.engine.row_totals import class_counts
 
         return class_counts(self.client, self.parts, n_classes)
 
+    def positive_class_counts(self, n_classes: int) -> np.ndarray | None:
+        from randsvm_dist.engine.row_totals import positive_class_counts
+
+        if not self.parts.weighted:
+            return None
+        return positive_class_counts(self.client, self.parts, n_classes)
+
     def weight_total(self) -> float:
-        from randsvm_dist.engine.inputs import weight_total
+        from randsvm_dist.engine.row_totals import weight_total
 
         return weight_total(self.client, self.parts)
 

@@ -49,6 +49,15 @@ def run_fingerprint(cfg, problems, parts, classes) -> str:
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def is_checkpoint(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a checkpoint file this project wrote (any run's)."""
+    try:
+        unpack_objects(read_bytes(path), _classes(), FORMAT, VERSION, os.fspath(path))
+    except (DataFormatError, OSError):
+        return False
+    return True
+
+
 class Checkpoint:
     """The checkpoint directory of one run (local path or fsspec URL).
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from randsvm_dist.engine.partitions import PartitionSet
+from randsvm_dist.engine.row_totals import weight_total
 from randsvm_dist.exact import screening_store
 from randsvm_dist.exact.cancellation import check
 from randsvm_dist.exact.certificate import Certificate, certify, decide
@@ -55,6 +56,7 @@ from randsvm_dist.exact.screening import model_delta
 from randsvm_dist.exact.solve_plan import solve_sampled
 from randsvm_dist.exact.solving import solve_direct, total_threads
 from randsvm_dist.exact.state import DriverState, ProblemState, RunConfig
+from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.solvers.onedal_backend import (
     AUTO_MIN_DENSE_FEATURES,
     onedal_available,
@@ -78,6 +80,36 @@ SV_SHARE_GUESS = 0.1
 # r = 3,000 35.0 s, one direct solve 66.6 s, same optimum).
 AUTO_SHARE = 8
 AUTO_FLOOR = 5_000
+
+
+def check_boxes_finite(client, parts: PartitionSet, problems: list[ProblemState]) -> None:
+    """Refuse a C whose boxes add up past float64 (the dual's sum of alphas, the primal's
+    slack costs could not be numbers).
+
+    Raises:
+        ParameterError: C x the largest class weight x the sample weights' sum overflows.
+    """
+    sides = np.array([1.0, -1.0])
+    box = max(float(p.kind.row_box(p.solver.C, sides, np.ones(2)).max()) for p in problems)
+    if not np.isfinite(box * weight_total(client, parts)):
+        raise ParameterError(f"C={problems[0].solver.C:g}: the rows' boxes (C x class weight "
+                             "x sample weight) add up past the largest float64; use a "
+                             "smaller C")
+
+
+def finite(cert: Certificate, p: ProblemState) -> Certificate:
+    """``cert`` if its objectives are finite numbers.
+
+    Raises:
+        ParameterError: the primal or dual objective overflowed float64 (a C, class weight
+            or sample weight so large that C x slack is not a number): no model is
+            "optimal" then.
+    """
+    if np.isfinite(cert.primal) and np.isfinite(cert.dual):
+        return cert
+    raise ParameterError(f"C={p.solver.C:g}: the objective is not a finite number (primal "
+                         f"{cert.primal:g}, dual {cert.dual:g}); C x the weights x the slack "
+                         "overflows float64: use a smaller C")
 
 
 def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
@@ -108,6 +140,7 @@ def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: 
     Raises:
         FitCancelled: ``cancelled`` returned True.
     """
+    check_boxes_finite(client, parts, problems)
     run = uuid.uuid4().hex  # names this run's screening bounds on the workers
     try:
         return _run(client, parts, problems, cfg, _Hooks(progress, checkpoint, cancelled),
@@ -398,7 +431,7 @@ def decide_step(collapsed: tuple[int, int], problems: list[ProblemState], cfg: R
             continue
         n_viol = sum(part[j].n_violators for part in scan.result.per_part)
         s = merged_scan(scan.result.per_part, j, draw_size(p, loop.r, loop.route, n_viol))
-        cert = certify(p, s)
+        cert = finite(certify(p, s), p)
         p = problems[j] = decide(p, cert, s, loop.it, cfg, loop.route, max(s["n_rows"], 1))
         record = _record(collapsed, loop, j, p, s, cert, solve, scan).as_dict()
         loop.history.append(record)

@@ -71,6 +71,13 @@ class InMemoryRows:
         return np.bincount(self.part.y, weights=self.part.counts(),
                            minlength=n_classes).astype(np.int64)
 
+    def positive_class_counts(self, n_classes: int) -> np.ndarray | None:
+        """Rows of positive weight of each class; None when no row carries a weight."""
+        if not self.weighted:
+            return None
+        return np.bincount(self.part.y[self.part.weights() > 0],
+                           minlength=n_classes).astype(np.int64)
+
     def weight_total(self) -> float:
         """The sum of the positive sample weights."""
         return float(np.maximum(self.part.weights(), 0.0).sum())

@@ -66,6 +66,36 @@ def _preflight(kind: str, spec: dict) -> None:
         check_output_dir(spec["out"], spec.get("overwrite", False))
 
 
+#: the argument naming each kind's output
+OUTPUT_KEY = {"train": "model", "stream": "model", "predict": "out"}
+ACTIVE = ("submitted", "running")
+
+
+def check_unclaimed(store: JobStore, kind: str, spec: dict) -> None:
+    """A job claims its output at submit: refuse one that another job of the directory,
+    submitted or running, is to write.
+
+    Raises:
+        DataFormatError: naming the other job and its state.
+    """
+    from randsvm_dist.exceptions import DataFormatError
+
+    output = spec.get(OUTPUT_KEY[kind])
+    if not output:
+        return
+    for other in store.job_ids():
+        if not store.exists(other, "status.json"):
+            continue  # being submitted this moment
+        st = store.read_json(other, "status.json")
+        if st.get("state") not in ACTIVE:
+            continue
+        theirs = store.read_json(other, "spec.json")
+        if theirs["args"].get(OUTPUT_KEY[theirs["kind"]]) == output:
+            raise DataFormatError(f"{output} is the output of job {other} ({st['state']}) "
+                                  "in this job directory; wait for it, cancel it, or choose "
+                                  "another path")
+
+
 def check_spec(kind: str, spec: dict) -> dict:
     """The job's arguments, checked and with absolute paths.
 
@@ -87,12 +117,28 @@ def check_spec(kind: str, spec: dict) -> dict:
     return {k: _absolute(v) if k in _PATHS else v for k, v in spec.items()}
 
 
-def submit(kind: str, *, scheduler: str, job_dir: str, security=None, **spec) -> str:
+def scheduler_address(scheduler: str | None) -> str:
+    """The scheduler a job goes to: ``scheduler``, else ``$RANDSVM_DIST_SCHEDULER`` (what
+    ``randsvm-dist cluster start`` exports).
+
+    Raises:
+        ParameterError: neither is set (a job needs a running cluster, not an embedded one).
+    """
+    from randsvm_dist.engine.client import SCHEDULER_ENV
+
+    address = scheduler or os.environ.get(SCHEDULER_ENV)
+    if not address:
+        raise ParameterError(f"a submitted job needs --scheduler ADDRESS or ${SCHEDULER_ENV} "
+                             "(a running cluster)")
+    return address
+
+
+def submit(kind: str, *, scheduler: str | None, job_dir: str, security=None, **spec) -> str:
     """Submit a job: the library call ``kind`` names runs as a task on the cluster.
 
     Args:
         kind: "train", "stream" or "predict".
-        scheduler: the cluster's scheduler address.
+        scheduler: the cluster's scheduler address (None: ``$RANDSVM_DIST_SCHEDULER``).
         job_dir: the job directory shared with the workers.
         security: a ``distributed.Security`` (TLS).
         **spec: the job's keyword arguments (module docstring), JSON-able.
@@ -111,10 +157,10 @@ def submit(kind: str, *, scheduler: str, job_dir: str, security=None, **spec) ->
     from randsvm_dist.jobs.runner import run_job
 
     spec = check_spec(kind, spec)
-    if not scheduler:
-        raise ParameterError("a submitted job needs --scheduler ADDRESS (a running cluster)")
+    scheduler = scheduler_address(scheduler)
     _preflight(kind, spec)
     store = JobStore(job_dir)
+    check_unclaimed(store, kind, spec)
     job_id = store.new_id(kind)
     store.write_json(job_id, "spec.json", {"kind": kind, "args": spec,
                                            "scheduler": scheduler})
@@ -189,7 +235,7 @@ def cancel(job_dir: str, job_id: str, scheduler: str | None = None, security=Non
     return store.set_status(job_id, state="cancelled", cancelled_at=time.time())
 
 
-def restart(job_dir: str, job_id: str, scheduler: str, security=None) -> str:
+def restart(job_dir: str, job_id: str, scheduler: str | None = None, security=None) -> str:
     """Run a job again on (e.g. a restarted) scheduler; a train job resumes from its last
     checkpoint.
 
@@ -201,6 +247,7 @@ def restart(job_dir: str, job_id: str, scheduler: str, security=None) -> str:
     from randsvm_dist.engine.client import dask_client
     from randsvm_dist.jobs.runner import run_job
 
+    scheduler = scheduler_address(scheduler)
     store = JobStore(job_dir)
     st = status(job_dir, job_id)
     if st["state"] == "done":

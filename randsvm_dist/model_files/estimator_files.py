@@ -17,9 +17,11 @@ import os
 import numpy as np
 
 from randsvm_dist.data.filesystem import read_bytes
+from randsvm_dist.data.outputs import check_file_replaceable
 from randsvm_dist.data.publish import write_bytes_atomic
 from randsvm_dist.exceptions import DataFormatError
 from randsvm_dist.model_files.libsvm_text import (
+    META_TAG,
     OVR_SVM_TYPE,
     format_model_file,
     parse_model_file,
@@ -47,16 +49,49 @@ def _class_for(svm_type: str) -> type:
     return ESTIMATORS[family.get(svm_type, svm_type)]
 
 
-def save_estimator(est, path: str | os.PathLike) -> None:
+def save_estimator(est, path: str | os.PathLike, overwrite: bool = False) -> None:
     """Write a fitted RandSVM estimator as its model file (and ``<path>.range`` when it
     was trained with ``scale``), each atomically.
 
+    Args:
+        est: the fitted estimator.
+        path: the model file.
+        overwrite: replace existing files, which must be a model file (and range file)
+            randsvm-dist wrote (see ``data.outputs``).
+
     Raises:
         NotFittedError: not fitted.
+        DataFormatError: a file exists without ``overwrite``, or is not one to replace.
     """
-    write_bytes_atomic(path, model_text(est).encode())
+    text = model_text(est)
+    check_estimator_outputs(est, path, overwrite)
+    write_bytes_atomic(path, text.encode())
     if getattr(est, "scaler_", None) is not None:  # for svm-scale; the model file has it
         est.scaler_.save_range(os.fspath(path) + RANGE_SUFFIX)
+
+
+def check_estimator_outputs(est, path: str | os.PathLike, overwrite: bool) -> None:
+    """The output rule (``data.outputs.check_file_replaceable``) for an estimator's model
+    file and, when it was trained with ``scale``, its ``<path>.range``.
+
+    Raises:
+        DataFormatError: a file exists without ``overwrite``, is a data set's, or is not a
+            model (range) file randsvm-dist wrote.
+    """
+    check_file_replaceable(path, overwrite, "model path", lambda p: is_model_text(read_bytes(p)))
+    if getattr(est, "scaler_", None) is not None:
+        check_file_replaceable(os.fspath(path) + RANGE_SUFFIX, overwrite, "range file",
+                               _is_range_file)
+
+
+def is_model_text(data: bytes) -> bool:
+    """Whether ``data`` is a LIBSVM model file this project wrote (its metadata trailer)."""
+    return data.startswith(b"svm_type") and META_TAG.encode() in data
+
+
+def _is_range_file(path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.readline().strip() in (b"x", b"y")
 
 
 def model_text(est) -> str:

@@ -30,7 +30,6 @@ from randsvm_dist.model_files.packing import pack_objects, unpack_objects
 RANDSVM_FORMAT = "randsvm-dist/2"
 STREAM_FORMAT = "randsvm-dist-stream"
 STREAM_VERSION = 1
-META_TAG = "#randsvm-dist-meta "
 MODEL_TAG = "#randsvm-dist-model "
 END_TAG = "#randsvm-dist-end sha256="
 RANGE_SUFFIX = ".range"  # svm-scale range file of a model trained with scale=
@@ -42,20 +41,47 @@ _BIT_GENERATORS = ("PCG64", "PCG64DXSM", "Philox", "SFC64", "MT19937")
 
 
 # -- public API ----------------------------------------------------------------------------
-def save_model(model, path: str | os.PathLike) -> None:
+def save_model(model, path: str | os.PathLike, overwrite: bool = False) -> None:
     """Save a fitted RandSVMClassifier (LIBSVM text) or streaming learner (.npz).
+
+    Args:
+        model: the fitted model.
+        path: the model file.
+        overwrite: replace an existing model file randsvm-dist wrote (nothing else).
 
     Raises:
         NotFittedError: the model is not fitted.
-        DataFormatError: the model holds something these formats cannot store.
+        DataFormatError: the model holds something these formats cannot store; the file
+            exists without ``overwrite``, or is not one to replace.
     """
     from randsvm_dist.estimators.base import RandSVMBase
     from randsvm_dist.model_files.estimator_files import save_estimator
 
     if isinstance(model, RandSVMBase):
-        save_estimator(model, path)
+        save_estimator(model, path, overwrite)
         return
-    write_bytes_atomic(path, streaming_model_bytes(model))
+    data = streaming_model_bytes(model)
+    check_model_outputs(model, path, overwrite)
+    write_bytes_atomic(path, data)
+
+
+def check_model_outputs(model, path: str | os.PathLike, overwrite: bool) -> None:
+    """The output rule for saving ``model`` at ``path`` (its range file too, for an
+    estimator trained with ``scale``): what ``save_model`` checks, for writers that publish
+    the file themselves (``app.model_output``).
+
+    Raises:
+        DataFormatError: a file exists without ``overwrite``, is a data set's, or is not a
+            model (range) file randsvm-dist wrote.
+    """
+    from randsvm_dist.data.outputs import check_file_replaceable
+    from randsvm_dist.estimators.base import RandSVMBase
+    from randsvm_dist.model_files.estimator_files import check_estimator_outputs
+
+    if isinstance(model, RandSVMBase):
+        check_estimator_outputs(model, path, overwrite)
+    else:
+        check_file_replaceable(path, overwrite, "model path", is_model_file)
 
 
 def load_model(path: str | os.PathLike, *, allow_pickle: bool = False):
@@ -87,6 +113,9 @@ def load_model(path: str | os.PathLike, *, allow_pickle: bool = False):
         import joblib
 
         model = joblib.load(where)
+        if not (callable(getattr(model, "predict", None)) and hasattr(model, "n_features_in_")):
+            raise DataFormatError(f"{where}: the pickle holds a {type(model).__name__}, not "
+                                  "a fitted model")
         if hasattr(model, "client"):
             model.client = None
         return model
@@ -178,4 +207,6 @@ def is_model_file(path: str | os.PathLike) -> bool:
                 return "header" in z.files
         except (zipfile.BadZipFile, ValueError, OSError, EOFError):
             return False
-    return data.startswith(b"svm_type") and (META_TAG.encode() in data)
+    from randsvm_dist.model_files.estimator_files import is_model_text
+
+    return is_model_text(data)

@@ -112,7 +112,7 @@ def resolve_gamma(gamma, X=None, n_features: int | None = None,
                 if X is None:
                     raise ParameterError("gamma='scale' needs the data's variance")
                 x_var = moments_variance([value_moments(X)])
-            return 1.0 / (n_features * x_var) if x_var > 0 else 1.0
+            return float(1.0 / (n_features * x_var)) if x_var > 0 else 1.0
         raise ParameterError(f"gamma must be a number, 'scale' or 'auto'; got {gamma!r}")
     try:
         g = float(gamma)

@@ -94,14 +94,14 @@ class SolverParams:
 
     def options(self) -> str:
         """LIBSVM's option string for svm_train."""
-        k = self.kernel
-        opts = (f"-s {int(self.svm_type)} -t {LIBSVM_KERNEL_TYPE[k.name]} -c {self.C!r} "
-                f"-g {k.gamma!r} -d {int(k.degree)} -r {k.coef0!r} -e {self.tol!r} "
-                f"-m {self.cache_size!r} -h {int(self.shrinking)}")
+        k, f = self.kernel, float  # every number as a plain float's repr (no numpy repr)
+        opts = (f"-s {int(self.svm_type)} -t {LIBSVM_KERNEL_TYPE[k.name]} -c {f(self.C)!r} "
+                f"-g {f(k.gamma)!r} -d {int(k.degree)} -r {f(k.coef0)!r} -e {f(self.tol)!r} "
+                f"-m {f(self.cache_size)!r} -h {int(self.shrinking)}")
         if self.svm_type == C_SVC:
-            opts += f" -w1 {self.weight_pos!r} -w-1 {self.weight_neg!r}"
+            opts += f" -w1 {f(self.weight_pos)!r} -w-1 {f(self.weight_neg)!r}"
         elif self.svm_type == EPSILON_SVR:
-            opts += f" -p {self.epsilon!r}"
+            opts += f" -p {f(self.epsilon)!r}"
         else:
             opts += f" -n {self.nu!r}"
         return opts + " -q"

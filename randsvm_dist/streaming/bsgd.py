@@ -38,13 +38,17 @@ Departures from the paper
   ``average=False``). The average is kept on the iterate's own support vectors: every
   ``min(4 B, 500)`` steps (at least 100) the iterate is folded in with weight (steps since
   the last fold) x t; an averaged point the iterate still holds keeps its coefficient, the
-  ones the iterate merged away are projected (least squares in the RKHS, ridge 1e-6) onto
-  their 16 nearest support vectors: Wang et al.'s projection maintenance, done locally and
-  once per fold instead of every step. It gives the accuracy of the projection onto all B
-  support vectors (tested on a9a and ijcnn1, to 0.1 point) at O(merged-away x B) cost.
-  Multi-merging the averaged model instead lost 3-6 points for M >= 3, moving each
-  merged-away point to its nearest SV lost 2-10 (it has no SGD steps after it to repair the
-  error). ``average=False`` gives the paper's last iterate.
+  ones the iterate merged away are projected (least squares in the RKHS, ridge 1e-6), each
+  onto its own 16 nearest support vectors (one 16 x 16 system per point, solved as a
+  batch): Wang et al.'s projection maintenance, done locally and once per fold instead of
+  every step, at O(merged-away x B x d) cost. (Projecting them jointly onto the union of
+  their neighbours, nearly all B support vectors, was within 0.1 point of the projection
+  onto all B on a9a and ijcnn1, but cost a B x B kernel matrix and a B^3 Cholesky per fold,
+  more than the iterate's own steps; ``benchmarks/bench_bsgd_average.py`` times the
+  averaged model against the plain iterate.) Multi-merging the averaged model instead lost
+  3-6 points for M >= 3, moving each merged-away point to its nearest SV lost 2-10 (it has
+  no SGD steps after it to repair the error). ``average=False`` gives the paper's last
+  iterate.
 - Per-row weights (``sample_weight`` x ``class_weight``): a row of weight w adds
   ``beta = w y`` on a margin violation (the gradient of ``w * hinge``), and counts as one
   SGD step.
@@ -145,15 +149,34 @@ def _rbf64(A: np.ndarray, B: np.ndarray, gamma: float) -> np.ndarray:
     return np.exp(-gamma * np.maximum(d2, 0.0))
 
 
-def _spd_solve(K: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """K^-1 b for a symmetric positive definite K (Cholesky; least squares if it fails)."""
-    import scipy.linalg as sla
+def _project_each(A: np.ndarray, a: np.ndarray, S: np.ndarray, gamma: float,
+                  coef: np.ndarray) -> int:
+    """Add to ``coef`` (on the points S) each point's projection of ``a_i phi(A_i)`` onto
+    the span of its ``FOLD_NEIGHBOURS`` nearest points of S (least squares in the RKHS,
+    ridge ``FOLD_RIDGE``): one small system per point, solved as a batch.
 
+    Each point on its own neighbours, not all of them on the union of their neighbours:
+    the union of the merged-away points' neighbours is nearly all B support vectors, which
+    made every fold a B x B kernel matrix and a B^3 Cholesky (what averaging cost).
+
+    Returns:
+        the kernel evaluations done.
+    """
+    K = _rbf64(A, S, gamma)
+    k = min(len(S), FOLD_NEIGHBOURS)
+    nbr = np.argpartition(-K, k - 1, axis=1)[:, :k]            # (m, k)
+    P = S[nbr]                                                  # (m, k, d)
+    sq = np.einsum("mkd,mkd->mk", P, P)
+    d2 = sq[:, :, None] + sq[:, None, :] - 2.0 * (P @ P.transpose(0, 2, 1))
+    G = np.exp(-gamma * np.maximum(d2, 0.0))
+    G[:, np.arange(k), np.arange(k)] += FOLD_RIDGE
+    rhs = np.take_along_axis(K, nbr, axis=1) * a[:, None]
     try:
-        return sla.cho_solve(sla.cho_factor(K, lower=True, check_finite=False), b,
-                             check_finite=False)
-    except sla.LinAlgError:
-        return np.linalg.lstsq(K, b, rcond=None)[0]
+        c = np.linalg.solve(G, rhs[:, :, None])[:, :, 0]
+    except np.linalg.LinAlgError:  # a singular system: least squares, point by point
+        c = np.stack([np.linalg.lstsq(g, r, rcond=None)[0] for g, r in zip(G, rhs)])
+    np.add.at(coef, nbr.ravel(), c.ravel())
+    return int(K.size + G.size)
 
 
 def _dedup_union(svs: list[np.ndarray], coefs: list[np.ndarray]):
@@ -276,13 +299,8 @@ class _BinaryBSGD:
             kept = idx >= 0
             np.add.at(coef, idx[kept], old[kept])
             if not kept.all():
-                K = _rbf64(target.avg_sv[~kept], S, self.gamma)
-                k = min(len(S), FOLD_NEIGHBOURS)
-                nbr = np.unique(np.argpartition(-K, k - 1, axis=1)[:, :k])
-                Knn = _rbf64(S[nbr], S[nbr], self.gamma)
-                Knn[np.diag_indices_from(Knn)] += FOLD_RIDGE
-                coef[nbr] += _spd_solve(Knn, K[:, nbr].T @ old[~kept])
-                target.avg_counters[_k.C_KERNEL_EVALS] += K.size + Knn.size
+                evals = _project_each(target.avg_sv[~kept], old[~kept], S, self.gamma, coef)
+                target.avg_counters[_k.C_KERNEL_EVALS] += evals
         target.avg_b = target.avg_b * (target.avg_w / tot) + self.last_intercept * (wt / tot)
         target.avg_w = tot
         target.avg_t = self.t

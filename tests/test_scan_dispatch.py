@@ -46,7 +46,13 @@ def _scan(client, X, y, sol, layout: str):
                       np.array([sol.intercept]))
     req = [ProblemRequest(CSVC(1), np.sort(sol.support).astype(np.int64), 300, 5,
                           tol=1e-3, band=0.5, C=10.0)]
-    result = run_scan(client, parts, model, req, "t", 1)
+    from randsvm_dist.exact import screening_store
+
+    try:
+        result = run_scan(client, parts, model, req, "t", 1)
+    finally:  # a run's bounds are dropped when it ends, as the driver does
+        client.run(screening_store.drop, "t")
+        screening_store.drop("t")
     return result, merged_scan(result.per_part, 0, 300)
 
 

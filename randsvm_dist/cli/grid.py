@@ -22,7 +22,7 @@ def check_folds(args: argparse.Namespace) -> None:
     Raises:
         ParameterError: fewer than 2 folds, or more folds than rows.
     """
-    from randsvm_dist.app.grid_search import check_fold_count
+    from randsvm_dist.app.grid_folds import check_fold_count
     from randsvm_dist.data import Dataset
     from randsvm_dist.exceptions import ParameterError
 
@@ -142,11 +142,11 @@ def cmd_grid(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add the ``grid`` command."""
-    from randsvm_dist.app.grid_search import (
+    from randsvm_dist.app.grid_folds import LIBSVM_MAX_ROWS
+    from randsvm_dist.app.grid_space import (
         GUIDE_FINE_STEP,
         GUIDE_LOG2C,
         GUIDE_LOG2GAMMA,
-        LIBSVM_MAX_ROWS,
         ONE_CLASS_LOG2NU,
         parse_exponent_range,
     )

@@ -151,14 +151,8 @@ class GridSearch:
             ParameterError: bad grid, folds or solver; SchemaError: bad data.
         """
         from randsvm_dist.engine.client import dask_client
-        from randsvm_dist.engine.inputs import load_partitions
-        from randsvm_dist.exceptions import SchemaError
 
-        if int(self.n_folds) < 2:
-            raise ParameterError(f"n_folds must be >= 2; got {self.n_folds!r}")
-        if self.solver not in ("auto", "libsvm", "randsvm"):
-            raise ParameterError(f"solver must be 'auto', 'libsvm' or 'randsvm'; got "
-                                 f"{self.solver!r}")
+        self._check_settings()
         self._setup()
         first = self.log2nu if self.task_ == "one_class" else self.log2C
         cs = self._first_axis(exponent_range(*first))
@@ -168,34 +162,66 @@ class GridSearch:
         self.search_key_ = search_key(self, data, y) if self.results is not None else None
         self._done = self._read_results()
         with dask_client(self.client) as client:
-            try:
-                parts, classes = load_partitions(
-                    client, data, y, cache=True,
-                    task="regression" if self.task_ == "regression" else "classification")
-            except SchemaError as e:
-                if self.task_ != "one_class":
-                    raise
-                raise ParameterError(f"a one-class grid search is scored by the ROC AUC of "
-                                     f"held-out normal and outlier rows, so it needs labels "
-                                     f"of both: {e}") from None
-            self._normal = self._normal_index(classes)
-            self.scaler_ = None
-            if self.scale is not None:
-                from randsvm_dist.distributed.scaling import make_scaler
-
-                self.scaler_ = make_scaler(self.scale).fit_partitions(client, parts)
-                parts = self.scaler_.transform_partitions(client, parts)
-            self.classes_, self.n_rows_ = classes, parts.n_rows
-            n_strata = 1 if classes is None else len(classes)
-            folds, fold_sizes = distributed_folds(client, parts, n_strata,
-                                                  int(self.n_folds), self.random_seed_)
-            self.fold_sizes_ = fold_sizes.sum(axis=0)
-            run = FoldRun(self, client, parts, folds, fold_sizes, n_strata)
+            parts, classes = self._load(client, data, y)
+            run = self._start_run(client, parts, classes)
             run.evaluate([(c, g) for c in cs for g in gs])
             if self.refine:
                 fc, fg = fine_grid(self._best(run), (first[2], self.log2gamma[2]),
                                    float(self.fine_step))
                 run.evaluate([(c, g) for c in self._first_axis(fc) for g in fg])
+        self._set_best(run, t0)
+        return self
+
+    def _check_settings(self) -> None:
+        """Raises ParameterError for fewer than 2 folds or an unknown solver."""
+        if int(self.n_folds) < 2:
+            raise ParameterError(f"n_folds must be >= 2; got {self.n_folds!r}")
+        if self.solver not in ("auto", "libsvm", "randsvm"):
+            raise ParameterError(f"solver must be 'auto', 'libsvm' or 'randsvm'; got "
+                                 f"{self.solver!r}")
+
+    def _load(self, client, data, y) -> tuple:
+        """The search's partitions (scaled when ``scale``) and coded classes; sets
+        ``_normal`` and ``scaler_``.
+
+        Raises:
+            ParameterError: a one-class search on data without normal and outlier labels.
+        """
+        from randsvm_dist.engine.inputs import load_partitions
+        from randsvm_dist.exceptions import SchemaError
+
+        try:
+            parts, classes = load_partitions(
+                client, data, y, cache=True,
+                task="regression" if self.task_ == "regression" else "classification")
+        except SchemaError as e:
+            if self.task_ != "one_class":
+                raise
+            raise ParameterError(f"a one-class grid search is scored by the ROC AUC of "
+                                 f"held-out normal and outlier rows, so it needs labels "
+                                 f"of both: {e}") from None
+        self._normal = self._normal_index(classes)
+        self.scaler_ = None
+        if self.scale is not None:
+            from randsvm_dist.distributed.scaling import make_scaler
+
+            self.scaler_ = make_scaler(self.scale).fit_partitions(client, parts)
+            parts = self.scaler_.transform_partitions(client, parts)
+        return parts, classes
+
+    def _start_run(self, client, parts, classes) -> FoldRun:
+        """The folds of ``parts`` on the cluster and the run that evaluates grids on them;
+        sets ``classes_``, ``n_rows_`` and ``fold_sizes_``."""
+        self.classes_, self.n_rows_ = classes, parts.n_rows
+        n_strata = 1 if classes is None else len(classes)
+        folds, fold_sizes = distributed_folds(client, parts, n_strata,
+                                              int(self.n_folds), self.random_seed_)
+        self.fold_sizes_ = fold_sizes.sum(axis=0)
+        return FoldRun(self, client, parts, folds, fold_sizes, n_strata)
+
+    def _set_best(self, run: FoldRun, t0: float) -> None:
+        """``points_``, ``best_params_``, ``best_score_`` and ``search_seconds_`` of a
+        finished run (started at ``t0``)."""
         self.points_ = run.points()
         best = self._best(run)
         self.best_params_ = {self.axis_: 2.0 ** best[0], "gamma": 2.0 ** best[1]}
@@ -205,7 +231,6 @@ class GridSearch:
         log.info("grid search: best %s=2^%g gamma=2^%g, CV %s %.4f, %d points in %.1f s",
                  self.axis_, best[0], best[1], self.scoring_.name, self.best_score_,
                  len(self.points_), self.search_seconds_)
-        return self
 
     def _setup(self) -> None:
         """The estimator class, task, scoring and first axis of this search.

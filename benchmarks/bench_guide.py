@@ -144,13 +144,14 @@ def cmd_steps(args) -> None:
 
 
 def _german_grid():
-    from randsvm_dist.app.grid_search import GUIDE_LOG2C, GUIDE_LOG2GAMMA, exponent_range
+    from randsvm_dist.app.grid_space import GUIDE_LOG2C, GUIDE_LOG2GAMMA, exponent_range
 
     return exponent_range(*GUIDE_LOG2C), exponent_range(*GUIDE_LOG2GAMMA)
 
 
 def cmd_speedup(args) -> None:
-    from randsvm_dist.app.grid_search import GUIDE_LOG2C, GUIDE_LOG2GAMMA, GridSearch
+    from randsvm_dist.app.grid_search import GridSearch
+    from randsvm_dist.app.grid_space import GUIDE_LOG2C, GUIDE_LOG2GAMMA
     from randsvm_dist.distributed.scaling import FeatureScaler
 
     if args.which == "serial":  # one core, like one worker (libsvm-official uses OpenMP)
@@ -180,7 +181,7 @@ def serial_grid(X, y, k: int) -> float:
     from libsvm.svmutil import svm_parameter, svm_predict, svm_problem, svm_train
     from scipy import sparse
 
-    from randsvm_dist.app.grid_search import assign_folds, libsvm_options
+    from randsvm_dist.app.grid_folds import assign_folds, libsvm_options
 
     classes = np.unique(y)
     cls = np.searchsorted(classes, y).astype(float)

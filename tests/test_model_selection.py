@@ -7,15 +7,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from randsvm_dist.app.grid_search import (
-    GridSearch,
-    assign_folds,
-    distributed_folds,
-    exponent_range,
-    fine_grid,
-    libsvm_options,
-    parse_exponent_range,
-)
+from randsvm_dist.app.grid_folds import assign_folds, distributed_folds, libsvm_options
+from randsvm_dist.app.grid_search import GridSearch
+from randsvm_dist.app.grid_space import exponent_range, fine_grid, parse_exponent_range
 from randsvm_dist.data import Dataset, make_arrays, write_arrays
 from randsvm_dist.engine.inputs import load_partitions
 from randsvm_dist.exceptions import DataFormatError, ParameterError

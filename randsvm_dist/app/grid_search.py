@@ -35,288 +35,35 @@ Dask cluster:
   and a worker that dies only costs the tasks it was running (Dask reruns them).
 """
 
+
 from __future__ import annotations
 
 import csv
 import logging
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import as_completed as futures_completed
-from dataclasses import dataclass, replace
 
 import numpy as np
-import scipy.sparse as sp
 
 from randsvm_dist.app.grid_cache import KEY_COLUMN, search_key
+from randsvm_dist.app.grid_folds import LIBSVM_MAX_ROWS, FoldPoint, FoldRun, distributed_folds
+from randsvm_dist.app.grid_space import (
+    GUIDE_FINE_STEP,
+    GUIDE_LOG2C,
+    GUIDE_LOG2GAMMA,
+    ONE_CLASS_LOG2NU,
+    SCORINGS,
+    TASK_SCORINGS,
+    exponent_range,
+    fine_grid,
+)
 from randsvm_dist.core.seeds import resolve_seed
-from randsvm_dist.engine.bounded_wait import gather, n_workers
-from randsvm_dist.exact.sampling import row_keys, stream_id
 from randsvm_dist.exceptions import DataFormatError, ParameterError
 
 log = logging.getLogger("randsvm_dist")
 
-GUIDE_LOG2C = (-5.0, 15.0, 2.0)
-GUIDE_LOG2GAMMA = (3.0, -15.0, -2.0)
-GUIDE_FINE_STEP = 0.25
-ONE_CLASS_LOG2NU = (-7.0, -1.0, 1.0)   # nu = 1/128 .. 1/2 (nu <= 1)
-LIBSVM_MAX_ROWS = 50_000
-PROGRESS_SECONDS = 2.0  # at most one progress line this often (and always the last one)
 FOLD_COLUMNS = ("fold", "log2C", "log2gamma", "value", "n", "seconds", "solver")
 RESULT_COLUMNS = FOLD_COLUMNS + ("n_folds", "random_state", KEY_COLUMN)
-
-
-# -- scoring -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Scoring:
-    """How held-out rows score a grid point.
-
-    A fold's *value* is what the fold CSV keeps: the number of correct predictions
-    (accuracy), the sum of squared errors (rmse), or the fold's own score (r2, auc). The
-    search's score pools the folds as scikit-learn's ``GridSearchCV`` does for r2 and auc
-    (the mean of the folds' scores) and over all held-out rows for accuracy and rmse.
-    """
-
-    name: str
-    greater_is_better: bool = True
-
-    def fold_value(self, y: np.ndarray, out: np.ndarray, normal=None) -> float:
-        """The fold's value from its held-out targets/labels ``y`` and the model's outputs
-        (predictions; one-class: decision values) ``out``; ``normal``: the coded normal
-        label (auc)."""
-        y, out = np.asarray(y), np.asarray(out)
-        if self.name == "accuracy":
-            return float((out == y).sum())
-        if self.name == "rmse":
-            return float(((y - out) ** 2).sum())
-        if self.name == "r2":
-            ss = float(((y - y.mean()) ** 2).sum()) if len(y) else 0.0
-            return 1.0 - float(((y - out) ** 2).sum()) / ss if ss > 0 else float("nan")
-        from sklearn.metrics import roc_auc_score
-
-        pos = y == normal
-        return float(roc_auc_score(pos, out)) if 0 < pos.sum() < len(y) else float("nan")
-
-    def fold_score(self, value: float, n: int) -> float:
-        """One fold's score from its value."""
-        if self.name == "accuracy":
-            return value / max(n, 1)
-        if self.name == "rmse":
-            return float(np.sqrt(value / max(n, 1)))
-        return value
-
-    def pooled(self, values: list[float], ns: list[int]) -> float:
-        """The search's score of a point from its folds."""
-        if self.name == "accuracy":
-            return sum(values) / max(sum(ns), 1)
-        if self.name == "rmse":
-            return float(np.sqrt(sum(values) / max(sum(ns), 1)))
-        return float(np.mean(values))
-
-
-SCORINGS = {"accuracy": Scoring("accuracy"), "rmse": Scoring("rmse", False),
-            "r2": Scoring("r2"), "auc": Scoring("auc")}
-TASK_SCORINGS = {"classification": ("accuracy",), "regression": ("rmse", "r2"),
-                 "one_class": ("auc",)}
-
-
-# -- grids ---------------------------------------------------------------------------------
-def exponent_range(begin: float, end: float, step: float) -> list[float]:
-    """grid.py's ``begin,end,step`` of base-2 exponents (both ends included when hit).
-
-    Raises:
-        ParameterError: step 0 or pointing away from ``end``.
-    """
-    if step == 0 or (end - begin) * step < 0:
-        raise ParameterError(f"exponent range {begin},{end},{step}: the step must be non-zero "
-                             "and go from begin towards end")
-    n = int(np.floor((end - begin) / step + 1e-9)) + 1
-    return [round(begin + i * step, 10) for i in range(n)]
-
-
-def parse_exponent_range(text: str) -> tuple[float, float, float]:
-    """``"2^-5..2^15"`` or ``"2^-5..2^15:2"`` (or ``"-5,15,2"``, grid.py's form) -> (b, e, s).
-
-    The default step is 2 towards ``end`` (the guide's coarse grid).
-
-    Raises:
-        ParameterError: anything else.
-    """
-    t = text.replace(" ", "")
-    try:
-        if ".." in t:
-            span, _, step = t.partition(":")
-            a, b = span.split("..")
-            if not (a.startswith("2^") and b.startswith("2^")):
-                raise ValueError
-            begin, end = float(a[2:]), float(b[2:])
-            s = float(step) if step else 2.0
-        else:
-            begin, end, s = (float(v) for v in t.split(","))
-    except ValueError:
-        raise ParameterError(f"grid range {text!r}: expected '2^A..2^B' or '2^A..2^B:STEP' "
-                             "(exponents of 2) or grid.py's 'A,B,STEP'") from None
-    s = abs(s) if end >= begin else -abs(s)
-    exponent_range(begin, end, s)
-    return begin, end, s
-
-
-def fine_grid(best: tuple[float, float], coarse_step: tuple[float, float],
-              fine_step: float) -> tuple[list[float], list[float]]:
-    """The guide's refinement: best +- one coarse step, at ``fine_step`` (exponents)."""
-    out = []
-    for centre, step in zip(best, coarse_step, strict=True):
-        span = abs(step)
-        out.append(exponent_range(centre - span, centre + span, fine_step))
-    return out[0], out[1]
-
-
-# -- folds ---------------------------------------------------------------------------------
-def assign_folds(cls: np.ndarray, n_folds: int, random_state: int | None,
-                 class_start: np.ndarray | None = None) -> np.ndarray:
-    """Stratified fold of each row (see the module docstring), from global class ranks.
-
-    Args:
-        cls: class index of each row of a block of consecutive rows of the data set.
-        n_folds: number of folds (>= 2).
-        random_state: seed.
-        class_start: per class, how many rows of that class come before this block
-            (None: the block starts the data set).
-
-    Returns:
-        int32 fold of each row, in [0, n_folds).
-    """
-    cls = np.asarray(cls, dtype=np.int64)
-    k = int(n_folds)
-    n_classes = int(cls.max()) + 1 if len(cls) else 0
-    start = (np.zeros(n_classes, np.int64) if class_start is None
-             else np.asarray(class_start, np.int64))
-    folds = np.empty(len(cls), np.int32)
-    for c in range(n_classes):
-        rows = np.flatnonzero(cls == c)
-        if not len(rows):
-            continue
-        rank = start[c] + np.arange(len(rows))
-        b0, b1 = rank[0] // k, rank[-1] // k + 1
-        keys = row_keys(stream_id(random_state, 0xF01D, c), b0 * k, (b1 - b0) * k)
-        perm = np.argsort(np.argsort(keys.reshape(-1, k), axis=1, kind="stable"), axis=1)
-        folds[rows] = perm[rank // k - b0, rank % k]
-    return folds
-
-
-def _strata(part, n_classes: int) -> np.ndarray:
-    """The stratum of each row: its class index, or 0 for all when there are no classes
-    (regression: folds are not stratified)."""
-    return part.y if n_classes > 1 else np.zeros(len(part.y), np.int64)
-
-
-def _class_counts(part, n_classes: int) -> np.ndarray:
-    return np.bincount(_strata(part, n_classes), minlength=n_classes)
-
-
-def _partition_folds(part, n_folds: int, random_state, class_start) -> np.ndarray:
-    return assign_folds(_strata(part, len(class_start)), n_folds, random_state, class_start)
-
-
-def _fold_counts(folds: np.ndarray, n_folds: int) -> np.ndarray:
-    return np.bincount(folds, minlength=n_folds)
-
-
-def check_fold_count(counts: np.ndarray, n_folds: int) -> None:
-    """Refuse more folds than rows of the largest stratum, as scikit-learn's StratifiedKFold
-    does: with fewer, some fold would hold no row (its score undefined).
-
-    Args:
-        counts: rows of each stratum (each class; regression: one stratum, all rows).
-        n_folds: the folds asked for.
-
-    Raises:
-        ParameterError: naming the folds, the largest stratum and the rows.
-    """
-    largest, total = int(np.max(counts, initial=0)), int(np.sum(counts))
-    if n_folds > largest:
-        of = "rows" if len(counts) == 1 else f"rows of the largest class ({total} rows in all)"
-        raise ParameterError(f"n_folds={n_folds} (--folds) is more than the {largest} {of}: "
-                             f"every fold needs rows; use at most {largest} folds")
-
-
-def distributed_folds(client, parts, n_classes: int, n_folds: int, random_state):
-    """Fold futures per partition (and per-partition fold sizes) for a PartitionSet."""
-    counts = gather(client, [client.submit(_class_counts, f, n_classes, pure=False, retries=2)
-                             for f in parts.futures], "the class counts of the folds")
-    check_fold_count(np.sum(counts, axis=0), n_folds)
-    starts = np.cumsum([np.zeros(n_classes, np.int64)] + counts[:-1], axis=0)
-    folds = [client.submit(_partition_folds, f, n_folds, random_state, starts[i], pure=False,
-                           retries=2) for i, f in enumerate(parts.futures)]
-    sizes = np.array(gather(client, [client.submit(_fold_counts, f, n_folds, pure=False,
-                                                   retries=2) for f in folds],
-                            "the fold sizes"))
-    return folds, sizes
-
-
-# -- one point: LIBSVM on a gathered fold ----------------------------------------------------
-def _fold_arrays(f: int, parts: list, folds: list) -> tuple:
-    """The fold's training and held-out rows (float64 CSR, class labels) in row order."""
-    Xs = [p.X if sp.issparse(p.X) else sp.csr_matrix(p.X) for p in parts]
-    X = sp.vstack(Xs, format="csr", dtype=np.float64)
-    y = np.concatenate([p.y for p in parts]).astype(np.float64)
-    fold = np.concatenate(folds)
-    train, test = fold != f, fold == f
-    return X[train], y[train], X[test], y[test]
-
-
-def libsvm_options(C: float, gamma: float, tol: float, cache_size: float,
-                   svm_type: str = "c_svc", epsilon: float = 0.1) -> str:
-    """LIBSVM's option string of one grid point (RBF kernel): C-SVC (``-s 0 -c C``),
-    epsilon-SVR (``-s 3 -c C -p epsilon``) or one-class (``-s 2 -n nu``, ``C`` being nu)."""
-    first = {"c_svc": f"-s 0 -c {C!r}", "epsilon_svr": f"-s 3 -c {C!r} -p {epsilon!r}",
-             "one_class": f"-s 2 -n {C!r}"}[svm_type]
-    return f"{first} -t 2 -g {gamma!r} -e {tol!r} -m {cache_size!r} -q"
-
-
-def _libsvm_point(fold_data: tuple, C: float, gamma: float, tol: float,
-                  cache_size: float, svm_type: str = "c_svc", epsilon: float = 0.1,
-                  scoring: Scoring = SCORINGS["accuracy"],
-                  normal=None) -> tuple[float, int, float]:
-    from libsvm.svmutil import svm_parameter, svm_predict, svm_problem, svm_train
-
-    t0 = time.perf_counter()
-    Xtr, ytr, Xte, yte = fold_data
-    model = svm_train(svm_problem(ytr, Xtr), svm_parameter(
-        libsvm_options(C, gamma, tol, cache_size, svm_type, epsilon)))
-    pred, _, dec = svm_predict(yte, Xte, model, "-q")
-    out = np.asarray(dec, np.float64)[:, 0] if svm_type == "one_class" else np.asarray(pred)
-    return (scoring.fold_value(yte, out, normal), len(yte), time.perf_counter() - t0)
-
-
-# -- one point: RandSVM on the fold's partitions ----------------------------------------------
-def _train_rows(part, folds: np.ndarray, f: int, offset: int):
-    keep = folds != f
-    return replace(part, X=part.X[keep], y=part.y[keep], offset=offset,
-                   weight=None if part.weight is None else part.weight[keep])
-
-
-def _held_out(part, folds: np.ndarray, f: int, model) -> tuple:
-    """(held-out targets/labels, the model's outputs) of a partition: predictions in the
-    coded labels (classification), predictions (regression) or decision values
-    (one-class, labels coded)."""
-    keep = folds == f
-    if hasattr(model, "classes_"):
-        pred = np.searchsorted(model.classes_, model.predict(part.X[keep])) \
-            if keep.any() else np.empty(0)
-        return part.y[keep], pred
-    if hasattr(model, "offset_"):
-        return part.y[keep], (model.decision_function(part.X[keep]) if keep.any()
-                              else np.empty(0))
-    return part.y[keep], model.predict(part.X[keep]) if keep.any() else np.empty(0)
-
-
-# -- the search --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Point:
-    fold: int
-    log2C: float
-    log2gamma: float
 
 
 class GridSearch:
@@ -404,14 +151,8 @@ class GridSearch:
             ParameterError: bad grid, folds or solver; SchemaError: bad data.
         """
         from randsvm_dist.engine.client import dask_client
-        from randsvm_dist.engine.inputs import load_partitions
-        from randsvm_dist.exceptions import SchemaError
 
-        if int(self.n_folds) < 2:
-            raise ParameterError(f"n_folds must be >= 2; got {self.n_folds!r}")
-        if self.solver not in ("auto", "libsvm", "randsvm"):
-            raise ParameterError(f"solver must be 'auto', 'libsvm' or 'randsvm'; got "
-                                 f"{self.solver!r}")
+        self._check_settings()
         self._setup()
         first = self.log2nu if self.task_ == "one_class" else self.log2C
         cs = self._first_axis(exponent_range(*first))
@@ -421,34 +162,66 @@ class GridSearch:
         self.search_key_ = search_key(self, data, y) if self.results is not None else None
         self._done = self._read_results()
         with dask_client(self.client) as client:
-            try:
-                parts, classes = load_partitions(
-                    client, data, y, cache=True,
-                    task="regression" if self.task_ == "regression" else "classification")
-            except SchemaError as e:
-                if self.task_ != "one_class":
-                    raise
-                raise ParameterError(f"a one-class grid search is scored by the ROC AUC of "
-                                     f"held-out normal and outlier rows, so it needs labels "
-                                     f"of both: {e}") from None
-            self._normal = self._normal_index(classes)
-            self.scaler_ = None
-            if self.scale is not None:
-                from randsvm_dist.distributed.scaling import make_scaler
-
-                self.scaler_ = make_scaler(self.scale).fit_partitions(client, parts)
-                parts = self.scaler_.transform_partitions(client, parts)
-            self.classes_, self.n_rows_ = classes, parts.n_rows
-            n_strata = 1 if classes is None else len(classes)
-            folds, fold_sizes = distributed_folds(client, parts, n_strata,
-                                                  int(self.n_folds), self.random_seed_)
-            self.fold_sizes_ = fold_sizes.sum(axis=0)
-            run = _Run(self, client, parts, folds, fold_sizes, n_strata)
+            parts, classes = self._load(client, data, y)
+            run = self._start_run(client, parts, classes)
             run.evaluate([(c, g) for c in cs for g in gs])
             if self.refine:
                 fc, fg = fine_grid(self._best(run), (first[2], self.log2gamma[2]),
                                    float(self.fine_step))
                 run.evaluate([(c, g) for c in self._first_axis(fc) for g in fg])
+        self._set_best(run, t0)
+        return self
+
+    def _check_settings(self) -> None:
+        """Raises ParameterError for fewer than 2 folds or an unknown solver."""
+        if int(self.n_folds) < 2:
+            raise ParameterError(f"n_folds must be >= 2; got {self.n_folds!r}")
+        if self.solver not in ("auto", "libsvm", "randsvm"):
+            raise ParameterError(f"solver must be 'auto', 'libsvm' or 'randsvm'; got "
+                                 f"{self.solver!r}")
+
+    def _load(self, client, data, y) -> tuple:
+        """The search's partitions (scaled when ``scale``) and coded classes; sets
+        ``_normal`` and ``scaler_``.
+
+        Raises:
+            ParameterError: a one-class search on data without normal and outlier labels.
+        """
+        from randsvm_dist.engine.inputs import load_partitions
+        from randsvm_dist.exceptions import SchemaError
+
+        try:
+            parts, classes = load_partitions(
+                client, data, y, cache=True,
+                task="regression" if self.task_ == "regression" else "classification")
+        except SchemaError as e:
+            if self.task_ != "one_class":
+                raise
+            raise ParameterError(f"a one-class grid search is scored by the ROC AUC of "
+                                 f"held-out normal and outlier rows, so it needs labels "
+                                 f"of both: {e}") from None
+        self._normal = self._normal_index(classes)
+        self.scaler_ = None
+        if self.scale is not None:
+            from randsvm_dist.distributed.scaling import make_scaler
+
+            self.scaler_ = make_scaler(self.scale).fit_partitions(client, parts)
+            parts = self.scaler_.transform_partitions(client, parts)
+        return parts, classes
+
+    def _start_run(self, client, parts, classes) -> FoldRun:
+        """The folds of ``parts`` on the cluster and the run that evaluates grids on them;
+        sets ``classes_``, ``n_rows_`` and ``fold_sizes_``."""
+        self.classes_, self.n_rows_ = classes, parts.n_rows
+        n_strata = 1 if classes is None else len(classes)
+        folds, fold_sizes = distributed_folds(client, parts, n_strata,
+                                              int(self.n_folds), self.random_seed_)
+        self.fold_sizes_ = fold_sizes.sum(axis=0)
+        return FoldRun(self, client, parts, folds, fold_sizes, n_strata)
+
+    def _set_best(self, run: FoldRun, t0: float) -> None:
+        """``points_``, ``best_params_``, ``best_score_`` and ``search_seconds_`` of a
+        finished run (started at ``t0``)."""
         self.points_ = run.points()
         best = self._best(run)
         self.best_params_ = {self.axis_: 2.0 ** best[0], "gamma": 2.0 ** best[1]}
@@ -458,7 +231,6 @@ class GridSearch:
         log.info("grid search: best %s=2^%g gamma=2^%g, CV %s %.4f, %d points in %.1f s",
                  self.axis_, best[0], best[1], self.scoring_.name, self.best_score_,
                  len(self.points_), self.search_seconds_)
-        return self
 
     def _setup(self) -> None:
         """The estimator class, task, scoring and first axis of this search.
@@ -598,7 +370,7 @@ class GridSearch:
         plt.close(fig)
 
     # -- internals ------------------------------------------------------------------------
-    def _best(self, run: _Run) -> tuple[float, float]:
+    def _best(self, run: FoldRun) -> tuple[float, float]:
         # best mean score; ties go to the smaller C (nu), then the smaller gamma
         pts = run.points()
         sign = 1.0 if self.scoring_.greater_is_better else -1.0
@@ -634,14 +406,14 @@ class GridSearch:
                     raise DataFormatError(
                         f"{self.results}: the results of another search (other data, folds "
                         "or settings); use another results file")
-                p = _Point(int(row["fold"]), float(row["log2C"]), float(row["log2gamma"]))
+                p = FoldPoint(int(row["fold"]), float(row["log2C"]), float(row["log2gamma"]))
                 done[p] = (float(row["value"]), int(row["n"]), float(row["seconds"]),
                            row["solver"])
         log.info("grid search: %d finished (fold, C, gamma) read from %s", len(done),
                  self.results)
         return done
 
-    def _record(self, p: _Point, result: tuple) -> None:
+    def _record(self, p: FoldPoint, result: tuple) -> None:
         self._done[p] = result
         if self.results is None:
             return
@@ -652,136 +424,3 @@ class GridSearch:
                 w.writerow(RESULT_COLUMNS)
             w.writerow([p.fold, p.log2C, p.log2gamma, *result, self.n_folds,
                         self._seed(), self.search_key_])
-
-
-class _Run:
-    """One search's state on the cluster: partitions, folds, per-fold task sets."""
-
-    def __init__(self, search: GridSearch, client, parts, folds, fold_sizes, n_classes):
-        self.s, self.client, self.parts = search, client, parts
-        self.folds, self.fold_sizes, self.n_classes = folds, fold_sizes, n_classes
-        self.k = int(search.n_folds)
-        self.fold_data: dict = {}
-        self.pairs: set = set()
-
-    def _solver(self, f: int) -> str:
-        if self.parts.weighted:  # libsvm-official has no per-row weights
-            if self.s.solver == "libsvm":
-                raise ParameterError("solver='libsvm' cannot use sample weights (a weight "
-                                     "column): use solver='auto' or 'randsvm'")
-            return "randsvm"
-        if self.s.solver != "auto":
-            return self.s.solver
-        n_train = int(self.parts.n_rows - self.fold_sizes[:, f].sum())
-        return "libsvm" if n_train <= int(self.s.libsvm_max_rows) else "randsvm"
-
-    def evaluate(self, grid: list[tuple[float, float]]) -> None:
-        """Evaluate every fold of every (log2C, log2gamma) not done yet; blocks until done."""
-        from distributed import as_completed
-
-        todo = [_Point(f, c, g) for c, g in grid for f in range(self.k)
-                if _Point(f, c, g) not in self.s._done]
-        self.pairs.update(grid)
-        total, t0 = len(todo), time.perf_counter()
-        if not total:
-            return
-        log.info("grid search: %d (fold, C, gamma) to run, %d already done", total,
-                 len(grid) * self.k - total)
-        small = [p for p in todo if self._solver(p.fold) == "libsvm"]
-        large = [p for p in todo if self._solver(p.fold) == "randsvm"]
-        futures = {}
-        for p in small:
-            fut = self.client.submit(_libsvm_point, self._fold_data(p.fold), 2.0 ** p.log2C,
-                                     2.0 ** p.log2gamma, float(self.s.tol),
-                                     float(self.s.cache_size), self.s.svm_type_,
-                                     float(self.s.epsilon), self.s.scoring_, self.s._normal,
-                                     pure=False, retries=2)
-            futures[fut] = p
-        done, last_line = 0, -np.inf
-
-        def finished(p: _Point, result: tuple) -> None:
-            nonlocal done, last_line
-            self.s._record(p, result)
-            done += 1
-            elapsed = time.perf_counter() - t0
-            log.debug("fold %d %s=2^%g gamma=2^%g: %s %.4f", p.fold, self.s.axis_, p.log2C,
-                      p.log2gamma, self.s.scoring_.name,
-                      self.s.scoring_.fold_score(result[0], result[1]))
-            if done < total and elapsed - last_line < PROGRESS_SECONDS:
-                return
-            last_line = elapsed
-            pts = self.points()
-            sign = 1.0 if self.s.scoring_.greater_is_better else -1.0
-            best = max(pts, key=lambda q: sign * np.nan_to_num(q["mean_score"],
-                                                               nan=-np.inf * sign)) \
-                if pts else None
-            log.info("grid %d/%d (fold, %s, gamma) done  best so far %s  ETA %.0f s", done,
-                     total, self.s.axis_, f"{self.s.axis_}=2^{best['log2C']:g} "
-                     f"gamma=2^{best['log2gamma']:g} {self.s.scoring_.name} "
-                     f"{best['mean_score']:.4f}" if best else "-",
-                     elapsed / done * (total - done))
-
-        with ThreadPoolExecutor(max_workers=max(1, n_workers(self.client))) as pool:
-            pending = {pool.submit(self._randsvm_point, p): p for p in large}
-            if futures:  # distributed's as_completed([]) looks for a default client
-                # its loop given: as_completed would otherwise look for a default client
-                for fut, result in as_completed(futures, with_results=True,
-                                                loop=self.client.loop):
-                    finished(futures[fut], (*result, "libsvm"))
-            for fut in futures_completed(pending):  # each recorded as soon as it ends
-                finished(pending[fut], (*fut.result(), "randsvm"))
-
-    def _fold_data(self, f: int):
-        if f not in self.fold_data:
-            self.fold_data[f] = self.client.submit(_fold_arrays, f, self.parts.futures,
-                                                   self.folds, pure=False, retries=2)
-        return self.fold_data[f]
-
-    def _randsvm_point(self, p: _Point) -> tuple[float, int, float]:
-        from randsvm_dist.engine.partitions import PartitionSet
-
-        t0 = time.perf_counter()
-        c = self.client
-        train_sizes = self.parts.sizes - self.fold_sizes[:, p.fold]
-        offsets = np.concatenate([[0], np.cumsum(train_sizes)[:-1]]).astype(np.int64)
-        futures = [c.submit(_train_rows, part, fo, p.fold, int(offsets[i]), pure=False,
-                            retries=2)
-                   for i, (part, fo) in enumerate(zip(self.parts.futures, self.folds))]
-        train = PartitionSet(futures, offsets, train_sizes, self.parts.n_features,
-                             self.parts.is_sparse, coding=self.parts.coding,
-                             weighted=self.parts.weighted)
-        est = self.s._make(2.0 ** p.log2C, 2.0 ** p.log2gamma)
-        est._fit_partitions(c, train, self.parts.coding.classes)
-        got = gather(c, [c.submit(_held_out, part, fo, p.fold, est, pure=False, retries=2)
-                         for part, fo in zip(self.parts.futures, self.folds)],
-                     f"the held-out rows of fold {p.fold}")
-        y = np.concatenate([g[0] for g in got])
-        out = np.concatenate([g[1] for g in got])
-        return (self.s.scoring_.fold_value(y, out, self.s._normal), len(y),
-                time.perf_counter() - t0)
-
-    def points(self) -> list[dict]:
-        """Per (C or nu, gamma) of the grids run so far with every fold done: the CV
-        summary."""
-        sc = self.s.scoring_
-        out = []
-        by_pair: dict = {}
-        for p, r in self.s._done.items():
-            by_pair.setdefault((p.log2C, p.log2gamma), {})[p.fold] = r
-        for (c, g), folds in sorted(by_pair.items()):
-            if len(folds) < self.k or (c, g) not in self.pairs:
-                continue
-            values = [folds[f][0] for f in range(self.k)]
-            ns = [folds[f][1] for f in range(self.k)]
-            fold_score = np.array([sc.fold_score(v, n) for v, n in zip(values, ns)])
-            point = {"log2C": c, "log2gamma": g, self.s.axis_: 2.0 ** c, "gamma": 2.0 ** g,
-                     "scoring": sc.name, "mean_score": sc.pooled(values, ns),
-                     "std_score": float(fold_score.std()),
-                     "fold_score": fold_score.tolist(), "n_folds": self.k,
-                     "seconds": sum(folds[f][2] for f in range(self.k)),
-                     "solver": "/".join(sorted({folds[f][3] for f in range(self.k)}))}
-            if sc.name == "accuracy":
-                point.update(mean_accuracy=point["mean_score"],
-                             std_accuracy=point["std_score"], fold_accuracy=point["fold_score"])
-            out.append(point)
-        return out

@@ -12,7 +12,7 @@ from randsvm_dist.data.generators import GENERATORS
 
 
 def register(subparsers) -> None:
-    """Add the ``data`` command group to the CLI's subparsers."""
+    """Add the ``data`` command group (long only because it lists its argparse options)."""
     data = subparsers.add_parser("data", help="convert, generate and inspect Parquet data sets")
     sub = data.add_subparsers(dest="data_command", required=True)
 

@@ -22,7 +22,7 @@ def check_folds(args: argparse.Namespace) -> None:
     Raises:
         ParameterError: fewer than 2 folds, or more folds than rows.
     """
-    from randsvm_dist.app.grid_search import check_fold_count
+    from randsvm_dist.app.grid_folds import check_fold_count
     from randsvm_dist.data import Dataset
     from randsvm_dist.exceptions import ParameterError
 
@@ -91,9 +91,31 @@ def cmd_grid(args: argparse.Namespace) -> int:
         ParameterError: a bad grid or option; DataFormatError: a results file of another
         search.
     """
-    from randsvm_dist.app.grid_search import GridSearch
-    from randsvm_dist.app.model_output import save_model_file
     from randsvm_dist.cli.outputs import publish
+
+    check_grid_inputs(args)
+    folds, points, png = (os.path.join(args.out, n) for n in ("folds.csv", "grid.csv",
+                                                              "grid.png"))
+    gs = make_search(args, folds)
+    claim_out(gs, args, folds, points, png)
+    gs.client = args.session.client()
+    gs.fit(args.data)
+    # claimed (checked and locked) above: replacing them now is this search's own write
+    publish(points, gs.write_points, overwrite=True, what="--out file")
+    publish(png, gs.plot, overwrite=True, what="--out file")
+    result, summary = search_result(gs, args)
+    if args.model:
+        summary += refit_best(gs, args, result)
+    emit(args, result, summary)
+    return 0
+
+
+def check_grid_inputs(args: argparse.Namespace) -> None:
+    """``--folds``, ``--model`` and ``--report`` checked (and claimed) before any work.
+
+    Raises:
+        ParameterError: bad folds; DataFormatError: an output that may not be written.
+    """
     from randsvm_dist.model_files.load import check_model_path
 
     check_folds(args)
@@ -102,21 +124,23 @@ def cmd_grid(args: argparse.Namespace) -> int:
         args.outputs.file(args.model, overwrite=args.overwrite, what="--model",
                           inputs=(args.data,))
     check_report_path(args, (args.data,))
-    folds, points, png = (os.path.join(args.out, n) for n in ("folds.csv", "grid.csv",
-                                                              "grid.png"))
-    gs = GridSearch(log2C=args.C, log2gamma=args.gamma, n_folds=args.folds,
-                    refine=args.refine, fine_step=args.fine_step, scale=args.scale,
-                    libsvm_max_rows=args.libsvm_max_rows, solver=args.solver, tol=args.tol,
-                    cache_size=args.cache_size, gap_tol=args.gap_tol,
-                    random_state=args.random_state, results=folds, estimator=args.svm_type,
-                    scoring=args.scoring, epsilon=args.epsilon, log2nu=args.nu,
-                    normal_label=args.normal_label)
-    claim_out(gs, args, folds, points, png)
-    gs.client = args.session.client()
-    gs.fit(args.data)
-    # claimed (checked and locked) above: replacing them now is this search's own write
-    publish(points, gs.write_points, overwrite=True, what="--out file")
-    publish(png, gs.plot, overwrite=True, what="--out file")
+
+
+def make_search(args: argparse.Namespace, folds: str):
+    """The GridSearch of the command line, its fold results kept in ``folds``."""
+    from randsvm_dist.app.grid_search import GridSearch
+
+    return GridSearch(log2C=args.C, log2gamma=args.gamma, n_folds=args.folds,
+                      refine=args.refine, fine_step=args.fine_step, scale=args.scale,
+                      libsvm_max_rows=args.libsvm_max_rows, solver=args.solver, tol=args.tol,
+                      cache_size=args.cache_size, gap_tol=args.gap_tol,
+                      random_state=args.random_state, results=folds, estimator=args.svm_type,
+                      scoring=args.scoring, epsilon=args.epsilon, log2nu=args.nu,
+                      normal_label=args.normal_label)
+
+
+def search_result(gs, args: argparse.Namespace) -> tuple[dict, str]:
+    """The result record (``--json``/``--report``) and the summary line of a fitted search."""
     result = {"data": args.data, "best": gs.best_params_, "scoring": gs.scoring_.name,
               "cv_score": gs.best_score_,
               "rows": gs.n_rows_, "points": len(gs.points_), "folds": args.folds,
@@ -130,23 +154,28 @@ def cmd_grid(args: argparse.Namespace) -> int:
                f"gamma={gs.best_params_['gamma']:g}: {args.folds}-fold CV {score} "
                f"({len(gs.points_)} points in {gs.search_seconds_:.1f} s); "
                f"{args.out}/grid.csv, grid.png")
-    if args.model:
-        est = gs.refit(args.data)
-        save_model_file(est, args.model, overwrite=args.overwrite)
-        result.update(model=args.model, refit_seconds=est.fit_time_,
-                      n_support=int(len(est.support_)))
-        summary += f"; refit on all rows -> {args.model}"
-    emit(args, result, summary)
-    return 0
+    return result, summary
+
+
+def refit_best(gs, args: argparse.Namespace, result: dict) -> str:
+    """Train the best pair on all rows and save it to ``--model``; adds the model to
+    ``result`` and returns the summary's addition."""
+    from randsvm_dist.app.model_output import save_model_file
+
+    est = gs.refit(args.data)
+    save_model_file(est, args.model, overwrite=args.overwrite)
+    result.update(model=args.model, refit_seconds=est.fit_time_,
+                  n_support=int(len(est.support_)))
+    return f"; refit on all rows -> {args.model}"
 
 
 def register(subparsers) -> None:
-    """Add the ``grid`` command."""
-    from randsvm_dist.app.grid_search import (
+    """Add the ``grid`` command (long only because it lists the command's argparse options)."""
+    from randsvm_dist.app.grid_folds import LIBSVM_MAX_ROWS
+    from randsvm_dist.app.grid_space import (
         GUIDE_FINE_STEP,
         GUIDE_LOG2C,
         GUIDE_LOG2GAMMA,
-        LIBSVM_MAX_ROWS,
         ONE_CLASS_LOG2NU,
         parse_exponent_range,
     )

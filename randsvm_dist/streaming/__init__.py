@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from randsvm_dist.streaming.base import StreamingClassifier
 from randsvm_dist.streaming.blurred_ball import BlurredBallSVM, _BlurredCover
-from randsvm_dist.streaming.bsgd import BudgetedSGD, _BinaryBSGD
+from randsvm_dist.streaming.bsgd import BudgetedSGD
+from randsvm_dist.streaming.bsgd_binary import _BinaryBSGD
 from randsvm_dist.streaming.ramp import OnlineRampSVM, _RampBinary
 from randsvm_dist.streaming.streamsvm import StreamSVM, _StreamBall
 

@@ -272,7 +272,7 @@ def test_cost_model_route_is_cheaper_with_onedal():
     """oneDAL's cheaper cold solve moves the cost model's line between one solve of all
     rows and sampling up: 17,000 rows of 20 features on 2 cores go direct with oneDAL,
     sample with LIBSVM."""
-    from randsvm_dist.exact.driver import Machine, plan_route
+    from randsvm_dist.exact.route import Machine, plan_route
     from randsvm_dist.exact.state import RunConfig
 
     cfg = RunConfig(k=None, sample_size=5000)

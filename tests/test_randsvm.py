@@ -188,7 +188,7 @@ def test_class_weight_shifts_the_boundary(dask_client):
 
 
 def test_auto_sample_size_is_an_eighth_of_the_rows_between_the_floor_and_twice_k():
-    from randsvm_dist.exact.driver import AUTO_FLOOR, auto_sample_size
+    from randsvm_dist.exact.route import AUTO_FLOOR, auto_sample_size
 
     k = support_bound(50_000)
     assert auto_sample_size(50_000, k) == 50_000 // 8          # ijcnn1-sized: samples

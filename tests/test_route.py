@@ -1,4 +1,4 @@
-"""The route chooser (``exact.driver.plan_route``, the cost model's) and the in-process route
+"""The route chooser (``exact.route.plan_route``, the cost model's) and the in-process route
 (``exact.in_process``): what they choose, what the history records, and that the
 in-process route gives the distributed route's model and certificate."""
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from randsvm_dist import RandSVMClassifier, RandSVMOneClass, RandSVMRegressor
-from randsvm_dist.exact.driver import SV_SHARE_GUESS, Machine, plan_route
+from randsvm_dist.exact.route import SV_SHARE_GUESS, Machine, plan_route
 from randsvm_dist.exact.state import RunConfig
 
 CFG = RunConfig(k=None, sample_size=5000)

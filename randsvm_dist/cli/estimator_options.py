@@ -64,7 +64,7 @@ HELP = {
          "gap. A stop at k is not certified and warns.",
     "sample_size": "r, rows of the first uniform sample (and the least a later working set "
                    "is filled to). 'auto': 2 x the paper's k estimate, at most an eighth of "
-                   "the rows and at least 5,000 (``exact.driver.auto_sample_size``).",
+                   "the rows and at least 5,000 (``exact.route.auto_sample_size``).",
     "bound_epsilon": "parameters of the paper's k estimate.",
     "bound_delta": "parameters of the paper's k estimate.",
     "separable": "parameters of the paper's k estimate.",

@@ -96,3 +96,10 @@ def auto() -> None:
         return
     if flag in ("1", "true", "yes", "on") or _interactive():
         enable()
+
+
+def progress_bar(total: int, desc: str, enabled: bool, unit: str = "rows"):
+    """A tqdm bar of ``total`` units (hidden unless ``enabled``) for the data commands."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=not enabled)

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
+from randsvm_dist.core.progress import progress_bar
 from randsvm_dist.data import csvtext, svmlight
 from randsvm_dist.data.filesystem import is_url
 from randsvm_dist.data.textio import TextSource, count_data_lines
@@ -194,7 +195,7 @@ def _parse_text(source: TextSource, src: str, fmt: str, layout, asm: _Assembler,
                 progress: bool) -> None:
     """Parse a text file chunk by chunk into the assembler (svmlight, or CSV with
     ``layout``), with a progress bar in compressed bytes when asked."""
-    bar = _bar(source.size, f"convert {os.path.basename(src)}", progress, "B")
+    bar = progress_bar(source.size, f"convert {os.path.basename(src)}", progress, "B")
     try:
         done = 0
         for chunk in source.chunks():
@@ -431,7 +432,7 @@ def _convert_parquet(src, dst, partitions, rows_per_partition, dense, label_colu
                          source_meta={"source": os.path.basename(str(src).rstrip("/")),
                                       "source_format": "parquet"})
         asm.feature_names = names
-        bar = _bar(ds.n_rows, f"convert {os.path.basename(str(src))}", progress, "rows")
+        bar = progress_bar(ds.n_rows, f"convert {os.path.basename(str(src))}", progress)
         start = 0
         try:
             for i in range(ds.n_partitions):
@@ -445,9 +446,3 @@ def _convert_parquet(src, dst, partitions, rows_per_partition, dense, label_colu
         finally:
             bar.close()
         return asm.finish()
-
-
-def _bar(total: int, desc: str, enabled: bool, unit: str):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=not enabled)

@@ -446,6 +446,5 @@ def _weights_numpy(col: pa.ChunkedArray, path: str, name: str) -> np.ndarray:
     w = col.to_numpy().astype(np.float64)
     if not np.isfinite(w).all():
         row = int(np.flatnonzero(~np.isfinite(w))[0])
-        value = np.asarray(w)[row].item()
-        raise SchemaError(f"{path}: row {row}: weight column {name!r} holds {value!r}")
+        raise SchemaError(f"{path}: row {row}: weight column {name!r} holds {w[row].item()!r}")
     return w

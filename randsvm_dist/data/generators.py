@@ -49,6 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from randsvm_dist.core.progress import progress_bar
 from randsvm_dist.exceptions import ParameterError
 
 BLOCK_ROWS = 16384
@@ -327,7 +328,7 @@ def make(name: str, dst: str | os.PathLike, rows: int, partitions: int | None = 
     sizes = partition_sizes(int(rows), partitions, rows_per_partition)
     kw = spec.resolve(params)
     meta = {"generator": spec.name, "seed": seed, **kw}
-    bar = _bar(int(rows), f"make {spec.name}", progress)
+    bar = progress_bar(int(rows), f"make {spec.name}", progress)
     try:
         with PartitionWriter(dst, overwrite=overwrite) as w:
             start = 0
@@ -339,9 +340,3 @@ def make(name: str, dst: str | os.PathLike, rows: int, partitions: int | None = 
             return w.close()
     finally:
         bar.close()
-
-
-def _bar(total: int, desc: str, enabled: bool):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="rows", unit_scale=True, disable=not enabled)

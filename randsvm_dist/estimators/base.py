@@ -40,9 +40,11 @@ from randsvm_dist.estimators.fit_routes import (
 )
 from randsvm_dist.exact.bounds import support_bound
 from randsvm_dist.exact.cancellation import cancel_check
-from randsvm_dist.exact.driver import auto_sample_size, run_randsvm
+from randsvm_dist.exact.driver import run_randsvm
+from randsvm_dist.exact.route import auto_sample_size
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.exceptions import NotFittedError, ParameterError
+from randsvm_dist.model_files.libsvm_text import one_column_model
 from randsvm_dist.numerics.kernels import (
     KERNELS,
     Kernel,
@@ -75,7 +77,7 @@ class RandSVMBase(BaseEstimator):
             to the certified gap. A stop at k is not certified and warns.
         sample_size: r, rows of the first uniform sample (and the least a later working set
             is filled to). 'auto': 2 x the paper's k estimate, at most an eighth of the
-            rows and at least 5,000 (``exact.driver.auto_sample_size``).
+            rows and at least 5,000 (``exact.route.auto_sample_size``).
         bound_epsilon, bound_delta, separable: parameters of the paper's k estimate.
         max_iter: most solve/scan iterations per problem.
         tol: LIBSVM's tolerance of the first solve (its -e); also the slack of a violator.
@@ -93,7 +95,7 @@ class RandSVMBase(BaseEstimator):
             'ramp' (classification only), an unfitted streaming learner, or a fitted model
             (a RandSVM estimator fitted on these rows or their first rows). A seed changes
             the speed, never the result.
-        route: 'auto' (the cost model's choice, ``exact.driver.plan_route``: one solve of
+        route: 'auto' (the cost model's choice, ``exact.route.plan_route``: one solve of
             all rows when it predicts that faster than sampling, else sampling, asked again
             with the share of support vectors the first sampled solve found; arrays fitted
             without a ``client`` that it sends to one solve are solved and certified in
@@ -190,8 +192,7 @@ class RandSVMBase(BaseEstimator):
         check_backend(self.solver)  # 'onedal' without scikit-learn-intelex, before any data
 
     # -- what the subclasses say -------------------------------------------------------------
-    def _problems(self, totals: RowTotals, classes, solver: SolverParams
-                  ) -> list[ProblemState]:
+    def _problems(self, totals: RowTotals, classes, solver: SolverParams) -> list:
         """The problems the driver solves (one state each), from the data's totals."""
         raise NotImplementedError
 
@@ -201,7 +202,7 @@ class RandSVMBase(BaseEstimator):
         ``_adopt``. Here: one problem, one column (epsilon_svr, one_class); the classifier
         has its own."""
         m = states[0].model
-        self._adopt(binary_libsvm(kernel, m.X, m.coef, m.intercept, self._svm_type), m.rows,
+        self._adopt(one_column_model(kernel, m.X, m.coef, m.intercept, self._svm_type), m.rows,
                     None, n_features)
 
     def _adopt(self, model, support: np.ndarray, classes, n_features: int) -> None:
@@ -447,12 +448,3 @@ class RandSVMBase(BaseEstimator):
             raise ParameterError(f"{os.fspath(path)} holds a {type(est).__name__}, not a "
                                  f"{cls.__name__}")
         return est
-
-
-def binary_libsvm(kernel, sv, coef: np.ndarray, intercept: float, svm_type: str
-                  ):
-    """A one-column LIBSVM model (epsilon_svr, one_class): f = coef k(sv, x) + intercept."""
-    from randsvm_dist.model_files.libsvm_text import LibsvmModel
-
-    return LibsvmModel(svm_type, kernel, sv, np.asarray(coef, np.float64).reshape(-1, 1),
-                       np.array([-float(intercept)]))

@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from randsvm_dist.exact.cancellation import cancel_check
-from randsvm_dist.exact.driver import cold_backend, plan_route
+from randsvm_dist.exact.route import cold_backend, plan_route
 from randsvm_dist.exact.state import RunConfig
 from randsvm_dist.numerics.kernels import Kernel
 

@@ -19,7 +19,7 @@ class IterationRecord:
         problem: the problem's index in the run.
         label, kind: the problem's label and its kind's name (``exact.kinds``).
         route: 'sample' or 'direct'; route_reason: why (the cost model's predicted times,
-            ``exact.driver.plan_route``, or the setting that forced it).
+            ``exact.route.plan_route``, or the setting that forced it).
         solved_in: 'workers' (the Dask workers solved and scanned) or 'client' (one solve
             of all rows and its certificate in the client's process, ``exact.in_process``).
         sample_size: rows of the working set solved; n_fresh: those that were not support

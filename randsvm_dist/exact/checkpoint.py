@@ -1,7 +1,7 @@
 """Checkpoints of the RandSVM driver: its state after each iteration, written atomically.
 
 ``<dir>/state.npz`` holds the ``DriverState`` (JSON header plus arrays, no pickle; see
-``model_files.packing.pack_objects``) and a fingerprint of the run (data shape, classes,
+``core.packing.pack_objects``) and a fingerprint of the run (data shape, classes,
 settings). It is replaced as one unit after every iteration, so a crash leaves the last
 complete state. A run started again with the same data and settings and ``resume`` goes on
 from there and ends with the model the uninterrupted run would have given; a checkpoint of
@@ -16,10 +16,10 @@ import logging
 import os
 import time
 
+from randsvm_dist.core.packing import pack_objects, unpack_objects
 from randsvm_dist.data.filesystem import makedirs, read_bytes
 from randsvm_dist.data.publish import write_bytes_atomic
 from randsvm_dist.exceptions import DataFormatError, ParameterError
-from randsvm_dist.model_files.packing import pack_objects, unpack_objects
 
 log = logging.getLogger("randsvm_dist")
 

@@ -7,7 +7,7 @@
   pair in LIBSVM's pair order ((0,1), (0,2), ..., (0,k-1), (1,2), ...), ``label`` (k
   integers, LIBSVM's class order), optional ``probA``/``probB`` per pair, ``nr_sv`` per
   class; the support vectors grouped by class in label order, each with k-1 coefficient
-  columns (``randsvm_dist.solvers.ovo_layout`` explains and builds the layout). The
+  columns (``randsvm_dist.model_files.ovo_layout`` explains and builds the layout). The
   decision value of pair (i, j) is positive towards ``label[i]``.
 - ``epsilon_svr`` and ``one_class``: one ``rho``, one coefficient per SV (alpha - alpha*
   for SVR, alpha in LIBSVM's scaling for one-class); f(x) = sum_i coef_i k(sv_i, x) - rho.

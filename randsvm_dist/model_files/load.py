@@ -22,10 +22,10 @@ import zipfile
 
 import numpy as np
 
+from randsvm_dist.core.packing import pack_objects, unpack_objects
 from randsvm_dist.data.filesystem import is_url, read_bytes  # noqa: F401
 from randsvm_dist.data.publish import write_bytes_atomic  # noqa: F401
 from randsvm_dist.exceptions import DataFormatError, ParameterError
-from randsvm_dist.model_files.packing import pack_objects, unpack_objects
 
 RANDSVM_FORMAT = "randsvm-dist/2"
 STREAM_FORMAT = "randsvm-dist-stream"

@@ -1,7 +1,7 @@
 """One-vs-one voting as LIBSVM and scikit-learn's SVC do it, from pairwise decision values.
 
 Pairwise decision values ``dec`` are (n, k(k-1)/2) in LIBSVM's pair order (0,1), (0,2),
-..., (k-2,k-1) (``randsvm_dist.solvers.ovo_layout.ovo_pairs``), pair (i, j) positive
+..., (k-2,k-1) (``randsvm_dist.model_files.ovo_layout.ovo_pairs``), pair (i, j) positive
 towards class i: what ``svm_predict_values`` computes and what SVC's
 ``decision_function_shape='ovo'`` returns for k > 2.
 

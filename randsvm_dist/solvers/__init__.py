@@ -1,6 +1,6 @@
-"""Solvers: the LIBSVM adapter (train on a sample, model arrays, LIBSVM model files)."""
+"""Solvers: the LIBSVM adapter (one solve of a working set, its arrays), the warm SMO,
+oneDAL and per-row-box backends."""
 
-from randsvm_dist.model_files.libsvm_disk import read_libsvm_model, write_libsvm_model
 from randsvm_dist.solvers.libsvm_adapter import (
     BinarySolution,
     Solution,
@@ -9,12 +9,4 @@ from randsvm_dist.solvers.libsvm_adapter import (
     solve_libsvm,
 )
 
-__all__ = [
-    "BinarySolution",
-    "Solution",
-    "SolverParams",
-    "read_libsvm_model",
-    "solve_binary",
-    "solve_libsvm",
-    "write_libsvm_model",
-]
+__all__ = ["BinarySolution", "Solution", "SolverParams", "solve_binary", "solve_libsvm"]

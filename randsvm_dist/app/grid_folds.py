@@ -211,47 +211,42 @@ class FoldRun:
                  len(grid) * self.k - total)
         small = [p for p in todo if self._solver(p.fold) == "libsvm"]
         large = [p for p in todo if self._solver(p.fold) == "randsvm"]
-        futures = {}
-        for p in small:
-            fut = self.client.submit(_libsvm_point, self._fold_data(p.fold), 2.0 ** p.log2C,
-                                     2.0 ** p.log2gamma, float(self.s.tol),
-                                     float(self.s.cache_size), self.s.svm_type_,
-                                     float(self.s.epsilon), self.s.scoring_, self.s._normal,
-                                     pure=False, retries=2)
-            futures[fut] = p
-        done, last_line = 0, -np.inf
-
-        def finished(p: FoldPoint, result: tuple) -> None:
-            nonlocal done, last_line
-            self.s._record(p, result)
-            done += 1
-            elapsed = time.perf_counter() - t0
-            log.debug("fold %d %s=2^%g gamma=2^%g: %s %.4f", p.fold, self.s.axis_, p.log2C,
-                      p.log2gamma, self.s.scoring_.name,
-                      self.s.scoring_.fold_score(result[0], result[1]))
-            if done < total and elapsed - last_line < PROGRESS_SECONDS:
-                return
-            last_line = elapsed
-            pts = self.points()
-            sign = 1.0 if self.s.scoring_.greater_is_better else -1.0
-            best = max(pts, key=lambda q: sign * np.nan_to_num(q["mean_score"],
-                                                               nan=-np.inf * sign)) \
-                if pts else None
-            log.info("grid %d/%d (fold, %s, gamma) done  best so far %s  ETA %.0f s", done,
-                     total, self.s.axis_, f"{self.s.axis_}=2^{best['log2C']:g} "
-                     f"gamma=2^{best['log2gamma']:g} {self.s.scoring_.name} "
-                     f"{best['mean_score']:.4f}" if best else "-",
-                     elapsed / done * (total - done))
-
+        futures = {self._submit_libsvm(p): p for p in small}
+        progress = _Progress(self, total, t0)
         with ThreadPoolExecutor(max_workers=max(1, n_workers(self.client))) as pool:
             pending = {pool.submit(self._randsvm_point, p): p for p in large}
             if futures:  # distributed's as_completed([]) looks for a default client
                 # its loop given: as_completed would otherwise look for a default client
                 for fut, result in as_completed(futures, with_results=True,
                                                 loop=self.client.loop):
-                    finished(futures[fut], (*result, "libsvm"))
+                    progress.finished(futures[fut], (*result, "libsvm"))
             for fut in futures_completed(pending):  # each recorded as soon as it ends
-                finished(pending[fut], (*fut.result(), "randsvm"))
+                progress.finished(pending[fut], (*fut.result(), "randsvm"))
+
+    def _submit_libsvm(self, p: FoldPoint):
+        """Submit one point to LIBSVM on its gathered fold (see ``_libsvm_point``).
+
+        Args:
+            p: the (fold, log2C, log2gamma) to solve.
+
+        Returns:
+            the Dask future of its (fold value, held-out rows, seconds).
+        """
+        return self.client.submit(_libsvm_point, self._fold_data(p.fold), 2.0 ** p.log2C,
+                                  2.0 ** p.log2gamma, float(self.s.tol),
+                                  float(self.s.cache_size), self.s.svm_type_,
+                                  float(self.s.epsilon), self.s.scoring_, self.s._normal,
+                                  pure=False, retries=2)
+
+    def best_point(self) -> dict | None:
+        """The point of :meth:`points` with the best mean score (NaN the worst; ties to the
+        smaller C (nu), then the smaller gamma); None before any point has every fold."""
+        pts = self.points()
+        if not pts:
+            return None
+        sign = 1.0 if self.s.scoring_.greater_is_better else -1.0
+        return max(pts, key=lambda q: (sign * np.nan_to_num(q["mean_score"], nan=-np.inf * sign),
+                                       -q["log2C"], -q["log2gamma"]))
 
     def _fold_data(self, f: int):
         if f not in self.fold_data:
@@ -307,3 +302,32 @@ class FoldRun:
                              std_accuracy=point["std_score"], fold_accuracy=point["fold_score"])
             out.append(point)
         return out
+
+
+class _Progress:
+    """The record and progress log of one :meth:`FoldRun.evaluate` call: every finished
+    point is recorded in the search; a progress line is logged at most every
+    PROGRESS_SECONDS, and always for the last point."""
+
+    def __init__(self, run: FoldRun, total: int, t0: float):
+        self.run, self.total, self.t0 = run, total, t0
+        self.done, self.last_line = 0, -np.inf
+
+    def finished(self, p: FoldPoint, result: tuple) -> None:
+        """Record point ``p``'s ``result`` (fold value, held-out rows, seconds, solver) in
+        the search and log it (progress and the best point so far, when due)."""
+        s = self.run.s
+        s._record(p, result)
+        self.done += 1
+        elapsed = time.perf_counter() - self.t0
+        log.debug("fold %d %s=2^%g gamma=2^%g: %s %.4f", p.fold, s.axis_, p.log2C,
+                  p.log2gamma, s.scoring_.name, s.scoring_.fold_score(result[0], result[1]))
+        if self.done < self.total and elapsed - self.last_line < PROGRESS_SECONDS:
+            return
+        self.last_line = elapsed
+        best = self.run.best_point()
+        log.info("grid %d/%d (fold, %s, gamma) done  best so far %s  ETA %.0f s", self.done,
+                 self.total, s.axis_, f"{s.axis_}=2^{best['log2C']:g} "
+                 f"gamma=2^{best['log2gamma']:g} {s.scoring_.name} "
+                 f"{best['mean_score']:.4f}" if best else "-",
+                 elapsed / self.done * (self.total - self.done))

@@ -371,11 +371,7 @@ class GridSearch:
 
     # -- internals ------------------------------------------------------------------------
     def _best(self, run: FoldRun) -> tuple[float, float]:
-        # best mean score; ties go to the smaller C (nu), then the smaller gamma
-        pts = run.points()
-        sign = 1.0 if self.scoring_.greater_is_better else -1.0
-        top = max(pts, key=lambda p: (sign * np.nan_to_num(p["mean_score"], nan=-np.inf * sign),
-                                      -p["log2C"], -p["log2gamma"]))
+        top = run.best_point()
         return top["log2C"], top["log2gamma"]
 
     def _seed(self) -> int:

@@ -99,35 +99,17 @@ def main(argv: list[str] | None = None) -> int:
         on SIGTERM (the command's locks and embedded cluster released either way); some
         commands define more (``jobs status``: 1 for a failed job).
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    logging.getLogger("randsvm_dist").setLevel(logging.DEBUG if args.verbose else logging.INFO)
-    if not args.verbose:
-        _quiet_dask()
+    args = build_parser().parse_args(argv)
+    _configure_logging(args.verbose)
     from randsvm_dist.cli.outputs import Outputs
-    from randsvm_dist.cli.session import Session
 
     args.session = None
     args.outputs = Outputs()
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminated) if in_main else None
     try:
-        from randsvm_dist.engine.tls import make_security
-
-        args.session = Session(getattr(args, "scheduler", None), security=make_security(
-            *(getattr(args, k, None) for k in ("tls_ca_file", "tls_cert", "tls_key"))))
+        args.session = _session(args)
         return int(args.func(args) or 0)
-    except RandSVMError as e:
-        if args.debug:
-            raise
-        print(f"randsvm-dist: error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:  # a file the user named: missing, unreadable, read-only
-        if args.debug:
-            raise
-        print(f"randsvm-dist: error: {_os_error(e)}", file=sys.stderr)
-        return 2
     except Terminated:
         print("randsvm-dist: terminated (SIGTERM)", file=sys.stderr)
         return 143
@@ -137,16 +119,57 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - a bug: one line, the traceback with --debug
         if args.debug:
             raise
-        print(f"randsvm-dist: internal error: {type(e).__name__}: {str(e)[:300]} (run again "
-              "with --debug for the traceback, and please report it)", file=sys.stderr)
-        return 1
+        line, code = _error_line(e)
+        print(line, file=sys.stderr)
+        return code
     finally:
         if in_main:
             signal.signal(signal.SIGTERM, previous)
-        args.outputs.release()
-        if args.session is not None:
-            args.session.close()
-        if "randsvm_dist.engine.embedded" in sys.modules:
-            from randsvm_dist.engine.embedded import close_embedded
+        _release(args)
 
-            close_embedded()  # the embedded default, if this command started it
+
+def _configure_logging(verbose: bool) -> None:
+    """Warnings and up on stderr; randsvm_dist's INFO (DEBUG when ``verbose``), Dask's
+    chatter held to warnings unless ``verbose``."""
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    logging.getLogger("randsvm_dist").setLevel(logging.DEBUG if verbose else logging.INFO)
+    if not verbose:
+        _quiet_dask()
+
+
+def _session(args: argparse.Namespace):
+    """The command's Dask session (see :mod:`.session`), from its ``--scheduler`` and TLS
+    options when it has them.
+
+    Raises:
+        ParameterError: only some of the TLS options are given, or a file does not exist.
+    """
+    from randsvm_dist.cli.session import Session
+    from randsvm_dist.engine.tls import make_security
+
+    return Session(getattr(args, "scheduler", None), security=make_security(
+        *(getattr(args, k, None) for k in ("tls_ca_file", "tls_cert", "tls_key"))))
+
+
+def _error_line(e: Exception) -> tuple[str, int]:
+    """The stderr line and exit code of an error that ended a command: 2 for a user error
+    (``RandSVMError``; an ``OSError`` on a file the user named: missing, unreadable,
+    read-only), 1 for anything else (a bug)."""
+    if isinstance(e, RandSVMError):
+        return f"randsvm-dist: error: {e}", 2
+    if isinstance(e, OSError):
+        return f"randsvm-dist: error: {_os_error(e)}", 2
+    return (f"randsvm-dist: internal error: {type(e).__name__}: {str(e)[:300]} (run again "
+            "with --debug for the traceback, and please report it)", 1)
+
+
+def _release(args: argparse.Namespace) -> None:
+    """Release what the command held: its claimed outputs, its Dask session and the
+    embedded default cluster if this command started it."""
+    args.outputs.release()
+    if args.session is not None:
+        args.session.close()
+    if "randsvm_dist.engine.embedded" in sys.modules:
+        from randsvm_dist.engine.embedded import close_embedded
+
+        close_embedded()

@@ -4,6 +4,8 @@ Client's handshake (TLS when the address asks for it)."""
 
 from __future__ import annotations
 
+import socket
+
 from randsvm_dist.exceptions import ClusterError
 
 CONNECT_TIMEOUT = "10s"  # the Client's handshake
@@ -36,11 +38,46 @@ def probe(address: str, timeout: float = PROBE_TIMEOUT) -> None:
     Raises:
         ClusterError: naming the address and what answered (nothing, HTTP, SSH, silence).
     """
-    import socket
-
     scheme, host, port = split_address(address)
+    with _open_socket(address, host, port, timeout) as sock:
+        if scheme != "tcp":
+            return  # TLS: the handshake itself is bounded by the Client's timeout
+        first = _first_bytes(sock, timeout)
+        if first is None:
+            return  # reset: let the Client report it
+        if first.startswith(b"SSH-"):
+            raise ClusterError(f"cannot reach the Dask scheduler at {address}: it answered "
+                               "but is not a Dask scheduler (an SSH server)")
+        if first:
+            return
+        reply = _http_reply(sock)
+    if reply.startswith(b"HTTP/"):
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: it answered but "
+                           "is not a Dask scheduler (HTTP: a dashboard or web server?); the "
+                           "scheduler's port is the one `dask scheduler` prints as "
+                           "'Scheduler at', usually 8786")
+    raise ClusterError(f"cannot reach the Dask scheduler at {address}: it accepts "
+                       f"connections but did not answer as a Dask scheduler within "
+                       f"{timeout:g} s")
+
+
+def _open_socket(address: str, host: str, port: int, timeout: float) -> socket.socket:
+    """A TCP connection to ``host:port`` within ``timeout`` seconds.
+
+    Args:
+        address: the scheduler address, for the error message.
+        host, port: where to connect.
+        timeout: seconds for the connect.
+
+    Returns:
+        the connected socket (the caller closes it).
+
+    Raises:
+        ClusterError: naming the address and why it failed (host not found, connection
+            refused, no answer, another OS error).
+    """
     try:
-        sock = socket.create_connection((host, port), timeout=timeout)
+        return socket.create_connection((host, port), timeout=timeout)
     except socket.gaierror as e:
         raise ClusterError(f"cannot reach the Dask scheduler at {address}: host {host!r} "
                            f"not found ({e.strerror})") from None
@@ -54,34 +91,32 @@ def probe(address: str, timeout: float = PROBE_TIMEOUT) -> None:
     except OSError as e:
         raise ClusterError(f"cannot reach the Dask scheduler at {address}: "
                            f"{e.strerror or e}") from None
-    with sock:
-        if scheme != "tcp":
-            return  # TLS: the handshake itself is bounded by the Client's timeout
-        sock.settimeout(timeout)
-        try:
-            first = sock.recv(8)  # a Dask scheduler speaks first: its handshake
-        except TimeoutError:
-            first = b""
-        except OSError:
-            return  # reset: let the Client report it
-        if first.startswith(b"SSH-"):
-            raise ClusterError(f"cannot reach the Dask scheduler at {address}: it answered "
-                               "but is not a Dask scheduler (an SSH server)")
-        if first:
-            return
-        try:  # silent: ask it as HTTP would
-            sock.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
-            reply = sock.recv(16)
-        except OSError:
-            reply = b""
-    if reply.startswith(b"HTTP/"):
-        raise ClusterError(f"cannot reach the Dask scheduler at {address}: it answered but "
-                           "is not a Dask scheduler (HTTP: a dashboard or web server?); the "
-                           "scheduler's port is the one `dask scheduler` prints as "
-                           "'Scheduler at', usually 8786")
-    raise ClusterError(f"cannot reach the Dask scheduler at {address}: it accepts "
-                       f"connections but did not answer as a Dask scheduler within "
-                       f"{timeout:g} s")
+
+
+def _first_bytes(sock: socket.socket, timeout: float) -> bytes | None:
+    """What the server sends first, unasked, within ``timeout`` seconds (a Dask scheduler
+    speaks first: its handshake).
+
+    Returns:
+        up to 8 bytes; b"" when it stayed silent; None when the connection failed (e.g.
+        reset).
+    """
+    sock.settimeout(timeout)
+    try:
+        return sock.recv(8)
+    except TimeoutError:
+        return b""
+    except OSError:
+        return None
+
+
+def _http_reply(sock: socket.socket) -> bytes:
+    """The first bytes a silent server answers to an HTTP request (b"": no answer)."""
+    try:
+        sock.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+        return sock.recv(16)
+    except OSError:
+        return b""
 
 
 def _tls_configured(security) -> bool:

@@ -210,13 +210,38 @@ def plan_scan(sizes, holders: list[list[str]], threads: dict[str, int], splittab
     free = _shares(n, threads, workers)
     min_rows = max(1, min(SCAN_MIN_ROWS, n // (8 * sum(threads[w] for w in workers))))
     segments: dict[str, list] = {w: [] for w in workers}
+    left = _rows_to_holders(sizes, unplaced, holders, preferred, free, min_rows, segments)
+    _rows_left_over(left, holders, threads, preferred, free, min_rows, segments)
+    tasks = _segment_tasks(segments, threads, min_rows)
+    tasks += [ScanTask(i, 0, sizes[i]) for i in sorted(unplaced)]
+    return sorted(tasks, key=lambda t: (t.partition, t.lo))
+
+
+def _rows_to_holders(sizes: list[int], unplaced: set[int], holders: list[list[str]],
+                     preferred: dict[int, str], free: dict[str, int], min_rows: int,
+                     segments: dict[str, list]) -> list[tuple[int, int, int]]:
+    """Each partition's rows to the workers holding it (its preferred worker first), up
+    to each worker's share.
+
+    Args:
+        sizes: rows of each partition.
+        unplaced: partitions left out (no worker holds them yet).
+        holders: per partition, the workers holding it.
+        preferred: partition -> the worker to try first.
+        free: worker -> rows of its share not yet given; lowered by the rows given.
+        min_rows: the fewest rows a segment is cut to (see ``_take``).
+        segments: worker -> its (partition, lo, hi, local) segments; appended to.
+
+    Returns:
+        the (partition, lo, hi) ranges no holder took, in partition order.
+    """
     left = []
     for i, size in enumerate(sizes):
         if i in unplaced:
             continue
         lo = 0
-        mine = [w for w in holders[i] if w in free]
-        mine.sort(key=lambda w: (w != preferred.get(i), w))
+        mine = sorted((w for w in holders[i] if w in free),
+                      key=lambda w: (w != preferred.get(i), w))
         for w in mine:
             take = _take(size - lo, free[w], min_rows)
             if take:
@@ -225,19 +250,48 @@ def plan_scan(sizes, holders: list[list[str]], threads: dict[str, int], splittab
                 lo += take
         if lo < size:
             left.append((i, lo, size))
+    return left
+
+
+def _rows_left_over(left: list[tuple[int, int, int]], holders: list[list[str]],
+                    threads: dict[str, int], preferred: dict[int, str],
+                    free: dict[str, int], min_rows: int, segments: dict[str, list]) -> None:
+    """The ranges no holder took, cut among the workers with the most of their share left
+    per thread (a partition's preferred worker on ties).
+
+    Args:
+        left: (partition, lo, hi) ranges to give out.
+        holders: per partition, the workers holding it (marks a segment local).
+        threads: worker address -> threads (only workers in ``free`` take rows).
+        preferred: partition -> the worker preferred on ties.
+        free: worker -> rows of its share not yet given; lowered by the rows given.
+        min_rows: the fewest rows a segment is cut to (see ``_take``).
+        segments: worker -> its (partition, lo, hi, local) segments; appended to.
+    """
     for i, lo, hi in left:
         while lo < hi:
-            w = max(workers, key=lambda v: (free[v] / threads[v], v == preferred.get(i)))
+            w = max(free, key=lambda v: (free[v] / threads[v], v == preferred.get(i)))
             take = _take(hi - lo, free[w], min_rows) or min(hi - lo, min_rows)
             segments[w].append((i, lo, lo + take, w in holders[i]))
             free[w] -= take
             lo += take
-    tasks = [ScanTask(i, a, b, w, local)
-             for w in workers
-             for i, a, b, local in _cut(segments[w], SCAN_TASKS_PER_THREAD * threads[w],
-                                        min_rows)]
-    tasks += [ScanTask(i, 0, sizes[i]) for i in sorted(unplaced)]
-    return sorted(tasks, key=lambda t: (t.partition, t.lo))
+
+
+def _segment_tasks(segments: dict[str, list], threads: dict[str, int], min_rows: int
+                   ) -> list[ScanTask]:
+    """Each worker's segments cut into SCAN_TASKS_PER_THREAD tasks per thread (see ``_cut``).
+
+    Args:
+        segments: worker -> its (partition, lo, hi, local) segments.
+        threads: worker address -> threads.
+        min_rows: the fewest rows a task is cut to.
+
+    Returns:
+        the tasks, worker by worker in ``segments`` order.
+    """
+    return [ScanTask(i, a, b, w, local)
+            for w, mine in segments.items()
+            for i, a, b, local in _cut(mine, SCAN_TASKS_PER_THREAD * threads[w], min_rows)]
 
 
 def _shares(n: int, threads: dict[str, int], workers: list[str]) -> dict[str, int]:

@@ -202,40 +202,74 @@ def _parse_fast(chunk: Chunk, layout: CsvLayout, skip_first: bool) -> CsvRows:
 
 
 def _parse_slow(chunk: Chunk, path: str, layout: CsvLayout, skip_first: bool) -> None:
-    ncols = len(layout.names)
+    """Check a chunk the fast parser refused line by line, to name its first bad line.
+
+    Args:
+        chunk: the lines.
+        path: the file, for the message.
+        layout: the CSV's columns.
+        skip_first: the chunk's first line is the header.
+
+    Raises:
+        DataFormatError: naming the first bad line (see ``_check_line``), or a line that
+            is not UTF-8.
+    """
     for k, raw in enumerate(chunk.data.split(b"\n")):
         if k == 0 and skip_first:
             continue
-        line_no = chunk.first_line + k
-        where = f"{path}:{line_no}"
+        where = f"{path}:{chunk.first_line + k}"
         try:
             text = raw.decode("utf-8").rstrip("\r")
         except UnicodeDecodeError:
             raise DataFormatError(f"{where}: not UTF-8 text") from None
-        if not text:
-            continue
-        fields = next(csv.reader([text], delimiter=layout.delimiter))
-        if len(fields) != ncols:
-            raise DataFormatError(f"{where}: {len(fields)} fields; expected {ncols} "
-                                  f"(delimiter {layout.delimiter!r})")
-        label = fields[layout.label_index].strip()
-        if not label:
-            raise DataFormatError(f"{where}: empty label in column "
-                                  f"{layout.names[layout.label_index]!r}")
-        if _is_number(label) and not math.isfinite(float(label)):
-            raise DataFormatError(f"{where}: label {label!r} is NaN or infinite")
-        for j in layout.feature_indices:
-            s = fields[j].strip()
-            name = layout.names[j]
-            try:
-                v = float(s)
-            except ValueError:
-                what = "empty" if not s else f"{s!r} is not a number"
-                raise DataFormatError(f"{where}: feature column {name!r} (column {j + 1}): "
-                                      f"{what}; expected a number") from None
-            if not math.isfinite(v):
-                raise DataFormatError(f"{where}: feature column {name!r} (column {j + 1}): "
-                                      f"{s!r} is NaN or infinite; expected a finite number")
-            if abs(v) > _F32_MAX:
-                raise DataFormatError(f"{where}: feature column {name!r} (column {j + 1}): "
-                                      f"{s!r} overflows float32")
+        if text:
+            _check_line(text, where, layout)
+
+
+def _check_line(text: str, where: str, layout: CsvLayout) -> None:
+    """Check one non-empty CSV line: its field count, its label and every feature.
+
+    Args:
+        text: the line, decoded.
+        where: "file:line", for the message.
+        layout: the CSV's columns.
+
+    Raises:
+        DataFormatError: wrong field count, an empty or NaN/infinite label, a feature
+            that is empty, not a number, NaN/infinite or beyond float32 range.
+    """
+    ncols = len(layout.names)
+    fields = next(csv.reader([text], delimiter=layout.delimiter))
+    if len(fields) != ncols:
+        raise DataFormatError(f"{where}: {len(fields)} fields; expected {ncols} "
+                              f"(delimiter {layout.delimiter!r})")
+    label = fields[layout.label_index].strip()
+    if not label:
+        raise DataFormatError(f"{where}: empty label in column "
+                              f"{layout.names[layout.label_index]!r}")
+    if _is_number(label) and not math.isfinite(float(label)):
+        raise DataFormatError(f"{where}: label {label!r} is NaN or infinite")
+    for j in layout.feature_indices:
+        _check_feature(fields[j].strip(), f"{where}: feature column {layout.names[j]!r} "
+                                          f"(column {j + 1})")
+
+
+def _check_feature(s: str, where: str) -> None:
+    """Check one feature's text: a finite number within float32 range.
+
+    Args:
+        s: the field, stripped.
+        where: "file:line: feature column NAME (column J)", for the message.
+
+    Raises:
+        DataFormatError: empty, not a number, NaN/infinite or beyond float32 range.
+    """
+    try:
+        v = float(s)
+    except ValueError:
+        what = "empty" if not s else f"{s!r} is not a number"
+        raise DataFormatError(f"{where}: {what}; expected a number") from None
+    if not math.isfinite(v):
+        raise DataFormatError(f"{where}: {s!r} is NaN or infinite; expected a finite number")
+    if abs(v) > _F32_MAX:
+        raise DataFormatError(f"{where}: {s!r} overflows float32")

@@ -20,12 +20,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from readme_fastest import section_fastest, section_phases  # noqa: E402
+from readme_fastest import section_fastest  # noqa: E402
 from readme_format import command, pct, table, targets, wrap  # noqa: E402
 
 RESULTS = HERE / "results"
 README = HERE / "README.md"
-MACHINE = ("one machine: 2 cores, 24 GiB; Dask LocalCluster of 2 single-threaded workers; "
+MACHINE = ("One machine: 2 cores, 24 GiB; Dask LocalCluster of 2 single-threaded workers; "
            "LIBSVM is libsvm-official 3.37 in its own process with its default OpenMP threads")
 
 
@@ -106,11 +106,9 @@ def section_exact() -> list[str]:
     warm = load("warm_solver.jsonl")
     return [
         "## Exact fits: RandSVM vs LIBSVM and scikit-learn-intelex (issue 21)", "",
-        "Same in-memory arrays (float32; CSR for a9a, w8a), C and gamma for every engine, each "
-        "in its own process: LIBSVM (`-m 1000`) and scikit-learn-intelex's `SVC` first, then "
-        "`RandSVMClassifier(C, gamma, random_state=0, cache_size=1000)` with `solver='libsvm'` "
-        "/ `'auto'` on a warmed-up embedded cluster (median of the fits). (ref.): LIBSVM "
-        "measured once alone. Accuracy %; gap: certified relative gap over all rows.", "",
+        "As above, with `RandSVMClassifier(C, gamma, random_state=0, cache_size=1000)` and "
+        "`solver='libsvm'` / `'auto'` (median of the fits). (ref.): LIBSVM measured once "
+        "alone. Accuracy %; gap: the certified relative gap.", "",
         *table(["set", "rows", "duplicates", "LIBSVM s", "sklearnex s",
                 "RandSVM s (libsvm / auto)", "vs LIBSVM", "vs faster peer",
                 "accuracy LIBSVM / sklearnex / RandSVM (libsvm / auto)", "gap"],
@@ -141,17 +139,16 @@ def section_exact() -> list[str]:
             "skin_nonskin --solver libsvm --out benchmarks/results/ahead.jsonl",
             "python benchmarks/bench_ahead.py --sets checkerboard:1000000 --engines libsvm "
             "randsvm --libsvm-reference 1502 --repeats 5 --solver auto "
-            "--out benchmarks/results/ahead.jsonl"),
-        "The warm solver alone (`solvers/warm_smo.py`: alpha0 = the optimum of 80% of the "
-        "rows, what RandSVM passes; tol 1e-3; 2 threads both):", "",
+            "--out benchmarks/results/ahead.jsonl",
+            "python benchmarks/bench_warm_solver.py --sizes 10000,20000,40000 "
+            "--sets ringnorm,checkerboard --threads 2 --out benchmarks/results/warm_solver.jsonl"),
+        "The warm solver alone (alpha0: the optimum of 80% of the rows; tol 1e-3; 2 threads):",
+        "",
         *table(["set", "rows", "cold LIBSVM s", "warm s", "speed-up", "dual objectives agree to"],
                [(r["set"], f"{r['n']:,}", f"{r['cold_s']:.2f}", f"{r['warm_s']:.2f}",
                  f"{r['speedup']:.2f}x",
                  f"{abs(r['dual_cold'] - r['dual_warm']) / abs(r['dual_cold']):.0e}")
                 for r in warm]),
-        *command("python benchmarks/bench_warm_solver.py --sizes 10000,20000,40000 "
-                 "--sets ringnorm,checkerboard --threads 2 "
-                 "--out benchmarks/results/warm_solver.jsonl"),
     ]
 
 
@@ -195,11 +192,10 @@ def section_scaling() -> list[str]:
     rate = load("scan_rate.jsonl")
     return [
         "## Scaling with rows: RandSVM on Parquet vs LIBSVM on all rows", "",
-        "`RandSVMClassifier` defaults (gap_tol 1e-3, random_state 0), data read from Parquet "
-        "partitions on the workers (cluster start excluded), against LIBSVM trained on every "
-        "row (`-s 0 -t 2 -m 1000`). (ref.): LIBSVM's figure measured alone on a faster "
-        "machine, not rerun here. Accuracy diff in points (RandSVM's own accuracy in "
-        "brackets where LIBSVM was not run); memory is peak RSS.", "",
+        "`RandSVMClassifier` (gap_tol 1e-3, random_state 0) reading Parquet on the workers "
+        "(cluster start excluded) vs LIBSVM on every row (`-s 0 -t 2 -m 1000`; (ref.): "
+        "measured alone on a faster machine). Accuracy diff in points (RandSVM's own in "
+        "brackets); memory is peak RSS.", "",
         *table(["set", "rows", "LIBSVM s", "RandSVM s", "speed-up", "iterations", "#SV", "gap",
                 "accuracy diff", "solve / scan s", "driver / worker MB"], body),
         *targets([
@@ -230,7 +226,8 @@ def section_scaling() -> list[str]:
             "python benchmarks/bench_randsvm.py --reuse-libsvm --sets ringnorm checkerboard "
             "ijcnn1 a9a skin_nonskin --out benchmarks/results/randsvm.jsonl",
             "python benchmarks/bench_randsvm.py --sets checkerboard --sizes 10000000 "
-            "--cache false --memory-limit 2GB --out benchmarks/results/randsvm.jsonl"),
+            "--cache false --memory-limit 2GB --out benchmarks/results/randsvm.jsonl",
+            "python benchmarks/bench_scan_rate.py"),
         "The 1e7 run per iteration (partitions re-read from Parquet on every pass):", "",
         *table(["iteration", "working set (fresh)", "cascade parts", "#SV", "violators",
                 "gap", "solve s", "scan s", "rows evaluated", "scan G evals/s"],
@@ -240,14 +237,12 @@ def section_scaling() -> list[str]:
                  f"{h['solve_seconds']:.1f}", f"{h['scan_seconds']:.1f}",
                  f"{h['rows_evaluated']:,}", f"{h['kernel_evals_per_second'] / 1e9:.2f}")
                 for h in big["history"]]),
-        "", "The scan's kernel (`numerics/rbf_fused.py`) on 200,000 rows against m support "
-        "vectors, in G kernel evaluations per second:", "",
+        "", "The scan's kernel (`numerics/rbf_fused.py`), 200,000 rows, G kernel evals/s:", "",
         *table(["d", "SVs", "GEMM+numpy, all cores", "sgemm alone, all cores",
                 "fused, 1 core", "fused, all cores", "fused / GEMM+numpy"],
                [(r["d"], f"{r['n_support']:,}", r["gemm_numpy_gps"], r["sgemm_alone_gps"],
                  r["fused_one_core_gps"], r["fused_all_cores_gps"],
                  f"{r['fused_all_cores_gps'] / r['gemm_numpy_gps']:.0%}") for r in rate]),
-        *command("python benchmarks/bench_scan_rate.py"),
     ]
 
 
@@ -312,16 +307,15 @@ def section_streaming() -> list[str]:
     papers = "OMP_NUM_THREADS=1 python benchmarks/bench_streaming_papers.py --suite"
     return [
         "## Streaming learners", "",
-        "Accuracy only (the runs shared the machine). Each learner with its defaults over 20 "
-        "random stream orders (ramp: the first 10,000 rows of each), test accuracy % median "
-        "(worst-best, std); ijcnn1_35k: the first 35,000 training rows:", "",
+        "Accuracy only (shared machine). Defaults over 20 stream orders (ramp: 10,000 rows; "
+        "ijcnn1_35k: the first 35,000), test % median (worst-best, std):", "",
         *table(["set", *learners],
                [(name, *(f"{r['median']:.2f} ({r['worst']:.2f}-{r['best']:.2f}, "
                          f"{r['std']:.2f})" if (r := orders.get((name, lr))) else "-"
                          for lr in learners))
                 for name in dict.fromkeys(n for n, _ in orders)]),
-        "", "StreamSVM, the paper's Table 1 protocol (linear kernel, C=1, 20 orders; L the "
-        "lookahead, 1000 the default), median / worst / std %:", "",
+        "", "StreamSVM, the paper's Table 1 protocol (linear, C=1, 20 orders), % median / "
+        "worst / std:", "",
         *table(["set", "LIBSVM linear %", *(f"{a} (L={lk})" for a, lk in algos)],
                [(name, next((r["libsvm_linear"]["accuracy"] for r in meb if r["set"] == name
                              and r.get("libsvm_linear")), "-"),
@@ -329,10 +323,10 @@ def section_streaming() -> list[str]:
                          if (r["set"], r["algo"], r["lookahead"]) == (name, a, lk)), "-")
                    for a, lk in algos))
                 for name in sorted({r["set"] for r in meb})]),
-        "", "BudgetedSGD (one epoch, lambda = 1/(nC)): the best merge size M per budget B, "
-        "median / worst %:", "", *_bsgd_table(bsgd),
-        "", "OnlineRampSVM (`active=True` is OnlineASVMR), noisy checkerboard with 10% flipped "
-        "labels and a9a, 10,000 rows, against LIBSVM with the same C and gamma:", "",
+        "", "BudgetedSGD (one epoch), the best merge size M per budget B, % median / worst:",
+        "", *_bsgd_table(bsgd),
+        "", "OnlineRampSVM (OnlineASVMR: `active=True`), 10,000 rows, vs LIBSVM (same C, "
+        "gamma):", "",
         *table(["set", "variant", "accuracy %", "#SV", "LIBSVM %", "LIBSVM #SV", "#SV ratio",
                 "labels used"],
                [(r["set"], r["variant"], r["accuracy"], f"{r['n_sv']:,}",
@@ -371,8 +365,8 @@ def section_defaults() -> list[str]:
     worst = min(min(r["accuracy"].values()) - r["majority"] for r in rows)
     return [
         "## Every learner's defaults vs the majority class", "",
-        "Every learner constructed with no argument, rows as the files give them, test "
-        "accuracy in %; training and test sets subsampled to 10,000 rows where larger.", "",
+        "Every learner with no argument, test accuracy %, sets subsampled to 10,000 rows:",
+        "",
         *table(["set", "rows used", "majority", *names],
                [(r["set"], r["rows_used"], r["majority"], *r["accuracy"].values())
                 for r in rows]),
@@ -393,11 +387,8 @@ def section_data() -> list[str]:
     conv = [r for r in cmds if "convert" in r["command_line"]]
     return [
         "## Data layer: generation, conversion, reads", "",
-        "Each command in a fresh process under `/usr/bin/time -v`: peak RSS is the whole "
-        "command's (about 95 MiB of it the imports); rows/s (work) excludes interpreter "
-        "start-up. `$W` is the work directory, `$SHARED` the real LIBSVM sets. These ran while "
-        "other jobs shared the machine (load average 8.5): the rates are lower bounds; the "
-        "memory figures do not depend on load.", "",
+        "Each command alone under `/usr/bin/time -v` (peak RSS includes ~95 MiB of imports). "
+        "Shared machine: rates are lower bounds.", "",
         *table(["command", "rows", "wall s", "rows/s (work)", "peak RSS MiB"],
                [(f"`{r['command_line']}`", f"{r['rows']:,}", r["wall_seconds"],
                  f"{r['rows_per_second_work']:,}", r["peak_rss_mib"]) for r in cmds]),
@@ -422,13 +413,9 @@ def section_startup() -> list[str]:
     cmds = list(dict.fromkeys(r["command_line"] for r in rows))
     return [
         "## CLI start-up per command", "",
-        "Wall seconds of a command on tiny inputs (the work is well under a second), a fresh "
-        "process each, median of 3: before the embedded default (an in-process cluster per "
-        "command), with its own embedded cluster, and against one `randsvm-dist cluster "
-        "start` cluster.", "",
+        "Seconds on tiny inputs, median of 3; a shared cluster "
+        "(`eval \"$(randsvm-dist cluster start)\"`) removes the ~5-6 s start.", "",
         *table(["command", *labels], [(c, *(grid[(c, lab)] for lab in labels)) for c in cmds]),
-        "", "A command that needs a cluster pays ~5-6 s to start its own; sharing one "
-        "(`eval \"$(randsvm-dist cluster start)\"`) removes it.",
         *command(*rows[0]["command"].split("; ")),
     ]
 
@@ -441,8 +428,7 @@ def section_guide() -> list[str]:
     large = next(r for r in rows if r["bench"] == "large")
     return [
         "## The practical guide: scale, grid search, train", "",
-        "LIBSVM's practical guide (svm-scale, grid.py, svm-train) beside `data scale`, "
-        "`grid` and `train --scale`, test accuracy in %:", "",
+        "LIBSVM's guide tools beside `data scale`, `grid`, `train --scale`, test %:", "",
         *table(["set", "train / test rows", "unscaled default", "scaled default",
                 "best C, gamma (LIBSVM tools / randsvm-dist)", "tuned LIBSVM tools",
                 "tuned randsvm-dist"],
@@ -509,10 +495,9 @@ def section_scaleout() -> list[str]:
         return "-"
 
     out = ["## Scale-out: the same fit at W workers (issue 26)", "",
-           "Each fit in its own fresh process, one at a time; RandSVM on the embedded default "
-           "with W single-threaded workers (its start and numba's compiles outside the time), "
-           "LIBSVM with OMP_NUM_THREADS=W and scikit-learn-intelex with W oneDAL threads, each "
-           "before any Dask cluster exists. Efficiency is T(1) / (W T(W)) of the same engine.",
+           "Each fit alone in a fresh process: RandSVM on W single-threaded workers (start and "
+           "compiles excluded), LIBSVM and scikit-learn-intelex on W threads, before any "
+           "cluster. Efficiency: T(1) / (W T(W)) of the same engine.",
            "", *table(["set", "rows", "engine", "W", "seconds", "efficiency",
                        "solve / scan s", "certified gap", "quality", "load at start"],
                       [(r["set"], f"{r['rows']:,}", r["engine"], r["workers"],
@@ -557,8 +542,8 @@ def section_bsgd_average() -> list[str]:
 def section_restructure() -> list[str]:
     rows = load("restructure_same_model.jsonl")
     return ["## Same model, same time across the codebase restructuring (issue 25)", "",
-            "The 1e6 checkerboard fit (C 100, gamma 1, solver='libsvm', 2 workers) by the "
-            "code before and after the restructuring, one after the other:", "",
+            "The 1e6 checkerboard fit (C 100, gamma 1, solver='libsvm', 2 workers), before and "
+            "after:", "",
             *table(["commit", "fit s", "iterations", "#SV", "gap", "test accuracy %",
                     "support / dual_coef / intercept digests"],
                    [(r["commit"], f"{r['seconds']:.1f}", r["iterations"],
@@ -570,17 +555,15 @@ def section_restructure() -> list[str]:
 
 
 SECTIONS: list[Callable[[], list[str]]] = [
-    lambda: section_fastest(load), lambda: section_phases(load), section_exact, section_scaling, section_family, section_streaming, section_defaults,
-    section_data, section_startup, section_guide, section_checkpoint, section_scaleout,
+    lambda: section_fastest(load), section_exact,
+    section_scaling, section_family, section_streaming, section_defaults, section_data, section_startup, section_guide, section_checkpoint, section_scaleout,
     section_bsgd_average, section_restructure]
 
 
 def render() -> str:
     """The whole README as text, from the committed results."""
     intro = (f"Generated by `python benchmarks/make_readme.py` from `benchmarks/results/` "
-             f"(edit the results or the script, not this file). Measured on {MACHINE}. "
-             f"Each record in `results/` keeps its date and load average; the timed runs "
-             f"had the machine to themselves unless a section says otherwise.")
+             f"(edit those, not this file). {MACHINE}.")
     parts = ["\n".join(["# Benchmarks", "", *wrap([intro])]) + "\n"]
     for make in SECTIONS:
         parts.append("\n".join(wrap(make())).rstrip() + "\n")

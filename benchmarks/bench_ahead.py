@@ -22,7 +22,8 @@ An engine that does not apply to the set's kind is not run. ``--timeout S`` kill
 engine's process group after S seconds; its row reads "timed out after S s" (a lower bound
 on its time). ``--reuse-peers FILE...`` takes a peer's figures from the last earlier record
 of the same set in those results files (bench_ahead's, or bench_svm_family's friedman and
-oneclass parts) instead of running it, recorded with where they came from;
+oneclass parts) instead of running it, recorded with where they came from (only the peers
+named by ``--reuse-engines``, when given);
 ``--libsvm-reference SECONDS`` records a LIBSVM time measured alone earlier.
 
 Recorded per set and engine: seconds, test accuracy / R^2 / ROC AUC, #SV; for RandSVM the
@@ -67,6 +68,7 @@ from bench_engines import (  # noqa: E402
 ENGINES = ("libsvm", "sklearnex", "sklearn", "randsvm")
 PEERS = {"classification": ("libsvm", "sklearnex"), "regression": ("libsvm", "sklearnex"),
          "one_class": ("libsvm", "sklearn")}
+PEERS_ALL = ("libsvm", "sklearnex", "sklearn")
 WARM_UP_ROWS = 1000
 ITERATION_KEYS = ("iteration", "route", "sample_size", "n_fresh", "warm_start", "n_support",
                   "n_violators", "rows_evaluated", "rows_screened", "duplicates_collapsed",
@@ -171,7 +173,8 @@ def run_set(spec: str, args) -> dict:
            "d": int(p["X"].shape[1]), "sparse": hasattr(p["X"], "tocsr"),
            "duplicate_share": duplicate_share(p["X"], p["y"]), "engines": {}}
     del p
-    reused = earlier_peers(args.reuse_peers, spec) if args.reuse_peers else {}
+    reused = {e: x for e, x in (earlier_peers(args.reuse_peers, spec) if args.reuse_peers
+                                else {}).items() if e in args.reuse_engines}
     log = SCRATCH / "ahead-progress.log"
     for engine in [e for e in ENGINES if e in args.engines and e in (*PEERS[kind], "randsvm")]:
         if engine == "libsvm" and args.libsvm_reference is not None:
@@ -202,6 +205,8 @@ def main(argv=None) -> int:
                    help="kill an engine after SECONDS (recorded as timed out)")
     p.add_argument("--reuse-peers", nargs="+", default=None, metavar="FILE",
                    help="take peers' figures from earlier records of the same set here")
+    p.add_argument("--reuse-engines", nargs="+", default=list(PEERS_ALL), choices=PEERS_ALL,
+                   help="the peers --reuse-peers may take (default all; the others run)")
     p.add_argument("--libsvm-reference", type=float, default=None,
                    help="LIBSVM seconds measured alone earlier (instead of running it)")
     p.add_argument("--out", default=None, help="append JSON lines here")

@@ -106,9 +106,8 @@ def section_exact() -> list[str]:
     warm = load("warm_solver.jsonl")
     return [
         "## Exact fits: RandSVM vs LIBSVM and scikit-learn-intelex (issue 21)", "",
-        "As above, with `RandSVMClassifier(C, gamma, random_state=0, cache_size=1000)` and "
-        "`solver='libsvm'` / `'auto'` (median of the fits). (ref.): LIBSVM measured once "
-        "alone. Accuracy %; gap: the certified relative gap.", "",
+        "As above; `RandSVMClassifier(C, gamma, random_state=0, cache_size=1000)`, "
+        "`solver='libsvm'` / `'auto'`, median of the fits; (ref.): LIBSVM run once alone.", "",
         *table(["set", "rows", "duplicates", "LIBSVM s", "sklearnex s",
                 "RandSVM s (libsvm / auto)", "vs LIBSVM", "vs faster peer",
                 "accuracy LIBSVM / sklearnex / RandSVM (libsvm / auto)", "gap"],
@@ -192,10 +191,8 @@ def section_scaling() -> list[str]:
     rate = load("scan_rate.jsonl")
     return [
         "## Scaling with rows: RandSVM on Parquet vs LIBSVM on all rows", "",
-        "`RandSVMClassifier` (gap_tol 1e-3, random_state 0) reading Parquet on the workers "
-        "(cluster start excluded) vs LIBSVM on every row (`-s 0 -t 2 -m 1000`; (ref.): "
-        "measured alone on a faster machine). Accuracy diff in points (RandSVM's own in "
-        "brackets); memory is peak RSS.", "",
+        "`RandSVMClassifier` reading Parquet on the workers vs LIBSVM on every row ((ref.): "
+        "on a faster machine); accuracy diff in points; peak RSS.", "",
         *table(["set", "rows", "LIBSVM s", "RandSVM s", "speed-up", "iterations", "#SV", "gap",
                 "accuracy diff", "solve / scan s", "driver / worker MB"], body),
         *targets([
@@ -259,8 +256,8 @@ def section_family() -> list[str]:
     s3 = by_n[300_000]["libsvm"]["seconds"] / by_n[300_000]["randsvm"]["seconds"]
     return [
         "## Regression: epsilon-SVR vs LIBSVM", "",
-        "`RandSVMRegressor` against LIBSVM's `-s 3` on Friedman #1 (`data make friedman1`, "
-        "noise sigma 1; C 10, epsilon 2, gamma 0.5; 20,000 test rows).", "",
+        "`RandSVMRegressor` vs LIBSVM `-s 3`, Friedman #1 (noise 1; C 10, epsilon 2, gamma "
+        "0.5), from Parquet:", "",
         *table(["set", "type", "rows", "LIBSVM s", "RandSVM s", "speed-up",
                 "test RMSE LIBSVM / RandSVM", "#SV LIBSVM / RandSVM", "iterations", "gap"],
                body),
@@ -461,8 +458,8 @@ def section_checkpoint() -> list[str]:
         f"{r['rows']:,} checkerboard rows, {r['iterations']} iterations, sample size "
         f"{r['sample_size']:,}: checkpoints of {min(c['bytes'] for c in cps):,}-"
         f"{max(c['bytes'] for c in cps):,} bytes, at most "
-        f"{1000 * max(c['seconds'] for c in cps):.0f} ms per iteration (the state grows with "
-        f"the support vectors, not the rows); the fit took {r['fit_seconds_checkpointed']} s "
+        f"{1000 * max(c['seconds'] for c in cps):.0f} ms per iteration; the fit took "
+        f"{r['fit_seconds_checkpointed']} s "
         f"with checkpoints, {r['fit_seconds_plain']} s without. Killed after iteration "
         f"{r['resumed_after_iteration']} and resumed: {r['resume_seconds']} s against "
         f"{r['restart_seconds']} s from scratch; resumed model equals the uninterrupted "
@@ -555,9 +552,9 @@ def section_restructure() -> list[str]:
 
 
 SECTIONS: list[Callable[[], list[str]]] = [
-    lambda: section_fastest(load), section_exact,
-    section_scaling, section_family, section_streaming, section_defaults, section_data, section_startup, section_guide, section_checkpoint, section_scaleout,
-    section_bsgd_average, section_restructure]
+    lambda: section_fastest(load), section_exact, section_scaling, section_family,
+    section_streaming, section_defaults, section_data, section_startup, section_guide,
+    section_checkpoint, section_scaleout, section_bsgd_average, section_restructure]
 
 
 def render() -> str:

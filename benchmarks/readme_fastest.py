@@ -141,11 +141,11 @@ def section_fastest(load: Load) -> list[str]:
              if k.startswith("max_abs_decision_diff_vs_")]
     return [
         "## The fastest path by default (issue 27)", "",
-        "RandSVM with its defaults (only C, gamma, epsilon or nu, random_state=0), numpy "
-        "arrays in, each peer alone first: LIBSVM `-s 0/3/2`, scikit-learn-intelex SVC/SVR "
-        "(one-class: scikit-learn's OneClassSVM). nyc_delayed: arrival delay > 15 min. "
-        "(earlier): a peer's figure from an earlier run. Met: the speed target, gap <= 1e-3, "
-        "quality not below the peer's by > 0.3 points (R^2, AUC: 0.005).", "",
+        "RandSVM's defaults (given C, gamma, epsilon or nu, random_state=0) on numpy arrays, "
+        "each peer alone first: LIBSVM `-s 0/3/2`, sklearnex SVC/SVR (one-class: "
+        "scikit-learn). nyc_delayed: arrival delay > 15 min. (earlier): an earlier run's "
+        "figure. Met: the target, gap <= 1e-3, quality within 0.3 points (R^2, AUC 0.005).",
+        "",
         *table(["set", "rows", "LIBSVM s", "sklearnex (one-class: sklearn) s", "RandSVM s",
                 "vs LIBSVM", "vs faster peer", "quality LIBSVM / peer / RandSVM", "gap",
                 "target", "met?"], rows),
@@ -153,14 +153,14 @@ def section_fastest(load: Load) -> list[str]:
           if diffs else []),
         *section_phases(load),
         *command("python benchmarks/bench_ahead.py --sets ijcnn1 a9a w8a fmnist06 skin_nonskin "
-                 "--reuse-peers benchmarks/results/ahead.jsonl --out benchmarks/results/ahead"
-                 ".jsonl",
-                 "python benchmarks/bench_ahead.py --sets friedman1:300000 fmnist10 "
-                 "oneclass:100000 nyc_airtime nyc_delayed --timeout 900 --reuse-peers "
-                 "benchmarks/results/ahead.jsonl benchmarks/results/svm_family.jsonl "
+                 "friedman1:300000 --reuse-peers benchmarks/results/ahead.jsonl benchmarks/"
+                 "results/svm_family.jsonl --reuse-engines libsvm --timeout 900 "
+                 "--out benchmarks/results/ahead.jsonl",
+                 "python benchmarks/bench_ahead.py --sets fmnist10 oneclass:100000 "
+                 "nyc_airtime:20000 nyc_delayed:20000 --timeout 900 "
                  "--out benchmarks/results/ahead.jsonl",
                  "python benchmarks/bench_ahead.py --sets oneclass:1000000 --engines libsvm "
-                 "randsvm --timeout 900 --out benchmarks/results/ahead.jsonl",
+                 "randsvm --timeout 600 --out benchmarks/results/ahead.jsonl",
                  f"python benchmarks/bench_ahead.py --sets {PHASE_SET} --engines randsvm "
                  "--out benchmarks/results/ahead.jsonl",
                  "python benchmarks/bench_first_fit.py --rows 500000"),
@@ -187,14 +187,12 @@ def section_phases(load: Load) -> list[str]:
     out, fixed = [], None
     if "phases" in ours:
         fixed = sum(ours["phases"].get(k, 0.0) for k in FIXED)
-        out += ["", f"`{PHASE_SET}`, defaults, warm: seconds per phase (`phases_`; per "
-                "iteration solve / scan from `history_`; rest: total minus the phases):", "",
+        out += ["", f"`{PHASE_SET}`, warm, seconds per phase (`phases_`, `history_`):", "",
                 *table(["placement", "duplicates", "setup", "iterations (i: solve / scan)",
                         "assembly", "attributes", "rest", "total"], [_phase_cells(ours)])]
     pairs = sorted({(lr, n) for lr, n, _ in first})
     if pairs:
-        out += ["", "First fit in a fresh process with an empty numba cache, then warm "
-                "(`bench_first_fit.py`):", "",
+        out += ["", "First fit with an empty numba cache, then warm (`bench_first_fit.py`):", "",
                 *table(["learner", "rows", "first s", "warm s", "first / warm"],
                        [(lr, f"{n:,}", f"{first[(lr, n, 'first')]['fit_wall_seconds']:.1f}",
                          f"{first[(lr, n, 'warm')]['fit_wall_seconds']:.1f}",

@@ -35,7 +35,7 @@ the records into benchmarks/README.md's tables.
     python benchmarks/bench_ahead.py --sets ijcnn1 a9a w8a fmnist06 skin_nonskin \\
         --reuse-peers benchmarks/results/ahead.jsonl --out benchmarks/results/ahead.jsonl
     python benchmarks/bench_ahead.py --sets friedman1:300000 fmnist10 oneclass:100000 \\
-        --timeout 900 --out benchmarks/results/ahead.jsonl
+        --timeout 600 --out benchmarks/results/ahead.jsonl
 
 Time only on a quiet machine (the load average is recorded with every row).
 """

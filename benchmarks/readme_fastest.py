@@ -154,13 +154,13 @@ def section_fastest(load: Load) -> list[str]:
         *section_phases(load),
         *command("python benchmarks/bench_ahead.py --sets ijcnn1 a9a w8a fmnist06 skin_nonskin "
                  "friedman1:300000 --reuse-peers benchmarks/results/ahead.jsonl benchmarks/"
-                 "results/svm_family.jsonl --reuse-engines libsvm --timeout 900 "
+                 "results/svm_family.jsonl --reuse-engines libsvm --timeout 600 "
                  "--out benchmarks/results/ahead.jsonl",
                  "python benchmarks/bench_ahead.py --sets fmnist10 oneclass:100000 "
-                 "nyc_airtime:20000 nyc_delayed:20000 --timeout 900 "
+                 "nyc_airtime:20000 nyc_delayed:20000 --timeout 600 "
                  "--out benchmarks/results/ahead.jsonl",
                  "python benchmarks/bench_ahead.py --sets oneclass:1000000 --engines libsvm "
-                 "randsvm --timeout 600 --out benchmarks/results/ahead.jsonl",
+                 "randsvm --timeout 300 --out benchmarks/results/ahead.jsonl",
                  f"python benchmarks/bench_ahead.py --sets {PHASE_SET} --engines randsvm "
                  "--out benchmarks/results/ahead.jsonl",
                  "python benchmarks/bench_first_fit.py --rows 500000"),

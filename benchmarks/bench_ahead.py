@@ -1,32 +1,43 @@
-"""RandSVM against every exact solver a user could pick instead (issue 21), as users run them.
+"""RandSVM with its defaults against every exact solver a user could pick instead (issues
+21, 27), as users run them: numpy arrays into the estimator.
 
-Every engine gets the same numpy arrays (float32 dense, or CSR when the set is sparse), the
-same C and gamma, and runs in its own process, one after the other, in this order:
+Every engine gets the same arrays and parameters (``bench_engines.py``: the sets, their C,
+gamma, epsilon or nu) and runs in its own process, one after the other, in this order:
 
-1. ``libsvm``: libsvm-official's ``svm_train`` on all training rows, its default OpenMP
-   threads (``-m 1000``), before any Dask cluster exists;
-2. ``sklearnex``: scikit-learn-intelex's ``SVC`` (oneDAL, all cores), also before any
-   cluster exists (skipped with the reason when not installed; a silent fallback to
-   scikit-learn's SVC is reported as an error, not timed);
-3. ``randsvm``: ``RandSVMClassifier(C, gamma, random_state=0).fit(X, y)`` with its
-   embedded default (a LocalCluster of one worker per core) — ``--repeats`` fits in one
-   process, each on a fresh estimator, for the spread (min / median / max). The cluster is
-   started and warmed up (imports, numba's cached compiles) before the first timed fit; its
-   start time is reported apart.
+1. ``libsvm``: libsvm-official on all training rows (``-s 0`` one-vs-one, ``-s 3``
+   epsilon-SVR or ``-s 2`` one-class), its default OpenMP threads, ``-m 1000``, before any
+   Dask cluster exists;
+2. ``sklearnex``: scikit-learn-intelex's ``SVC`` (one-vs-one) / ``SVR`` (oneDAL, all
+   cores, ``cache_size=1000``), also before any cluster exists (skipped with the reason
+   when not installed; a silent fallback to scikit-learn is an error, not a time);
+3. ``sklearn``: scikit-learn's ``OneClassSVM``, the one-class sets' second peer;
+4. ``randsvm``: the estimator of the set's kind (``RandSVMClassifier``,
+   ``RandSVMRegressor``, ``RandSVMOneClass``) with the set's parameters,
+   ``random_state=0`` and every other setting its default (``--solver`` overrides the
+   solver; the row then is not a defaults run). The embedded default cluster is started and
+   a fit on 1,000 of the set's rows warms it up (imports, numba's cached compiles) before
+   the ``--repeats`` timed fits, each on a fresh estimator; the start is reported apart.
 
-Reported per set: seconds, test accuracy, #SV, RandSVM's certified gap, and the ratio to
-the faster of LIBSVM and scikit-learn-intelex; per RandSVM iteration (``history_``): rows
-scanned and screened out, duplicates collapsed, warm or cold solve, the scan rate.
+An engine that does not apply to the set's kind is not run. ``--timeout S`` kills an
+engine's process group after S seconds; its row reads "timed out after S s" (a lower bound
+on its time). ``--reuse-peers FILE...`` takes a peer's figures from the last earlier record
+of the same set in those results files (bench_ahead's, or bench_svm_family's friedman and
+oneclass parts) instead of running it, recorded with where they came from (only the peers
+named by ``--reuse-engines``, when given);
+``--libsvm-reference SECONDS`` records a LIBSVM time measured alone earlier.
 
-    python benchmarks/bench_ahead.py --sets ringnorm:300000 checkerboard:1000000 \\
-        --repeats 5 --out benchmarks/results/ahead.jsonl
-    python benchmarks/bench_ahead.py --sets skin_nonskin ijcnn1 a9a w8a fmnist06 \\
-        --out benchmarks/results/ahead.jsonl
-    python benchmarks/bench_ahead.py --report benchmarks/results/ahead.jsonl
+Recorded per set and engine: seconds, test accuracy / R^2 / ROC AUC, #SV; for RandSVM the
+certified gap, ``phases_`` (placement, duplicates, setup, iterations, assembly, attributes,
+total), each iteration's summary from ``history_``, and for one-class sets the largest
+|decision value difference| against each peer on the test rows. ``make_readme.py`` turns
+the records into benchmarks/README.md's tables.
 
-``--engines`` picks engines; ``--libsvm-reference SECONDS`` records a LIBSVM figure
-measured alone earlier instead of running it (stated as such in the table). Time only on a
-quiet machine (load average recorded with every row).
+    python benchmarks/bench_ahead.py --sets ijcnn1 a9a w8a fmnist06 skin_nonskin \\
+        --reuse-peers benchmarks/results/ahead.jsonl --out benchmarks/results/ahead.jsonl
+    python benchmarks/bench_ahead.py --sets friedman1:300000 fmnist10 oneclass:100000 \\
+        --timeout 600 --out benchmarks/results/ahead.jsonl
+
+Time only on a quiet machine (the load average is recorded with every row).
 """
 
 from __future__ import annotations
@@ -34,7 +45,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -42,264 +52,169 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_randsvm import SCRATCH, SHARED, _cpu_seconds, libsvm_fit_score  # noqa: E402
+from bench_engines import (  # noqa: E402
+    SCRATCH,
+    duplicate_share,
+    fit_and_score,
+    fit_libsvm,
+    fit_sklearn_ocsvm,
+    fit_sklearnex,
+    load_problem,
+    randsvm_estimator,
+    run_child,
+    set_kind,
+)
 
-# name: (C, gamma, loader); synthetic sets take their size after a colon (ringnorm:300000)
-SYNTHETIC = {"checkerboard": (100.0, 1.0), "ringnorm": (1.0, 0.05)}
-REAL = {
-    "skin_nonskin": (8.0, 0.03),
-    "ijcnn1": (32.0, 2.0),
-    "a9a": (32.0, 0.008),
-    "w8a": (8.0, 0.05),
-    "fmnist06": (10.0, None),    # Fashion-MNIST T-shirt (0) vs shirt (6); gamma='scale'
-}
-ENGINES = ("libsvm", "sklearnex", "randsvm")
-CACHE_MB = 1000   # kernel cache of every engine (LIBSVM's -m, SVC's cache_size)
-
-
-# -- data ------------------------------------------------------------------------------------
-def _svmlight(*files: str, n_features: int | None = None):
-    from sklearn.datasets import load_svmlight_files
-
-    got = load_svmlight_files([str(SHARED / f) for f in files], n_features=n_features)
-    return [g.astype(np.float32) if i % 2 == 0 else g for i, g in enumerate(got)]
-
-
-def _split(X, y, seed: int = 0):
-    perm = np.random.default_rng(seed).permutation(len(y))
-    cut = 2 * len(y) // 3
-    a, b = np.sort(perm[:cut]), np.sort(perm[cut:])
-    return X[a], y[a], X[b], y[b]
+ENGINES = ("libsvm", "sklearnex", "sklearn", "randsvm")
+PEERS = {"classification": ("libsvm", "sklearnex"), "regression": ("libsvm", "sklearnex"),
+         "one_class": ("libsvm", "sklearn")}
+PEERS_ALL = ("libsvm", "sklearnex", "sklearn")
+WARM_UP_ROWS = 1000
+ITERATION_KEYS = ("iteration", "route", "sample_size", "n_fresh", "warm_start", "n_support",
+                  "n_violators", "rows_evaluated", "rows_screened", "duplicates_collapsed",
+                  "solve_seconds", "scan_seconds", "kernel_evals_per_second", "relative_gap",
+                  "solver")
 
 
-def load_set(spec: str):
-    """(X, y, X_test, y_test, C, gamma) of a set spec ('ringnorm:300000', 'a9a', ...),
-    cached as .npz under SCRATCH."""
-    name, _, size = spec.partition(":")
-    cache = SCRATCH / f"ahead-{name}-{size or 'all'}.npz"
-    if name in SYNTHETIC:
-        C, gamma = SYNTHETIC[name]
-    else:
-        C, gamma = REAL[name]
-    if cache.exists():
-        got = np.load(cache, allow_pickle=False)
-        if "X_data" in got:  # sparse
-            import scipy.sparse as sp
-
-            X = sp.csr_matrix((got["X_data"], got["X_indices"], got["X_indptr"]),
-                              shape=tuple(got["X_shape"]))
-            Xt = sp.csr_matrix((got["Xt_data"], got["Xt_indices"], got["Xt_indptr"]),
-                               shape=tuple(got["Xt_shape"]))
-        else:
-            X, Xt = got["X"], got["Xt"]
-        return X, got["y"], Xt, got["yt"], C, float(got["gamma"])
-    if name in SYNTHETIC:
-        from randsvm_dist.data.generators import make_arrays
-
-        X, y = make_arrays(name, int(size), seed=1)
-        Xt, yt = make_arrays(name, 10_000, seed=2)
-    elif name == "skin_nonskin":
-        X, y = _svmlight("skin_nonskin/skin_nonskin.svm.gz")
-        X, y, Xt, yt = _split(X.toarray(), y)
-    elif name == "ijcnn1":
-        X, y, Xt, yt = _svmlight("ijcnn1/ijcnn1.train.svm.gz", "ijcnn1/ijcnn1.test.svm.gz")
-        X, Xt = X.toarray(), Xt.toarray()
-    elif name == "a9a":
-        X, y, Xt, yt = _svmlight("a9a/a9a.train.svm.gz", "a9a/a9a.test.svm.gz",
-                                 n_features=123)
-    elif name == "w8a":
-        X, y = _svmlight("w8a/w8a.train.svm.gz", n_features=300)
-        X, y, Xt, yt = _split(X, y)
-    elif name == "fmnist06":
-        from bench_classification import load_fmnist, scale_gamma
-
-        X, y, Xt, yt = load_fmnist()
-        keep, tkeep = np.isin(y, (0, 6)), np.isin(yt, (0, 6))
-        X, y, Xt, yt = X[keep], y[keep], Xt[tkeep], yt[tkeep]
-        gamma = scale_gamma(X)
-    else:
-        raise SystemExit(f"unknown set {spec!r}: one of {sorted(SYNTHETIC)} (with :rows) "
-                         f"or {sorted(REAL)}")
-    y, yt = np.asarray(y).astype(np.int64), np.asarray(yt).astype(np.int64)
-    SCRATCH.mkdir(parents=True, exist_ok=True)
-    if hasattr(X, "tocsr"):
-        X, Xt = X.tocsr(), Xt.tocsr()
-        np.savez(cache, X_data=X.data, X_indices=X.indices, X_indptr=X.indptr,
-                 X_shape=X.shape, Xt_data=Xt.data, Xt_indices=Xt.indices,
-                 Xt_indptr=Xt.indptr, Xt_shape=Xt.shape, y=y, yt=yt, gamma=gamma)
-    else:
-        X, Xt = np.ascontiguousarray(X, np.float32), np.ascontiguousarray(Xt, np.float32)
-        np.savez(cache, X=X, Xt=Xt, y=y, yt=yt, gamma=gamma)
-    return X, y, Xt, yt, C, float(gamma)
-
-
-def duplicate_share(X, y) -> float:
-    """Share of rows that are exact copies (features and label) of an earlier row."""
-    Xd = X.toarray() if hasattr(X, "toarray") else X
-    rows = np.concatenate([np.ascontiguousarray(Xd, np.float32).view(np.uint8),
-                           y.astype(np.int64)[:, None].view(np.uint8)], axis=1)
-    return 1.0 - len(np.unique(rows.view(f"V{rows.shape[1]}").ravel())) / len(y)
-
-
-# -- engines (each in its own process) -------------------------------------------------------
-def engine_libsvm(spec: str) -> dict:
-    """libsvm-official on all training rows, its default OpenMP threads, -m 1000."""
-    return libsvm_fit_score(*load_set(spec))
-
-
-def engine_sklearnex(spec: str) -> dict:
-    """scikit-learn-intelex's SVC (oneDAL) on all training rows, all cores."""
-    try:
-        from sklearnex.svm import SVC
-    except ImportError as e:
-        return {"skipped": f"scikit-learn-intelex not importable: {e}"}
-    X, y, Xt, yt, C, gamma = load_set(spec)
-    t0, c0 = time.perf_counter(), _cpu_seconds()
-    est = SVC(C=C, gamma=gamma, cache_size=CACHE_MB).fit(X, y)
-    seconds, cpu = time.perf_counter() - t0, _cpu_seconds() - c0
-    if getattr(est, "_onedal_estimator", None) is None:
-        return {"error": "scikit-learn-intelex fell back to scikit-learn's SVC"}
-    return {"seconds": seconds, "cpu_seconds": cpu,
-            "accuracy": float(np.mean(est.predict(Xt) == yt)),
-            "n_support": int(est.n_support_.sum())}
-
-
-def _iteration_summary(h: list[dict]) -> list[dict]:
-    keys = ("iteration", "route", "sample_size", "n_fresh", "warm_start", "n_support",
-            "n_violators", "rows_evaluated", "rows_screened", "duplicates_collapsed",
-            "solve_seconds", "scan_seconds", "kernel_evals_per_second",
-            "scan_rate_vs_bench", "relative_gap", "solver")
-    return [{k: r[k] for k in keys if k in r} for r in h]
-
-
-def engine_randsvm(spec: str, repeats: int, solver: str = "libsvm") -> dict:
-    """RandSVMClassifier(solver=solver).fit(X, y) on the embedded default cluster,
-    ``repeats`` times."""
+# -- RandSVM (in its own process) ------------------------------------------------------------
+def engine_randsvm(spec: str, repeats: int, solver: str | None) -> dict:
+    """The estimator's defaults (``solver`` if given) on the embedded default cluster,
+    ``repeats`` fits after a warm-up fit on 1,000 of the set's rows."""
     from randsvm_dist.engine.embedded import close_embedded, embedded_client
-    from randsvm_dist.estimators import RandSVMClassifier
 
-    X, y, Xt, yt, C, gamma = load_set(spec)
+    p = load_problem(spec)
+    settings = {"random_state": 0, **({"solver": solver} if solver else {})}
     t0 = time.perf_counter()
     embedded_client()  # the default a user gets, started here so its start is timed apart
-    small = np.random.default_rng(0).normal(size=(400, X.shape[1])).astype(np.float32)
-    RandSVMClassifier(random_state=0).fit(small, (small[:, 0] > 0).astype(int))
+    few = np.sort(np.random.default_rng(0).permutation(len(p["y"]))[:WARM_UP_ROWS])
+    fit_and_score(randsvm_estimator(p, **settings), p, p["X"][few], p["y"][few])
     start = time.perf_counter() - t0
     fits = []
     for _ in range(repeats):
-        est = RandSVMClassifier(C=C, gamma=gamma, random_state=0, solver=solver,
-                                cache_size=CACHE_MB)
-        t0 = time.perf_counter()
-        est.fit(X, y)
-        seconds = time.perf_counter() - t0
-        fits.append({"seconds": seconds, "accuracy": float(np.mean(est.predict(Xt) == yt)),
-                     "n_support": int(len(est.support_)),
-                     "relative_gap": float(est.relative_gap_), "certified": est.certified_,
-                     "iterations": est.n_iter_,
-                     "iterations_detail": _iteration_summary(est.history_)})
+        est = randsvm_estimator(p, **settings)
+        seconds, scores = fit_and_score(est, p)
+        fits.append({"seconds": seconds, **scores, "n_support": int(len(est.support_)),
+                     "relative_gap": float(est.relative_gap_),
+                     "certified": bool(est.certified_), "iterations": int(est.n_iter_),
+                     "solver": est.solver, "phases": dict(est.phases_),
+                     "iterations_detail": [{k: r[k] for k in ITERATION_KEYS if k in r}
+                                           for r in est.history_]})
     close_embedded()
     secs = sorted(f["seconds"] for f in fits)
     return {**fits[0], "seconds": float(np.median(secs)), "seconds_all": secs,
-            "cluster_start_seconds": start, "fits": fits}
+            "cluster_start_seconds": start,
+            "fits": [{k: v for k, v in f.items() if k != "decision"} for f in fits]}
 
 
-def _child(engine: str, spec: str, repeats: int, solver: str = "libsvm") -> dict:
-    """Run one engine in a fresh process (stderr -> SCRATCH/ahead-progress.log)."""
-    SCRATCH.mkdir(parents=True, exist_ok=True)
+def _one(engine: str, spec: str, repeats: int, solver: str | None) -> dict:
+    """One engine on one set, in this (fresh) process."""
+    if engine == "randsvm":
+        return engine_randsvm(spec, repeats, solver)
+    fit = {"libsvm": fit_libsvm, "sklearnex": fit_sklearnex, "sklearn": fit_sklearn_ocsvm}
+    return fit[engine](load_problem(spec))
+
+
+# -- earlier peer figures --------------------------------------------------------------------
+def _as_ahead_rows(r: dict) -> list[tuple[str, str, dict]]:
+    """(set spec, engine, figures) of an earlier record: bench_ahead's or bench_svm_family's
+    (friedman: LIBSVM -s 3; oneclass: LIBSVM -s 2 or scikit-learn's OneClassSVM)."""
+    if "engines" in r:
+        return [(r["set"], e, x) for e, x in r["engines"].items() if e != "randsvm"]
+    if r.get("part") not in ("friedman", "oneclass"):
+        return []
+    spec = f"{'friedman1' if r['part'] == 'friedman' else 'oneclass'}:{r['n']}"
+    return [(spec, r["baseline"], r[r["baseline"]])]
+
+
+def earlier_peers(files: list[str], spec: str) -> dict:
+    """{engine: figures} of the last earlier timed record of ``spec`` per peer, each
+    marked {"reused": {"file", "date"}}."""
+    found = {}
+    for path in files:
+        for line in Path(path).read_text().splitlines():
+            r = json.loads(line)
+            for s, engine, x in _as_ahead_rows(r):
+                if s == spec and "seconds" in x and not x.get("reference"):
+                    source = x.get("reused") or {"file": Path(path).name, "date": r.get("date")}
+                    found[engine] = {k: v for k, v in x.items() if k != "decision"} | {
+                        "reused": source}
+    return found
+
+
+# -- the run ---------------------------------------------------------------------------------
+def _decision_differences(engines: dict) -> None:
+    """One-class: RandSVM's largest |decision difference| from each peer run now; the
+    decision values themselves are not kept."""
+    ours = engines.get("randsvm", {}).get("decision")
+    for name, x in engines.items():
+        d = x.pop("decision", None)
+        if ours is not None and d is not None and name != "randsvm":
+            engines["randsvm"][f"max_abs_decision_diff_vs_{name}"] = float(
+                np.max(np.abs(np.asarray(ours) - np.asarray(d))))
+
+
+def _line(spec: str, engine: str, r: dict) -> str:
+    if "seconds" not in r:
+        return f"{spec:22s} {engine:10s} " + (
+            f"timed out after {r['timed_out']:g} s" if "timed_out" in r else str(r))
+    quality = "  ".join(f"{k} {r[k]:.4f}" for k in ("accuracy", "r2", "roc_auc") if k in r)
+    extra = (f"  all {' '.join(f'{s:.1f}' for s in r['seconds_all'])}  gap "
+             f"{r['relative_gap']:.1e}" if engine == "randsvm" else "")
+    return (f"{spec:22s} {engine:10s} {r['seconds']:8.1f} s  {quality}  #SV {r['n_support']}"
+            + extra + (" (earlier run)" if "reused" in r else ""))
+
+
+def run_set(spec: str, args) -> dict:
+    """Every asked-for engine on one set, peers first; returns the record."""
+    kind = set_kind(spec)
+    p = load_problem(spec)
+    row = {"set": spec, "kind": kind, "solver": args.solver or "auto",
+           "defaults": args.solver is None, "params": p["params"], "n": int(len(p["y"])),
+           "d": int(p["X"].shape[1]), "sparse": hasattr(p["X"], "tocsr"),
+           "duplicate_share": duplicate_share(p["X"], p["y"]), "engines": {}}
+    del p
+    reused = {e: x for e, x in (earlier_peers(args.reuse_peers, spec) if args.reuse_peers
+                                else {}).items() if e in args.reuse_engines}
     log = SCRATCH / "ahead-progress.log"
-    with open(log, "a") as err:
-        err.write(f"--- {time.strftime('%F %T')} {engine} {spec}\n")
-        err.flush()
-        out = subprocess.run([sys.executable, __file__, "_one", engine, spec, str(repeats),
-                              solver],
-                             stdout=subprocess.PIPE, stderr=err, text=True, check=False)
-    if out.returncode != 0:
-        return {"error": f"{engine} failed (exit {out.returncode}): see {log}"}
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-# -- report ----------------------------------------------------------------------------------
-def best_peer(r: dict) -> tuple[str, float] | None:
-    """(name, seconds) of the faster of LIBSVM and scikit-learn-intelex in a result row."""
-    got = [(e, r["engines"][e]["seconds"]) for e in ("libsvm", "sklearnex")
-           if "seconds" in r["engines"].get(e, {})]
-    return min(got, key=lambda t: t[1]) if got else None
-
-
-def markdown(path: str) -> str:
-    """A markdown table of a results file: the last row per set and solver; a row run
-    without the peers takes theirs from the set's last row that has them (stated in the
-    load column)."""
-    rows, peers = {}, {}
-    for line in Path(path).read_text().splitlines():
-        r = json.loads(line)
-        for e in ("libsvm", "sklearnex"):
-            if e in r["engines"]:
-                peers.setdefault(r["set"], {})[e] = (r["engines"][e], r["load_average"])
-        rows[(r["set"], r.get("solver", "libsvm"))] = r
-    out = ["| set | rows | dup. share | LIBSVM s | sklearnex s | RandSVM s (min/med/max) | "
-           "vs LIBSVM | vs faster peer | acc LIBSVM / sklearnex / RandSVM | #SV | gap | "
-           "load |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (name, solver), r in rows.items():
-        name = name if solver == "libsvm" else f"{name} (solver={solver})"
-        e = dict(r["engines"])
-        for peer, (got, _load) in peers.get(r["set"], {}).items():
-            e.setdefault(peer, got)
-        r = {**r, "engines": e}
-        lib, intel, ours = e.get("libsvm", {}), e.get("sklearnex", {}), e.get("randsvm", {})
-        if "seconds" not in ours:
-            continue
-        peer = best_peer(r)
-        s = ours.get("seconds_all", [ours["seconds"]])
-        lib_s = (f"{lib['seconds']:.1f}" + (" (ref.)" if lib.get("reference") else "")
-                 if "seconds" in lib else "-")
-        acc = " / ".join(f"{100 * x['accuracy']:.2f}" if "accuracy" in x else "-"
-                         for x in (lib, intel, ours))
-        out.append(
-            f"| {name} | {r['n']:,} | {100 * r['duplicate_share']:.0f}% | {lib_s} | "
-            + (f"{intel['seconds']:.1f}" if "seconds" in intel else "-") + " | "
-            + f"{s[0]:.1f} / {np.median(s):.1f} / {s[-1]:.1f} | "
-            + (f"{lib['seconds'] / ours['seconds']:.2f}x" if "seconds" in lib else "-")
-            + " | " + (f"{peer[1] / ours['seconds']:.2f}x ({peer[0]})" if peer else "-")
-            + f" | {acc} | {ours['n_support']:,} | {ours['relative_gap']:.1e} | "
-            f"{r['load_average'][0]:.2f} |")
-    return "\n".join(out)
+    for engine in [e for e in ENGINES if e in args.engines and e in (*PEERS[kind], "randsvm")]:
+        if engine == "libsvm" and args.libsvm_reference is not None:
+            r = {"seconds": args.libsvm_reference, "reference": True}
+        elif engine in reused:
+            r = reused[engine]
+        else:
+            r = run_child([sys.executable, __file__, "_one", engine, spec, str(args.repeats),
+                           args.solver or ""], log, args.timeout)
+        row["engines"][engine] = r
+        print(_line(spec, engine, r), flush=True)
+    _decision_differences(row["engines"])
+    return row | {"load_average": os.getloadavg(), "date": time.strftime("%F %T")}
 
 
 def main(argv=None) -> int:
+    """Run the asked-for sets and engines; append one JSON record per set to --out."""
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--sets", nargs="+", default=["ringnorm:300000"])
+    p.add_argument("--sets", nargs="+", default=["ringnorm:300000"],
+                   help="set specs (bench_engines.py): e.g. ijcnn1 fmnist10 friedman1:300000 "
+                        "oneclass:100000 nyc_airtime nyc_delayed:50000")
     p.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
-    p.add_argument("--repeats", type=int, default=1)
-    p.add_argument("--solver", default="libsvm", choices=("libsvm", "onedal", "auto"),
-                   help="RandSVM's solver backend (its working-set solves)")
+    p.add_argument("--repeats", type=int, default=1, help="RandSVM fits (median reported)")
+    p.add_argument("--solver", default=None, choices=("libsvm", "onedal", "auto"),
+                   help="RandSVM's solver (default: the estimator's own, a defaults run)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="kill an engine after SECONDS (recorded as timed out)")
+    p.add_argument("--reuse-peers", nargs="+", default=None, metavar="FILE",
+                   help="take peers' figures from earlier records of the same set here")
+    p.add_argument("--reuse-engines", nargs="+", default=list(PEERS_ALL), choices=PEERS_ALL,
+                   help="the peers --reuse-peers may take (default all; the others run)")
     p.add_argument("--libsvm-reference", type=float, default=None,
                    help="LIBSVM seconds measured alone earlier (instead of running it)")
-    p.add_argument("--out", default=None)
-    p.add_argument("--report", default=None)
+    p.add_argument("--out", default=None, help="append JSON lines here")
     args = p.parse_args(argv)
-    if args.report:
-        print(markdown(args.report))
-        return 0
     for spec in args.sets:
-        X, y, *_ = load_set(spec)
-        row = {"set": spec, "solver": args.solver, "cache_mb": CACHE_MB, "n": int(len(y)),
-               "d": int(X.shape[1]),
-               "sparse": hasattr(X, "tocsr"), "duplicate_share": duplicate_share(X, y),
-               "engines": {}}
-        del X, y
-        for engine in [e for e in ENGINES if e in args.engines]:  # peers first
-            if engine == "libsvm" and args.libsvm_reference is not None:
-                row["engines"]["libsvm"] = {"seconds": args.libsvm_reference,
-                                            "reference": True}
-                continue
-            r = row["engines"][engine] = _child(engine, spec, args.repeats, args.solver)
-            print(f"{spec:22s} {engine:10s} " + (
-                f"{r['seconds']:8.1f} s  acc {r['accuracy']:.4f}  #SV {r['n_support']}"
-                + (f"  all {' '.join(f'{s:.1f}' for s in r['seconds_all'])}  gap "
-                   f"{r['relative_gap']:.1e}" if engine == "randsvm" else "")
-                if "seconds" in r else str(r)), flush=True)
-        row.update({"load_average": os.getloadavg(), "date": time.strftime("%F %T")})
+        set_kind(spec)  # an unknown set stops the run before anything is timed
+    for spec in args.sets:
+        row = run_set(spec, args)
         if args.out:
             with open(args.out, "a") as f:
                 f.write(json.dumps(row) + "\n")
@@ -309,7 +224,7 @@ def main(argv=None) -> int:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "_one":
         engine, spec, repeats, solver = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
-        fn = {"libsvm": engine_libsvm, "sklearnex": engine_sklearnex}.get(engine)
-        print(json.dumps(fn(spec) if fn else engine_randsvm(spec, repeats, solver)))
+        print(json.dumps(_one(engine, spec, repeats, solver or None),
+                         default=lambda o: o.item() if hasattr(o, "item") else str(o)))
     else:
         sys.exit(main())

@@ -39,24 +39,22 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_ahead import CACHE_MB, load_set  # noqa: E402
-from bench_randsvm import SCRATCH, SHARED, _cpu_seconds, libsvm_fit_score  # noqa: E402
-from bench_svm_family import (  # noqa: E402
-    FRIEDMAN,
-    ONE_CLASS,
-    _arrays,
-    _auc,
-    _regression_scores,
-    blob_sets,
-    friedman_sets,
-    run_libsvm,
+from bench_engines import (  # noqa: E402
+    CACHE_MB,
+    SCRATCH,
+    SHARED,
+    fit_and_score,
+    fit_libsvm,
+    fit_sklearnex,
+    load_problem,
+    randsvm_estimator,
+    run_child,
 )
 
 RESULTS = HERE / "results" / "scaleout.jsonl"
@@ -70,19 +68,8 @@ ENGINES = ("libsvm", "sklearnex", "randsvm")
 
 # -- data and machine ------------------------------------------------------------------------
 def dataset(name: str, rows: int | None) -> dict:
-    """Training and test arrays of a set and its kind and parameters."""
-    kind = SETS[name][0]
-    if kind == "classification":
-        X, y, Xt, yt, C, gamma = load_set(name if rows is None else f"{name}:{rows}")
-        params = {"C": C, "gamma": gamma}
-        paths = None
-    else:
-        paths = friedman_sets(rows) if kind == "regression" else blob_sets(rows)
-        (X, y), (Xt, yt) = _arrays(paths[0]), _arrays(paths[1])
-        params = dict(FRIEDMAN if kind == "regression" else ONE_CLASS)
-        params.pop("noise", None)
-    return {"kind": kind, "X": X, "y": y, "Xt": Xt, "yt": yt, "params": params,
-            "paths": paths}
+    """Training and test arrays of a set and its kind and parameters (``bench_engines``)."""
+    return load_problem(name if rows is None else f"{name}:{rows}")
 
 
 def machine() -> dict:
@@ -99,64 +86,10 @@ def machine() -> dict:
             "cpu_model": model, "load_average": os.getloadavg()}
 
 
-def score(kind: str, yt, pred) -> dict:
-    """accuracy (classification), R^2 and RMSE (regression), ROC AUC (one-class)."""
-    import numpy as np
-
-    if kind == "classification":
-        return {"accuracy": float(np.mean(np.asarray(pred) == yt))}
-    if kind == "regression":
-        return _regression_scores(yt, pred)
-    return {"roc_auc": _auc(yt, pred)}
-
-
 # -- engines (each in its own process) -------------------------------------------------------
-def engine_libsvm(data: dict, workers: int) -> dict:
-    """libsvm-official on all rows; its threads are OMP_NUM_THREADS (set by the parent)."""
-    p = data["params"]
-    if data["kind"] == "classification":
-        return libsvm_fit_score(data["X"], data["y"], data["Xt"], data["yt"], p["C"],
-                                p["gamma"])
-    kind = "epsilon_svr" if data["kind"] == "regression" else "one_class"
-    return run_libsvm(kind, *data["paths"], p)
-
-
-def engine_sklearnex(data: dict, workers: int) -> dict:
-    """scikit-learn-intelex's SVC / SVR on all rows with oneDAL's threads set to W."""
-    try:
-        import daal4py
-        from sklearnex.svm import SVC, SVR
-    except ImportError as e:
-        return {"skipped": f"scikit-learn-intelex not importable: {e}"}
-    if data["kind"] == "one_class":
-        return {"skipped": "scikit-learn-intelex does not accelerate OneClassSVM"}
-    daal4py.daalinit(workers)
-    p = data["params"]
-    est = (SVC(C=p["C"], gamma=p["gamma"], cache_size=CACHE_MB)
-           if data["kind"] == "classification" else
-           SVR(C=p["C"], epsilon=p["epsilon"], gamma=p["gamma"], cache_size=CACHE_MB))
-    t0, c0 = time.perf_counter(), _cpu_seconds()
-    est.fit(data["X"], data["y"])
-    seconds, cpu = time.perf_counter() - t0, _cpu_seconds() - c0
-    if getattr(est, "_onedal_estimator", None) is None:
-        return {"error": "scikit-learn-intelex fell back to scikit-learn"}
-    return {"seconds": seconds, "cpu_seconds": cpu, "threads": int(daal4py.num_threads()),
-            "n_support": int(len(est.support_)),
-            **score(data["kind"], data["yt"], est.predict(data["Xt"]))}
-
-
 def _estimator(data: dict, solver: str | None):
-    from randsvm_dist.estimators import RandSVMClassifier, RandSVMOneClass, RandSVMRegressor
-
-    p, extra = data["params"], ({"solver": solver} if solver else {})
-    if data["kind"] == "classification":
-        return RandSVMClassifier(C=p["C"], gamma=p["gamma"], random_state=0,
-                                 cache_size=CACHE_MB, **extra)
-    if data["kind"] == "regression":
-        return RandSVMRegressor(C=p["C"], epsilon=p["epsilon"], gamma=p["gamma"],
-                                random_state=0, cache_size=CACHE_MB, **extra)
-    return RandSVMOneClass(nu=p["nu"], gamma=p["gamma"], random_state=0, cache_size=CACHE_MB,
-                           **extra)
+    return randsvm_estimator(data, random_state=0, cache_size=CACHE_MB,
+                             **({"solver": solver} if solver else {}))
 
 
 def phases(history: list[dict], fit_seconds: float) -> dict:
@@ -187,11 +120,8 @@ def engine_randsvm(data: dict, workers: int, solver: str | None) -> dict:
     warm.fit(small, (small[:, 0] > 0).astype(int))  # imports and numba's compiles
     start = time.perf_counter() - t0
     est = _estimator(data, solver)
-    t0 = time.perf_counter()
-    est.fit(data["X"], *([] if data["kind"] == "one_class" else [data["y"]]))
-    seconds = time.perf_counter() - t0
-    pred = (est.decision_function(data["Xt"]) if data["kind"] == "one_class"
-            else est.predict(data["Xt"]))
+    seconds, scores = fit_and_score(est, data)
+    scores.pop("decision", None)
     h = est.history_
     close_embedded()
     X = data["X"]
@@ -200,7 +130,7 @@ def engine_randsvm(data: dict, workers: int, solver: str | None) -> dict:
             "solver": est.solver,
             "n_support": int(len(est.support_)), "relative_gap": float(est.relative_gap_),
             "certified": bool(est.certified_), "n_iter": int(est.n_iter_),
-            **score(data["kind"], data["yt"], pred), **phases(h, seconds),
+            **scores, **phases(h, seconds),
             "history": [{k: v for k, v in r.items() if not isinstance(v, (list, dict,
                                                                           np.ndarray))}
                         for r in h]}
@@ -209,35 +139,28 @@ def engine_randsvm(data: dict, workers: int, solver: str | None) -> dict:
 def child(engine: str, name: str, rows: int | None, workers: int, solver: str | None) -> dict:
     """One engine on one set at W, in this (fresh) process."""
     data = dataset(name, rows)
-    if engine == "libsvm":
-        return engine_libsvm(data, workers)
+    if engine == "libsvm":  # its threads: OMP_NUM_THREADS, set by the parent
+        out = fit_libsvm(data)
+        out.pop("decision", None)
+        return out
     if engine == "sklearnex":
-        return engine_sklearnex(data, workers)
+        return fit_sklearnex(data, threads=workers)
     return engine_randsvm(data, workers, solver)
 
 
-def run_child(engine: str, name: str, rows: int | None, workers: int, solver: str | None,
-              timeout: float | None) -> dict:
+def run_engine(engine: str, name: str, rows: int | None, workers: int, solver: str | None,
+               timeout: float | None) -> dict:
     """``child`` in a fresh process (OMP_NUM_THREADS=W for the peers), stopped after
     ``timeout`` seconds (recorded as skipped); stderr -> SCRATCH/scaleout-progress.log."""
-    SCRATCH.mkdir(parents=True, exist_ok=True)
-    log = SCRATCH / "scaleout-progress.log"
     env = {**os.environ}
     if engine != "randsvm":
         env["OMP_NUM_THREADS"] = str(workers)
-    args = [sys.executable, __file__, "_one", engine, name, str(rows or 0), str(workers),
-            solver or ""]
-    with open(log, "a") as err:
-        err.write(f"--- {time.strftime('%F %T')} {engine} {name} rows={rows} W={workers}\n")
-        err.flush()
-        try:
-            out = subprocess.run(args, stdout=subprocess.PIPE, stderr=err, text=True,
-                                 env=env, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
-            return {"skipped": f"stopped at --max-seconds {timeout:g}"}
-    if out.returncode != 0:
-        return {"error": f"{engine} failed (exit {out.returncode}): see {log}"}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    out = run_child([sys.executable, __file__, "_one", engine, name, str(rows or 0),
+                     str(workers), solver or ""], SCRATCH / "scaleout-progress.log",
+                    timeout, env)
+    if "timed_out" in out:
+        return {"skipped": f"stopped at --max-seconds {timeout:g}"}
+    return out
 
 
 def hopeless(done: dict, workers: int, limit: float | None) -> str | None:
@@ -354,7 +277,7 @@ def main(argv=None) -> int:
                 info = machine()
                 peer = engine != "randsvm"
                 why = hopeless(done[engine], workers, args.max_seconds) if peer else None
-                result = {"skipped": why} if why else run_child(
+                result = {"skipped": why} if why else run_engine(
                     engine, name, rows, workers, args.solver,
                     args.max_seconds if peer else None)
                 done[engine][workers] = result

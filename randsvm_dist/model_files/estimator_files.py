@@ -1,6 +1,6 @@
 """RandSVM estimators as LIBSVM model files: written, read, and rebuilt as estimators.
 
-A model file is LIBSVM's own text (``solvers.model_file``): ``c_svc`` (binary and
+A model file is LIBSVM's own text (``model_files.libsvm_text``): ``c_svc`` (binary and
 one-vs-one multi-class, with ``probA``/``probB`` when fitted with probabilities),
 ``epsilon_svr`` and ``one_class`` files that stock LIBSVM's ``svm_load_model`` reads and
 predicts identically, and our one-vs-rest form (``randsvm_ovr``), which stock LIBSVM

@@ -12,7 +12,6 @@ LAYERS = {  # module or package prefix (longest wins) -> layer (ARCHITECTURE.md)
     "exceptions": 0, "core": 0,
     "numerics": 1, "solvers": 1,
     "model_files.libsvm_text": 1, "model_files.libsvm_sv_lines": 1, "model_files.ovo_layout": 1,
-    "model_files.libsvm_disk": 1,
     "data": 2, "streaming": 2,
     "engine": 3,
     "exact": 4, "distributed": 4,

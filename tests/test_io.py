@@ -17,7 +17,7 @@ from randsvm_dist.estimators import RandSVMClassifier
 from randsvm_dist.exceptions import DataFormatError
 from randsvm_dist.model_files import load as model_io
 from randsvm_dist.model_files.estimator_files import model_text
-from randsvm_dist.model_files.libsvm_text import END_TAG, META_TAG
+from randsvm_dist.model_files.libsvm_text import END_TAG, META_TAG, format_model
 from randsvm_dist.streaming import BlurredBallSVM, BudgetedSGD, OnlineRampSVM, StreamSVM
 
 LEARNERS = [
@@ -131,12 +131,9 @@ def test_crafted_metadata_is_refused(randsvm_binary, tmp_path, change, match):
 def test_a_meta_json_sidecar_is_ignored(randsvm_binary, tmp_path):
     """Sidecars of the earlier format are no longer read: a file beside the model cannot
     set any parameter (e.g. the scheduler)."""
-    from randsvm_dist.model_files.libsvm_disk import BinaryModel, write_libsvm_model
-
     est, _ = randsvm_binary
     path = tmp_path / "old.model"
-    write_libsvm_model(path, BinaryModel(est.kernel_, est.support_vectors_, est.dual_coef_[0],
-                                         float(est.intercept_[0]), (-1, 1)))
+    path.write_text(format_model(est._libsvm))  # stock LIBSVM's text: no marker, no trailer
     meta = {"format": "randsvm-dist/1", "classes": [-1, 1], "n_features": 20,
             "params": {"client": "tcp://attacker.example:8786"}, "history": []}
     (tmp_path / "old.model.meta.json").write_text(json.dumps(meta))

@@ -1,9 +1,12 @@
-"""LIBSVM model files (solvers.model_file) and the one-vs-one layout (solvers.ovo_layout).
+"""LIBSVM model files (model_files.libsvm_text) and the one-vs-one layout
+(model_files.ovo_layout), written and read as the package does (text through
+data.publish's atomic write, bytes through data.filesystem).
 
 Stock LIBSVM (libsvm.svmutil) loads every classification/regression/one-class file we
 write and predicts what we predict on 100% of rows (with '-b 1': the same probabilities
 to 1e-6); it refuses our one-vs-rest form; our reader reads its files (label order,
-'polynomial', SVR, one-class); a file cut anywhere is refused with one line naming it;
+'polynomial', SVR, one-class; a stock binary file loads as an estimator with sorted
+classes); a file cut anywhere is refused with one line naming it;
 scikit-learn's SVC attributes (dual_coef_, intercept_, n_support_, coef_) come out with
 SVC's shapes and signs.
 """
@@ -18,20 +21,15 @@ from sklearn.datasets import load_iris, make_blobs
 from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel
 from sklearn.svm import SVC
 
+from randsvm_dist.data.filesystem import read_bytes
+from randsvm_dist.data.publish import write_bytes_atomic
+from randsvm_dist.estimators import RandSVMClassifier
 from randsvm_dist.exceptions import DataFormatError
-from randsvm_dist.model_files.libsvm_disk import (
-    BinaryModel,
-    format_libsvm_model,
-    parse_libsvm_model,
-    read_libsvm_model,
-    read_model_file,
-    write_libsvm_model,
-    write_model_file,
-)
 from randsvm_dist.model_files.libsvm_text import (
     OVR_SVM_TYPE,
     LibsvmModel,
     check_stock_text,
+    format_model,
     format_model_file,
     parse_model_file,
 )
@@ -71,6 +69,16 @@ def dec64(model: LibsvmModel, X) -> np.ndarray:
     return gram(X, S, model.kernel) @ coefficient_columns(model) - model.rho
 
 
+def write_model_file(path, model: LibsvmModel, meta: dict | None = None) -> None:
+    """``model`` on disk as the package writes an estimator's file (``save_estimator``)."""
+    write_bytes_atomic(path, format_model_file(model, meta).encode())
+
+
+def read_model_file(path) -> tuple[LibsvmModel, dict | None]:
+    """A model file read back as the package reads one (``load_randsvm_model``)."""
+    return parse_model_file(read_bytes(path).decode(), str(path))
+
+
 def stock_predict(path, X, y=None, opts="-q"):
     m = svm_load_model(str(path))
     assert m is not None
@@ -103,8 +111,15 @@ def blobs():
     return X.astype(np.float32), y
 
 
-# -- one-vs-one multi-class ----------------------------------------------------------------
-@pytest.mark.parametrize("data, labels", [("iris", (3, 7, 11)), ("blobs", (-2, 0, 1, 5, 9))])
+@pytest.fixture(scope="module")
+def two_blobs():
+    X, y = make_blobs(200, n_features=3, centers=2, cluster_std=3, random_state=2)
+    return X.astype(np.float32), y
+
+
+# -- binary and one-vs-one multi-class ---------------------------------------------------------
+@pytest.mark.parametrize("data, labels", [("two_blobs", (4, 9)), ("iris", (3, 7, 11)),
+                                          ("blobs", (-2, 0, 1, 5, 9))])
 def test_ovo_file_stock_libsvm_predicts_as_we_do(data, labels, request, tmp_path):
     X, cls = request.getfixturevalue(data)
     k = len(labels)
@@ -132,6 +147,15 @@ def test_ovo_file_stock_libsvm_predicts_as_we_do(data, labels, request, tmp_path
     for p, pm in enumerate(pairs):
         np.testing.assert_array_equal(pm.coef, cols[pm.sv, p])
         assert pm.intercept == -model.rho[p]
+    # without our marker and trailer: a stock file, read by both readers alike
+    stock = format_model(model)
+    assert "\nSV\n" in stock and "#randsvm-dist" not in stock
+    plain, meta = parse_model_file(stock, "stock.model")
+    assert meta is None and plain.labels == labels
+    np.testing.assert_array_equal(plain.sv_coef, model.sv_coef)
+    np.testing.assert_array_equal(plain.rho, model.rho)
+    (tmp_path / "stock.model").write_text(stock)
+    np.testing.assert_array_equal(stock_predict(tmp_path / "stock.model", X)[0], ours)
 
 
 def test_ovo_file_with_probabilities_stock_b1_agrees(blobs, tmp_path):
@@ -226,6 +250,8 @@ def test_linear_coef_matches_sklearn(iris, binary, sparse):
 
 # -- stock files: label order, kernels, SVR, one-class ---------------------------------------
 def test_stock_binary_label_0_1_loads_sorted_and_oriented(iris, tmp_path):
+    """A stock binary file loads as an estimator with sorted classes whose decision
+    function is positive towards ``classes_[1]``, whatever LIBSVM's label order."""
     X, cls = iris
     keep = cls < 2
     X, y = X[keep], cls[keep].astype(float)  # 0 comes first: LIBSVM writes 'label 0 1'
@@ -233,21 +259,22 @@ def test_stock_binary_label_0_1_loads_sorted_and_oriented(iris, tmp_path):
     path = tmp_path / "stock01.model"
     svm_save_model(str(path), m)
     assert "label 0 1" in path.read_text()
-    b = read_libsvm_model(path)
-    assert b.labels == (0, 1)
-    f = gram(X, b.support_vectors, b.kernel) @ b.dual_coef + b.intercept
-    got, _ = stock_predict(path, X)
-    np.testing.assert_array_equal(np.where(f > 0, 1, 0), got)
+    est = RandSVMClassifier.load(path)
+    np.testing.assert_array_equal(est.classes_, [0, 1])
+    got, vals = stock_predict(path, X)
+    np.testing.assert_array_equal(est.predict(X), got)
+    np.testing.assert_allclose(est.decision_function(X), -vals[:, 0], atol=1e-4)
     # and LIBSVM's usual order (label 1 -1) keeps its orientation
     yy = np.where(y > 0, 1.0, -1.0)
     order = np.argsort(-yy, kind="stable")
     m2 = svm_train(list(yy[order]), sp.csr_matrix(X[order]), "-s 0 -t 2 -g 0.5 -q")
     svm_save_model(str(tmp_path / "s2.model"), m2)
-    b2 = read_libsvm_model(tmp_path / "s2.model")
-    assert b2.labels == (-1, 1)
-    f2 = gram(X, b2.support_vectors, b2.kernel) @ b2.dual_coef + b2.intercept
-    np.testing.assert_array_equal(np.where(f2 > 0, 1, -1),
-                                  stock_predict(tmp_path / "s2.model", X)[0])
+    assert "label 1 -1" in (tmp_path / "s2.model").read_text()
+    est2 = RandSVMClassifier.load(tmp_path / "s2.model")
+    np.testing.assert_array_equal(est2.classes_, [-1, 1])
+    got2, vals2 = stock_predict(tmp_path / "s2.model", X)
+    np.testing.assert_array_equal(est2.predict(X), got2)
+    np.testing.assert_allclose(est2.decision_function(X), vals2[:, 0], atol=1e-4)
 
 
 def test_stock_multiclass_unsorted_labels_with_probabilities(iris, tmp_path):
@@ -291,18 +318,16 @@ def test_polynomial_kernel_name(tmp_path):
     X, y = make_blobs(80, n_features=2, centers=2, random_state=1)
     X = X.astype(np.float32)
     kernel = Kernel("poly", 0.5, 2, 1.0)
-    sol = solve_libsvm(X, np.where(y == 1, 1.0, -1.0), SolverParams(kernel=kernel))
-    text = format_libsvm_model(BinaryModel(kernel, X[sol.support], sol.dual_coef,
-                                           sol.intercept, (0, 1)))
-    assert "kernel_type polynomial\n" in text and "kernel_type poly\n" not in text
+    model, _ = ovo_to_libsvm(kernel, (0, 1), *ovo_fit(X, y, 2, SolverParams(kernel=kernel)))
     path = tmp_path / "poly.model"
-    write_libsvm_model(path, BinaryModel(kernel, X[sol.support], sol.dual_coef,
-                                         sol.intercept, (0, 1)))
-    f = gram(X, X[sol.support], kernel) @ sol.dual_coef + sol.intercept
-    np.testing.assert_array_equal(stock_predict(path, X)[0], np.where(f > 0, 1, 0))
-    bad = text.replace("kernel_type polynomial", "kernel_type poly")
+    write_model_file(path, model)
+    text = path.read_text()
+    assert "kernel_type polynomial\n" in text and "kernel_type poly\n" not in text
+    np.testing.assert_array_equal(stock_predict(path, X)[0],
+                                  np.where(dec64(model, X)[:, 0] > 0, 0, 1))
+    bad = format_model(model).replace("kernel_type polynomial", "kernel_type poly")
     with pytest.raises(DataFormatError, match="kernel_type 'poly'"):
-        parse_libsvm_model(bad.splitlines(), "bad.model")
+        parse_model_file(bad, "bad.model")
 
 
 @pytest.mark.parametrize("kind", ["svr", "one_class"])
@@ -405,26 +430,6 @@ def test_stock_file_cut_anywhere_is_refused(iris, tmp_path):
     with pytest.raises(DataFormatError, match="no newline"):
         check_stock_text(text[:-3], "s.model")
     check_stock_text(text, "s.model")
-
-
-def test_binary_model_api_round_trip_and_stock(tmp_path):
-    X, y = make_blobs(200, n_features=3, centers=2, cluster_std=3, random_state=2)
-    X = X.astype(np.float32)
-    kernel = Kernel("rbf", 0.3)
-    sol = solve_libsvm(X, np.where(y == 1, 1.0, -1.0), SolverParams(kernel=kernel))
-    b = BinaryModel(kernel, X[sol.support], sol.dual_coef, sol.intercept, (4, 9))
-    text = format_libsvm_model(b)
-    assert "\nSV\n" in text  # exactly what stock LIBSVM writes: no marker, no trailer
-    back = parse_libsvm_model(text.splitlines(), "b.model")
-    assert back.labels == (4, 9)
-    assert parse_model_file(text, "b.model")[1] is None
-    f = gram(X, X[sol.support], kernel) @ sol.dual_coef + sol.intercept
-    fb = gram(X, back.support_vectors, kernel) @ back.dual_coef + back.intercept
-    np.testing.assert_allclose(fb, f, atol=1e-9)
-    write_libsvm_model(tmp_path / "b.model", b)
-    np.testing.assert_array_equal(stock_predict(tmp_path / "b.model", X)[0],
-                                  np.where(f > 0, 9, 4))
-    assert read_libsvm_model(tmp_path / "b.model").labels == (4, 9)
 
 
 BASE = ("svm_type c_svc\nkernel_type rbf\ngamma 1\nnr_class 2\ntotal_sv 2\nrho 0.5\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -49,42 +50,135 @@ def pack_objects(obj, classes: dict[str, type], fmt: str, version: int,
     return buf.getvalue()
 
 
-def _encode(o, arrays: dict, classes: dict, where: str):
+def _encode(o: object, arrays: dict[str, np.ndarray], classes: dict[str, type],
+            where: str) -> object:
+    """One value as JSON-able data (``_ENCODERS`` says how, by kind).
+
+    Args:
+        o: the value.
+        arrays: the file's arrays by key; the value's arrays are added under new keys.
+        classes: the allow-list of classes, by name.
+        where: the value's name in messages (``model[2].state``).
+
+    Returns:
+        ``o`` itself for None, bools, numbers and strings; else a tagged dict or a list.
+
+    Raises:
+        DataFormatError: a value of a type not storable.
+    """
     if o is None or isinstance(o, (bool, int, float)) or type(o) is str:
         return o
-    if isinstance(o, np.ndarray):
-        if o.dtype == object:
-            if not all(isinstance(v, str) for v in o.ravel()):
-                raise DataFormatError(f"cannot save {where}: an array of Python objects")
-            o = o.astype(str)
-        key = f"a{len(arrays)}"
-        arrays[key] = o
-        return {"$": "array", "key": key}
-    if isinstance(o, np.generic):
-        return {"$": "scalar", "dtype": o.dtype.str, "value": o.item()}
-    if isinstance(o, list):
-        return [_encode(v, arrays, classes, f"{where}[{i}]") for i, v in enumerate(o)]
-    if isinstance(o, tuple):
-        return {"$": "tuple",
-                "items": [_encode(v, arrays, classes, f"{where}[{i}]") for i, v in enumerate(o)]}
-    if isinstance(o, dict):
-        return {"$": "dict", "items": [[_encode(k, arrays, classes, where),
-                                        _encode(v, arrays, classes, f"{where}[{k!r}]")]
-                                       for k, v in o.items()]}
-    if sp.issparse(o):
-        m = sp.csr_matrix(o)
-        return {"$": "csr", "shape": list(m.shape),
-                **{name: _encode(getattr(m, name), arrays, classes, where)
-                   for name in ("data", "indices", "indptr")}}
-    if isinstance(o, np.random.Generator):
-        return {"$": "rng", "state": _encode(o.bit_generator.state, arrays, classes, where)}
+    for is_kind, encode in _ENCODERS:
+        if is_kind(o):
+            return encode(o, arrays, classes, where)
+    return _encode_object(o, arrays, classes, where)
+
+
+def _encode_array(o: np.ndarray, arrays: dict[str, np.ndarray], classes: dict[str, type],
+                  where: str) -> dict:
+    """An array stored under a new key (arrays of strings only, of Python objects).
+
+    Returns:
+        ``{"$": "array", "key": key}``.
+
+    Raises:
+        DataFormatError: an object array holding anything but strings.
+    """
+    if o.dtype == object:
+        if not all(isinstance(v, str) for v in o.ravel()):
+            raise DataFormatError(f"cannot save {where}: an array of Python objects")
+        o = o.astype(str)
+    key = f"a{len(arrays)}"
+    arrays[key] = o
+    return {"$": "array", "key": key}
+
+
+def _encode_scalar(o: np.generic, arrays: dict[str, np.ndarray], classes: dict[str, type],
+                   where: str) -> dict:
+    """A numpy scalar with its dtype. Returns ``{"$": "scalar", "dtype", "value"}``."""
+    return {"$": "scalar", "dtype": o.dtype.str, "value": o.item()}
+
+
+def _encode_items(items, arrays: dict[str, np.ndarray], classes: dict[str, type],
+                  where: str) -> list:
+    """The items of a list or tuple, each named ``where[i]``.
+
+    Returns:
+        their encodings, in order.
+
+    Raises:
+        DataFormatError: an item not storable.
+    """
+    return [_encode(v, arrays, classes, f"{where}[{i}]") for i, v in enumerate(items)]
+
+
+def _encode_tuple(o: tuple, arrays: dict[str, np.ndarray], classes: dict[str, type],
+                  where: str) -> dict:
+    """A tuple (told apart from a list). Returns ``{"$": "tuple", "items"}``.
+
+    Raises:
+        DataFormatError: an item not storable.
+    """
+    return {"$": "tuple", "items": _encode_items(o, arrays, classes, where)}
+
+
+def _encode_dict(o: dict, arrays: dict[str, np.ndarray], classes: dict[str, type],
+                 where: str) -> dict:
+    """A dict with keys of any storable type. Returns ``{"$": "dict", "items": [[k, v]]}``.
+
+    Raises:
+        DataFormatError: a key or value not storable.
+    """
+    return {"$": "dict", "items": [[_encode(k, arrays, classes, where),
+                                    _encode(v, arrays, classes, f"{where}[{k!r}]")]
+                                   for k, v in o.items()]}
+
+
+def _encode_csr(o, arrays: dict[str, np.ndarray], classes: dict[str, type],
+                where: str) -> dict:
+    """A sparse matrix as CSR. Returns ``{"$": "csr", "shape", "data", "indices",
+    "indptr"}``."""
+    m = sp.csr_matrix(o)
+    return {"$": "csr", "shape": list(m.shape),
+            **{name: _encode(getattr(m, name), arrays, classes, where)
+               for name in ("data", "indices", "indptr")}}
+
+
+def _encode_rng(o: np.random.Generator, arrays: dict[str, np.ndarray],
+                classes: dict[str, type], where: str) -> dict:
+    """A Generator by its bit generator's state. Returns ``{"$": "rng", "state"}``."""
+    return {"$": "rng", "state": _encode(o.bit_generator.state, arrays, classes, where)}
+
+
+def _encode_object(o: object, arrays: dict[str, np.ndarray], classes: dict[str, type],
+                   where: str) -> dict:
+    """An instance of an allow-listed class by its attributes.
+
+    Returns:
+        ``{"$": "object", "class": name, "state": {attribute: encoding}}``.
+
+    Raises:
+        DataFormatError: its class is not in ``classes`` (nor another storable kind).
+    """
     name = type(o).__name__
-    if classes.get(name) is type(o):
-        return {"$": "object", "class": name,
-                "state": {k: _encode(v, arrays, classes, f"{where}.{k}")
-                          for k, v in vars(o).items()}}
-    raise DataFormatError(f"cannot save {where}: values of type {type(o).__name__} are not "
-                          "storable in a model file")
+    if classes.get(name) is not type(o):
+        raise DataFormatError(f"cannot save {where}: values of type {name} are not "
+                              "storable in a model file")
+    return {"$": "object", "class": name,
+            "state": {k: _encode(v, arrays, classes, f"{where}.{k}")
+                      for k, v in vars(o).items()}}
+
+
+# (is this kind?, its encoder), tried in order; anything else must be an allow-listed object
+_ENCODERS: tuple[tuple[Callable[[object], bool], Callable[..., object]], ...] = (
+    (lambda o: isinstance(o, np.ndarray), _encode_array),
+    (lambda o: isinstance(o, np.generic), _encode_scalar),
+    (lambda o: isinstance(o, list), _encode_items),
+    (lambda o: isinstance(o, tuple), _encode_tuple),
+    (lambda o: isinstance(o, dict), _encode_dict),
+    (sp.issparse, _encode_csr),
+    (lambda o: isinstance(o, np.random.Generator), _encode_rng),
+)
 
 
 def unpack_objects(data: bytes, classes: dict[str, type], fmt: str, version: int,
@@ -122,42 +216,110 @@ def unpack_objects(data: bytes, classes: dict[str, type], fmt: str, version: int
                               f"{str(e)[:200]})") from None
 
 
-def _decode(node, arrays: dict, classes: dict, where: str):
+def _decode(node: object, arrays: dict[str, np.ndarray], classes: dict[str, type],
+            where: str) -> object:
+    """Inverse of ``_encode``: the value one header entry stands for (``_DECODERS`` says
+    how, by tag).
+
+    Args:
+        node: the entry (plain JSON, a list, or a tagged dict).
+        arrays: the file's arrays by key.
+        classes: the allow-list of classes, by name.
+        where: the file name for messages.
+
+    Returns:
+        the value.
+
+    Raises:
+        DataFormatError: an unknown tag, a missing array, an unknown bit generator or a
+            class not in ``classes``; KeyError, TypeError, ValueError: a malformed entry
+            (``unpack_objects`` reports them as one).
+    """
     if isinstance(node, list):
         return [_decode(v, arrays, classes, where) for v in node]
     if not isinstance(node, dict):
         return node
     tag = node["$"]
-    if tag == "array":
-        if node["key"] not in arrays:
-            raise DataFormatError(f"{where}: array {node['key']!r} is missing; the file is "
-                                  "truncated or corrupt")
-        return arrays[node["key"]]
-    if tag == "scalar":
-        return np.dtype(node["dtype"]).type(node["value"])
-    if tag == "tuple":
-        return tuple(_decode(v, arrays, classes, where) for v in node["items"])
-    if tag == "dict":
-        return {_decode(k, arrays, classes, where): _decode(v, arrays, classes, where)
-                for k, v in node["items"]}
-    if tag == "csr":
-        parts = [_decode(node[k], arrays, classes, where) for k in ("data", "indices", "indptr")]
-        return sp.csr_matrix(tuple(parts), shape=tuple(node["shape"]))
-    if tag == "rng":
-        state = _decode(node["state"], arrays, classes, where)
-        if state.get("bit_generator") not in _BIT_GENERATORS:
-            raise DataFormatError(f"{where}: unknown bit generator "
-                                  f"{state.get('bit_generator')!r}")
-        bit_gen = getattr(np.random, state["bit_generator"])()
-        bit_gen.state = state
-        return np.random.Generator(bit_gen)
-    if tag == "object":
-        cls = classes.get(node["class"])
-        if cls is None:
-            raise DataFormatError(f"{where}: class {node['class']!r} is not a model kind "
-                                  "randsvm-dist loads")
-        obj = cls.__new__(cls)
-        obj.__dict__.update({k: _decode(v, arrays, classes, where)
-                             for k, v in node["state"].items()})
-        return obj
-    raise DataFormatError(f"{where}: unknown entry {tag!r} in the model header")
+    decode = _DECODERS.get(tag) if isinstance(tag, str) else None
+    if decode is None:
+        raise DataFormatError(f"{where}: unknown entry {tag!r} in the model header")
+    return decode(node, arrays, classes, where)
+
+
+def _decode_array(node: dict, arrays: dict[str, np.ndarray], classes: dict[str, type],
+                  where: str) -> np.ndarray:
+    """The array stored under ``node["key"]``.
+
+    Raises:
+        DataFormatError: no such array (the file is truncated or corrupt).
+    """
+    if node["key"] not in arrays:
+        raise DataFormatError(f"{where}: array {node['key']!r} is missing; the file is "
+                              "truncated or corrupt")
+    return arrays[node["key"]]
+
+
+def _decode_scalar(node: dict, arrays: dict[str, np.ndarray], classes: dict[str, type],
+                   where: str) -> np.generic:
+    """A numpy scalar of the stored dtype. Raises TypeError for an unknown dtype."""
+    return np.dtype(node["dtype"]).type(node["value"])
+
+
+def _decode_tuple(node: dict, arrays: dict[str, np.ndarray], classes: dict[str, type],
+                  where: str) -> tuple:
+    """A tuple of the decoded items. Raises DataFormatError: see ``_decode``."""
+    return tuple(_decode(v, arrays, classes, where) for v in node["items"])
+
+
+def _decode_dict(node: dict, arrays: dict[str, np.ndarray], classes: dict[str, type],
+                 where: str) -> dict:
+    """A dict of the decoded key-value pairs. Raises DataFormatError: see ``_decode``."""
+    return {_decode(k, arrays, classes, where): _decode(v, arrays, classes, where)
+            for k, v in node["items"]}
+
+
+def _decode_csr(node: dict, arrays: dict[str, np.ndarray], classes: dict[str, type],
+                where: str) -> sp.csr_matrix:
+    """A CSR matrix from its stored parts. Raises DataFormatError: see ``_decode``."""
+    parts = [_decode(node[k], arrays, classes, where) for k in ("data", "indices", "indptr")]
+    return sp.csr_matrix(tuple(parts), shape=tuple(node["shape"]))
+
+
+def _decode_rng(node: dict, arrays: dict[str, np.ndarray], classes: dict[str, type],
+                where: str) -> np.random.Generator:
+    """A Generator in the stored state of one of numpy's bit generators.
+
+    Raises:
+        DataFormatError: a bit generator not in ``_BIT_GENERATORS``.
+    """
+    state = _decode(node["state"], arrays, classes, where)
+    if state.get("bit_generator") not in _BIT_GENERATORS:
+        raise DataFormatError(f"{where}: unknown bit generator "
+                              f"{state.get('bit_generator')!r}")
+    bit_gen = getattr(np.random, state["bit_generator"])()
+    bit_gen.state = state
+    return np.random.Generator(bit_gen)
+
+
+def _decode_object(node: dict, arrays: dict[str, np.ndarray], classes: dict[str, type],
+                   where: str) -> object:
+    """An instance of an allow-listed class with the stored attributes (its ``__init__``
+    is not run).
+
+    Raises:
+        DataFormatError: the class is not in ``classes``.
+    """
+    cls = classes.get(node["class"])
+    if cls is None:
+        raise DataFormatError(f"{where}: class {node['class']!r} is not a model kind "
+                              "randsvm-dist loads")
+    obj = cls.__new__(cls)
+    obj.__dict__.update({k: _decode(v, arrays, classes, where)
+                         for k, v in node["state"].items()})
+    return obj
+
+
+_DECODERS: dict[str, Callable[..., object]] = {
+    "array": _decode_array, "scalar": _decode_scalar, "tuple": _decode_tuple,
+    "dict": _decode_dict, "csr": _decode_csr, "rng": _decode_rng, "object": _decode_object,
+}

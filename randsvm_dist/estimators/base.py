@@ -206,7 +206,7 @@ class RandSVMBase(BaseEstimator):
                     None, n_features)
 
     def _adopt(self, model, support: np.ndarray, classes, n_features: int) -> None:
-        """Take a LIBSVM model (``solvers.model_file.LibsvmModel``) as the fitted model:
+        """Take a LIBSVM model (``model_files.libsvm_text.LibsvmModel``) as the fitted model:
         ``support`` holds the global rows of its SVs in file order. Here: a one-column
         model (epsilon_svr, one_class); the classifier has its own."""
         self._adopt_common(model, support, n_features)

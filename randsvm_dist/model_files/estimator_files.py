@@ -1,6 +1,6 @@
 """RandSVM estimators as LIBSVM model files: written, read, and rebuilt as estimators.
 
-A model file is LIBSVM's own text (``solvers.model_file``): ``c_svc`` (binary and
+A model file is LIBSVM's own text (``model_files.libsvm_text``): ``c_svc`` (binary and
 one-vs-one multi-class, with ``probA``/``probB`` when fitted with probabilities),
 ``epsilon_svr`` and ``one_class`` files that stock LIBSVM's ``svm_load_model`` reads and
 predicts identically, and our one-vs-rest form (``randsvm_ovr``), which stock LIBSVM
@@ -13,6 +13,7 @@ anywhere is refused. Nothing in a file names code to run, a client or a path.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import numpy as np
 
@@ -31,8 +32,7 @@ from randsvm_dist.numerics.kernels import dense_if_compact
 RANDSVM_FORMAT = "randsvm-dist/3"
 RANGE_SUFFIX = ".range"  # svm-scale range file of a model trained with scale=
 _HISTORY_TYPES = (int, float, str, bool, type(None))
-_META_KEYS = {"format", "estimator", "classes", "n_features", "support", "params",
-              "history", "scaling"}
+_SCALING_KEYS = {"method", "lower", "upper", "feature_min", "feature_max"}
 
 
 def _estimator_classes() -> dict[str, type]:
@@ -192,33 +192,94 @@ def _check_type(value, kind, where: str, key: str):
 
 
 def _check_meta(meta, where: str) -> dict:
-    """The allow-listed metadata, type-checked; an unexpected key is an error."""
+    """The metadata of a model file, checked by ``_META_RULES``.
+
+    Args:
+        meta: the parsed ``#randsvm-dist-meta`` JSON.
+        where: the file name for messages.
+
+    Returns:
+        ``meta`` itself.
+
+    Raises:
+        DataFormatError: not a dict, a key not allowed, or a value of the wrong kind (the
+            first rule that fails).
+    """
     _check_type(meta, dict, where, "<metadata>")
     unexpected = sorted(set(meta) - _META_KEYS)
     if unexpected:
         raise DataFormatError(f"{where}: metadata key(s) {unexpected} are not allowed")
-    if meta.get("format") != RANDSVM_FORMAT:
-        raise DataFormatError(f"{where}: unknown model format {meta.get('format')!r}")
-    if meta.get("estimator") not in _estimator_classes():
-        raise DataFormatError(f"{where}: unknown estimator {meta.get('estimator')!r}")
-    if _check_type(meta.get("n_features"), int, where, "n_features") < 1:
+    for key, absent, check in _META_RULES:
+        check(meta.get(key, absent), where)
+    return meta
+
+
+def _check_format(value, where: str) -> None:
+    """Refuse a ``format`` other than ``RANDSVM_FORMAT`` (DataFormatError)."""
+    if value != RANDSVM_FORMAT:
+        raise DataFormatError(f"{where}: unknown model format {value!r}")
+
+
+def _check_estimator(value, where: str) -> None:
+    """Refuse an ``estimator`` that is not one of the registry's classes (DataFormatError)."""
+    if value not in _estimator_classes():
+        raise DataFormatError(f"{where}: unknown estimator {value!r}")
+
+
+def _check_n_features(value, where: str) -> None:
+    """Refuse an ``n_features`` that is not a positive int (DataFormatError)."""
+    if _check_type(value, int, where, "n_features") < 1:
         raise DataFormatError(f"{where}: 'n_features' must be positive")
-    classes = meta.get("classes")
-    if classes is not None and (not isinstance(classes, list) or len(classes) < 2 or not all(
-            isinstance(c, (int, float, str)) for c in classes)):
+
+
+def _check_classes(value, where: str) -> None:
+    """Refuse ``classes`` that are not None nor a list of two or more numbers or strings
+    (DataFormatError)."""
+    if value is not None and (not isinstance(value, list) or len(value) < 2 or not all(
+            isinstance(c, (int, float, str)) for c in value)):
         raise DataFormatError(f"{where}: 'classes' must list two or more labels")
-    _check_type(meta.get("params", {}), dict, where, "params")
-    scaling = _check_type(meta.get("scaling", {}), dict, where, "scaling")
-    if set(scaling) - {"method", "lower", "upper", "feature_min", "feature_max"}:
+
+
+def _check_params(value, where: str) -> None:
+    """Refuse ``params`` that are not a dict (DataFormatError); ``_allowed_params`` checks
+    each one against the estimator."""
+    _check_type(value, dict, where, "params")
+
+
+def _check_scaling(value, where: str) -> None:
+    """Refuse ``scaling`` that is not a dict of ``FeatureScaler.to_dict``'s keys
+    (DataFormatError)."""
+    if set(_check_type(value, dict, where, "scaling")) - _SCALING_KEYS:
         raise DataFormatError(f"{where}: 'scaling' has keys that are not allowed")
-    for rec in _check_type(meta.get("history", []), list, where, "history"):
+
+
+def _check_history(value, where: str) -> None:
+    """Refuse a ``history`` that is not a list of flat records (DataFormatError)."""
+    for rec in _check_type(value, list, where, "history"):
         if not isinstance(rec, dict) or not all(isinstance(v, _HISTORY_TYPES)
                                                 for v in rec.values()):
             raise DataFormatError(f"{where}: 'history' must be a list of flat records")
-    rows = _check_type(meta.get("support", []), list, where, "support")
+
+
+def _check_support(value, where: str) -> None:
+    """Refuse a ``support`` that is not a list of non-negative ints (DataFormatError)."""
+    rows = _check_type(value, list, where, "support")
     if not all(isinstance(r, int) and r >= 0 for r in rows):
         raise DataFormatError(f"{where}: 'support' must hold non-negative row numbers")
-    return meta
+
+
+# the metadata keys: (key, value when absent, its check), checked in this order
+_META_RULES: tuple[tuple[str, object, Callable[[object, str], None]], ...] = (
+    ("format", None, _check_format),
+    ("estimator", None, _check_estimator),
+    ("n_features", None, _check_n_features),
+    ("classes", None, _check_classes),
+    ("params", {}, _check_params),
+    ("scaling", {}, _check_scaling),
+    ("history", [], _check_history),
+    ("support", [], _check_support),
+)
+_META_KEYS = {key for key, _, _ in _META_RULES}
 
 
 def _allowed_params(cls: type, params: dict, where: str) -> dict:

@@ -1,5 +1,5 @@
-"""The support-vector lines of a LIBSVM model file: parse them, check our marker, build
-the SV matrix.
+"""The support-vector lines of a LIBSVM model file: format and parse them, check our
+marker, build the SV matrix.
 
 A file we write carries a marker on its ``SV`` line that stock LIBSVM skips:
 ``SV randsvm-dist total_sv=N sha256=<digest of the SV lines>`` (``libsvm_text`` explains
@@ -23,6 +23,39 @@ def sv_marker_line(body: str, n_sv: int) -> str:
     newline): ``SV randsvm-dist total_sv=N sha256=<digest of body>``."""
     digest = hashlib.sha256(body.encode()).hexdigest()
     return f"SV {SV_MARK} total_sv={n_sv} sha256={digest}"
+
+
+def float_text(v: float) -> str:
+    """``v`` as the model file writes a float64: 17 significant digits (round-trips)."""
+    return f"{float(v):.17g}"
+
+
+def _format_row(row) -> str:
+    """``index:value`` pairs of one row (1-based), each value written exactly: 9
+    significant digits round-trip a float32, 17 a float64."""
+    if sp.issparse(row):
+        idx, val = row.indices, row.data
+    else:
+        row = np.asarray(row).ravel()
+        idx = np.flatnonzero(row)
+        val = row[idx]
+    fmt = "%d:%.9g" if val.dtype.itemsize <= 4 else "%d:%.17g"
+    return " ".join([fmt % p for p in zip((np.asarray(idx) + 1).tolist(), val.tolist())])
+
+
+def format_sv_lines(coef: np.ndarray, sv) -> str:
+    """The SV lines of a model file: each SV's coefficients (17 significant digits) then
+    its nonzero ``index:value`` pairs.
+
+    Args:
+        coef: (n_sv, n_cols) float64 coefficients.
+        sv: (n_sv, n_features) ndarray or CSR, the support vectors in file order.
+
+    Returns:
+        the lines, each ending with a newline.
+    """
+    return "".join(" ".join(float_text(c) for c in coef[i]) + " " + _format_row(sv[i])
+                   + "\n" for i in range(coef.shape[0]))
 
 
 def parse_sv_lines(body: list[str], cols: int, where: str, first_lineno: int):

@@ -39,12 +39,13 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from randsvm_dist.exceptions import DataFormatError
 from randsvm_dist.model_files.libsvm_sv_lines import (
     SV_MARK,
     check_sv_marker,
+    float_text,
+    format_sv_lines,
     parse_sv_lines,
     sv_marker_line,
     sv_matrix,
@@ -130,21 +131,43 @@ class LibsvmModel:
                                       f"{np.size(p)}")
 
 
-def _fmt_row(row) -> str:
-    """``index:value`` pairs of one row (1-based), each value written exactly: 9
-    significant digits round-trip a float32, 17 a float64."""
-    if sp.issparse(row):
-        idx, val = row.indices, row.data
-    else:
-        row = np.asarray(row).ravel()
-        idx = np.flatnonzero(row)
-        val = row[idx]
-    fmt = "%d:%.9g" if val.dtype.itemsize <= 4 else "%d:%.17g"
-    return " ".join([fmt % p for p in zip((np.asarray(idx) + 1).tolist(), val.tolist())])
+# the kernel parameters LIBSVM writes for each kernel, in its order, and how each is written
+_KERNEL_PARAMS = {"linear": (), "poly": ("degree", "gamma", "coef0"), "rbf": ("gamma",),
+                  "sigmoid": ("gamma", "coef0")}
+_PARAM_TEXT = {"degree": lambda v: str(int(v)), "gamma": float_text, "coef0": float_text}
 
 
-def _g(v) -> str:
-    return f"{float(v):.17g}"
+def _kernel_lines(kernel: Kernel) -> list[str]:
+    """The header lines of ``kernel``: ``kernel_type`` (LIBSVM's name), then the
+    parameters LIBSVM writes for it (``_KERNEL_PARAMS``).
+
+    Raises:
+        KeyError: a kernel LIBSVM has no name for.
+    """
+    return [f"kernel_type {KERNEL_TYPE[kernel.name]}",
+            *(f"{name} {_PARAM_TEXT[name](getattr(kernel, name))}"
+              for name in _KERNEL_PARAMS[kernel.name])]
+
+
+def _class_lines(model: LibsvmModel) -> list[str]:
+    """The header lines after ``rho`` that ``model`` has: ``label``, ``probA``, ``probB``,
+    ``nr_sv``.
+
+    Raises:
+        DataFormatError: labels that are not integers.
+    """
+    lines = []
+    if model.labels is not None:
+        if any(int(v) != v for v in model.labels):
+            raise DataFormatError(f"LIBSVM model files need integer labels; got "
+                                  f"{model.labels}")
+        lines.append("label " + " ".join(str(int(v)) for v in model.labels))
+    for name, p in (("probA", model.prob_a), ("probB", model.prob_b)):
+        if p is not None:
+            lines.append(f"{name} " + " ".join(float_text(v) for v in np.ravel(p)))
+    if model.n_sv is not None:
+        lines.append("nr_sv " + " ".join(str(int(v)) for v in model.n_sv))
+    return lines
 
 
 def format_model(model: LibsvmModel, mark: bool = False) -> str:
@@ -163,30 +186,11 @@ def format_model(model: LibsvmModel, mark: bool = False) -> str:
         DataFormatError: an inconsistent model or labels that are not integers.
     """
     model.check()
-    k = model.kernel
-    head = [f"svm_type {model.svm_type}", f"kernel_type {KERNEL_TYPE[k.name]}"]
-    if k.name == "poly":
-        head.append(f"degree {int(k.degree)}")
-    if k.name != "linear":
-        head.append(f"gamma {_g(k.gamma)}")
-    if k.name in ("poly", "sigmoid"):
-        head.append(f"coef0 {_g(k.coef0)}")
     coef = np.asarray(model.sv_coef, dtype=np.float64)
-    head += [f"nr_class {model.nr_class}", f"total_sv {coef.shape[0]}",
-             "rho " + " ".join(_g(r) for r in model.rho)]
-    if model.labels is not None:
-        if any(int(v) != v for v in model.labels):
-            raise DataFormatError(f"LIBSVM model files need integer labels; got "
-                                  f"{model.labels}")
-        head.append("label " + " ".join(str(int(v)) for v in model.labels))
-    for name, p in (("probA", model.prob_a), ("probB", model.prob_b)):
-        if p is not None:
-            head.append(f"{name} " + " ".join(_g(v) for v in np.ravel(p)))
-    if model.n_sv is not None:
-        head.append("nr_sv " + " ".join(str(int(v)) for v in model.n_sv))
-    sv = model.support_vectors
-    body = "".join(" ".join(_g(c) for c in coef[i]) + " " + _fmt_row(sv[i]) + "\n"
-                   for i in range(coef.shape[0]))
+    head = [f"svm_type {model.svm_type}", *_kernel_lines(model.kernel),
+            f"nr_class {model.nr_class}", f"total_sv {coef.shape[0]}",
+            "rho " + " ".join(float_text(r) for r in model.rho), *_class_lines(model)]
+    body = format_sv_lines(coef, model.support_vectors)
     head.append(sv_marker_line(body, coef.shape[0]) if mark else "SV")
     return "\n".join(head) + "\n" + body
 

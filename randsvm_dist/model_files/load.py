@@ -1,14 +1,11 @@
 """Model files: save and load every model kind, without pickle, each written as one unit.
 
-- RandSVM (``RandSVMClassifier``): a LIBSVM text model file that stock LIBSVM's
-  ``svm_load_model`` reads (it stops after ``total_sv`` SV lines), followed by our trailer:
-  ``#randsvm-dist-meta {json}`` (allow-listed keys only: classes, feature count, the global
-  row of every SV, parameters, history), one ``#randsvm-dist-model j`` section per further
-  one-vs-rest model, and ``#randsvm-dist-end sha256=...`` over everything before it. Stock
-  LIBSVM sees the first binary model (class 1 against 0, or class 0 against the rest).
+- RandSVM estimators: a LIBSVM text model file with our metadata trailer
+  (``model_files.estimator_files`` says what it holds and how it is checked); stock LIBSVM's
+  ``svm_load_model`` reads every one but the one-vs-rest form.
 - Streaming learners: one ``.npz`` file holding a versioned JSON header (``header``) and the
-  arrays it refers to, loaded with ``allow_pickle=False``. Only classes of this package that
-  are allow-listed below are rebuilt; nothing in the file names code to run.
+  arrays it refers to (``core.packing``), loaded with ``allow_pickle=False``. Only classes of
+  this package that are allow-listed below are rebuilt; nothing in the file names code to run.
 
 Every file is written to a temporary name and renamed into place. Old joblib pickles load
 only with ``allow_pickle=True`` (``--allow-pickle`` on the command line).
@@ -23,21 +20,22 @@ import zipfile
 import numpy as np
 
 from randsvm_dist.core.packing import pack_objects, unpack_objects
-from randsvm_dist.data.filesystem import is_url, read_bytes  # noqa: F401
-from randsvm_dist.data.publish import write_bytes_atomic  # noqa: F401
+from randsvm_dist.data.filesystem import is_url, read_bytes
+from randsvm_dist.data.publish import write_bytes_atomic
 from randsvm_dist.exceptions import DataFormatError, ParameterError
+from randsvm_dist.model_files.estimator_files import (
+    RANGE_SUFFIX,
+    check_estimator_outputs,
+    is_model_text,
+    load_randsvm_model,
+    save_estimator,
+)
 
-RANDSVM_FORMAT = "randsvm-dist/2"
+__all__ = ["RANGE_SUFFIX", "check_model_outputs", "check_model_path", "is_model_file",
+           "load_model", "load_streaming_model", "save_model", "streaming_model_bytes"]
+
 STREAM_FORMAT = "randsvm-dist-stream"
 STREAM_VERSION = 1
-MODEL_TAG = "#randsvm-dist-model "
-END_TAG = "#randsvm-dist-end sha256="
-RANGE_SUFFIX = ".range"  # svm-scale range file of a model trained with scale=
-_HISTORY_TYPES = (int, float, str, bool, type(None))
-_BIT_GENERATORS = ("PCG64", "PCG64DXSM", "Philox", "SFC64", "MT19937")
-
-
-# -- bytes on local disks and fsspec URLs: data.filesystem.read_bytes, data.publish's atomic write
 
 
 # -- public API ----------------------------------------------------------------------------
@@ -55,7 +53,6 @@ def save_model(model, path: str | os.PathLike, overwrite: bool = False) -> None:
             exists without ``overwrite``, or is not one to replace.
     """
     from randsvm_dist.estimators.base import RandSVMBase
-    from randsvm_dist.model_files.estimator_files import save_estimator
 
     if isinstance(model, RandSVMBase):
         save_estimator(model, path, overwrite)
@@ -76,7 +73,6 @@ def check_model_outputs(model, path: str | os.PathLike, overwrite: bool) -> None
     """
     from randsvm_dist.data.outputs import check_file_replaceable
     from randsvm_dist.estimators.base import RandSVMBase
-    from randsvm_dist.model_files.estimator_files import check_estimator_outputs
 
     if isinstance(model, RandSVMBase):
         check_estimator_outputs(model, path, overwrite)
@@ -101,8 +97,6 @@ def load_model(path: str | os.PathLike, *, allow_pickle: bool = False):
     if data.startswith(b"PK"):
         return load_streaming_model(data, where)
     if data.startswith(b"svm_type"):
-        from randsvm_dist.model_files.estimator_files import load_randsvm_model
-
         return load_randsvm_model(data, where)
     if data.startswith(b"\x80"):
         if not allow_pickle:
@@ -207,6 +201,4 @@ def is_model_file(path: str | os.PathLike) -> bool:
                 return "header" in z.files
         except (zipfile.BadZipFile, ValueError, OSError, EOFError):
             return False
-    from randsvm_dist.model_files.estimator_files import is_model_text
-
     return is_model_text(data)

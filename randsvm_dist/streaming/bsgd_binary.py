@@ -222,8 +222,9 @@ class _BinaryBSGD:
         (steps since the last fold) x t (the t-weighted average). The averaged model lives
         on the iterate's support vectors: an averaged point still in the iterate keeps its
         coefficient there; the points the iterate merged away since the last fold are
-        projected (least squares in the RKHS, ridge ``FOLD_RIDGE``) onto the span of
-        their ``FOLD_NEIGHBOURS`` nearest support vectors each."""
+        projected onto the support vectors (:func:`_project_lost`: each onto its
+        ``FOLD_NEIGHBOURS`` nearest, then the remainder onto ``FOLD_LANDMARKS`` spread
+        ones)."""
         span = self.t - self.avg_t
         if span <= 0 or self.t == 0:
             return

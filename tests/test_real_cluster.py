@@ -190,10 +190,11 @@ def big(tmp_path_factory):
     return write_arrays(X, y, tmp_path_factory.mktemp("big") / "train", partitions=4)
 
 
+# route 'sample': the cost model would solve 20,000 rows at once (no iteration to checkpoint)
 LONG = ["--C", "10", "--gamma", "1", "--sample-size", "500", "--max-iter", "12",
-        "--gap-tol", "0", "--random-state", "4"]
+        "--gap-tol", "0", "--random-state", "4", "--route", "sample"]
 LONG_PARAMS = {"C": 10.0, "gamma": 1.0, "sample_size": 500, "max_iter": 12, "gap_tol": 0.0,
-               "random_state": 4}
+               "random_state": 4, "route": "sample"}
 
 
 def _wait_for_checkpoint(path: Path, proc=None, timeout: float = 180) -> None:

@@ -20,6 +20,24 @@ import numpy as np
 from randsvm_dist.numerics.kernels import Kernel
 
 KERNEL_CODE = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3}
+
+# The one signature each kernel of the warm SMO is compiled for, when its module is
+# imported (numba's ``cache=True`` keeps the machine code; a warm cache only loads it). A
+# dispatcher compiled lazily also compiles a specialisation for every literal argument
+# type inference meets on the way (``qrow(r, 0, ...)``, ``i = -1``): 6-7 of each kernel
+# row function and its parallel loop, each a full compile. With one declared signature a
+# call with a literal converts it instead. Arrays are C-contiguous.
+F8 = nb.float64
+I8 = nb.int64
+F8_1D = nb.float64[::1]
+F8_2D = nb.float64[:, ::1]
+F4_1D = nb.float32[::1]
+I8_1D = nb.int64[::1]
+I8_2D = nb.int64[:, ::1]
+B1 = nb.boolean
+#: ``qrow``'s twins: (perm, XR, yr, sqr)
+TWINS = nb.types.Tuple((I8_1D, F8_2D, F8_1D, F8_1D))
+_QFILL_ARGS = (I8, I8, I8, F8_2D, F8_1D, F8_1D, F8_1D, F4_1D, I8)
 # a kernel row is split over threads when it costs at least this many (row x feature) terms
 PARALLEL_MIN_WORK = 60_000
 
@@ -55,7 +73,7 @@ DIRECT_MAX_FEATURES = 4
 ROW_BLOCK = 256
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nb.void(F8_1D, I8, F8_1D), nogil=True, cache=True)
 def exp_inplace(v: np.ndarray, m: int, tb: np.ndarray) -> None:
     """v[:m] = exp(v[:m]) for arguments <= 0 (those under EXP_MIN_ARG give e^EXP_MIN_ARG);
     tb: a float64 scratch array of at least m values."""
@@ -85,7 +103,7 @@ def exp_inplace(v: np.ndarray, m: int, tb: np.ndarray) -> None:
         v[j] *= tb[j]
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nb.void(F8_1D, I8, F8, F8_1D, F8_1D, F8_1D), nogil=True, cache=True)
 def kernel_of_dots(v, m, sq_p, sq_k, kp, tb):
     """v[:m] (dot products of x_p with rows of squared norms sq_k[:m]) -> kernel values,
     in place."""
@@ -102,7 +120,7 @@ def kernel_of_dots(v, m, sq_p, sq_k, kp, tb):
             v[j] = np.tanh(gamma * v[j] + coef0)
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nb.void(*_QFILL_ARGS, F8_1D, F8_1D), nogil=True, cache=True)
 def _qfill_block(p, k0, k1, XT, y, sq, kp, out, off, buf, tb):
     """out[off + k - k0] = Q_pk for k in [k0, k1) (at most ROW_BLOCK positions); XT is
     (d, n): the dot products are summed feature by feature across positions, which
@@ -123,7 +141,7 @@ def _qfill_block(p, k0, k1, XT, y, sq, kp, out, off, buf, tb):
         dst[j] = yp * yk[j] * buf[j]
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nb.void(*_QFILL_ARGS), nogil=True, cache=True)
 def _qfill_serial(p, start, end, XT, y, sq, kp, out, off):
     buf = np.empty(ROW_BLOCK)
     tb = np.empty(ROW_BLOCK)
@@ -132,7 +150,7 @@ def _qfill_serial(p, start, end, XT, y, sq, kp, out, off):
                      off + k0 - start, buf, tb)
 
 
-@nb.njit(nogil=True, cache=True, parallel=True)
+@nb.njit(nb.void(*_QFILL_ARGS), nogil=True, cache=True, parallel=True)
 def _qfill_parallel(p, start, end, XT, y, sq, kp, out, off):
     nblocks = (end - start + ROW_BLOCK - 1) // ROW_BLOCK
     for q in nb.prange(nblocks):
@@ -143,7 +161,7 @@ def _qfill_parallel(p, start, end, XT, y, sq, kp, out, off):
                      off + k0 - start, buf, tb)
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nb.void(*_QFILL_ARGS, B1), nogil=True, cache=True)
 def qfill(p, start, end, XT, y, sq, kp, out, off, par):
     """out[off + k - start] = Q_pk = y_p y_k K(x_p, x_k) for k in [start, end)."""
     if par and (end - start) * (XT.shape[0] + 8) >= PARALLEL_MIN_WORK:
@@ -152,7 +170,7 @@ def qfill(p, start, end, XT, y, sq, kp, out, off, par):
         _qfill_serial(p, start, end, XT, y, sq, kp, out, off)
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(I8(*_QFILL_ARGS, B1, TWINS), nogil=True, cache=True)
 def qrow(p, start, end, XT, y, sq, kp, out, off, par, tw):
     """``qfill``, and for twinned variables the cheaper way; returns the kernel values
     computed.
@@ -196,7 +214,23 @@ def _direct_row(v, XR, XC, a, distances):
                 v[c] += xv * row[c]
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(F8(F8_1D, F8_1D), nogil=True, cache=True, fastmath={"reassoc"})
+def _dot(v, w):
+    """sum_c v[c] w[c], summed in this thread (reassociated so it vectorises). Not numpy's
+    dot, which calls BLAS: from the threads of ``_accumulate_parallel`` a BLAS allowed
+    more than one thread (``threadpool_limits`` in ``warm_smo``) ran 25x slower and took
+    35x the CPU (its threads wait on one another), and a per-row call pays BLAS's
+    overhead."""
+    total = 0.0
+    for c in range(v.shape[0]):
+        total += v[c] * w[c]
+    return total
+
+
+_ACCUMULATE_ARGS = (F8_2D, F8_2D, F8_2D, F8_1D, F8_1D, F8_1D, F8_2D, F8_1D, F8_2D)
+
+
+@nb.njit(nb.void(I8, I8, *_ACCUMULATE_ARGS), nogil=True, cache=True)
 def _accumulate_rows(lo, hi, D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out):
     """out[a, m] += y_r[a] sum_c K_ac coefs[m, c] for a in [lo, hi), a row at a time while
     it is in cache. K from the dot products D (nr, nc), or, when D is empty (few
@@ -220,10 +254,10 @@ def _accumulate_rows(lo, hi, D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out):
                 v[:] = D[a]
             kernel_of_dots(v, nc, sq_r[a], sq_c, kp, tb)
         for m in range(coefs.shape[0]):
-            out[a, m] += y_r[a] * np.dot(v, coefs[m])
+            out[a, m] += y_r[a] * _dot(v, coefs[m])
 
 
-@nb.njit(nogil=True, cache=True, parallel=True)
+@nb.njit(nb.void(*_ACCUMULATE_ARGS, I8), nogil=True, cache=True, parallel=True)
 def _accumulate_parallel(D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out, parts):
     """``_accumulate_rows`` over all rows, in ``parts`` row ranges run in parallel."""
     n = XR.shape[1]

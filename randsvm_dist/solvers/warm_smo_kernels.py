@@ -10,6 +10,9 @@ every value is computed the same way whatever the split, so threads never change
 Q_pk = y_p y_k K(x_p, x_k): the SMO's variables are columns of XT with a sign y each (for
 epsilon-SVR each row appears twice, with y = +1 and -1: ``warm_smo_duals``; ``qrow``
 then computes a row's kernel values once for both).
+
+Every kernel here, in ``warm_smo_cache`` and in ``warm_smo_loop`` is compiled for its one
+declared signature when its module is imported (``warm_smo_types``).
 """
 
 from __future__ import annotations
@@ -18,25 +21,11 @@ import numba as nb
 import numpy as np
 
 from randsvm_dist.numerics.kernels import Kernel
+from randsvm_dist.solvers.warm_smo_types import B1, F4_1D, F8, F8_1D, F8_2D, I8, TWINS, VOID
 
 KERNEL_CODE = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3}
 
-# The one signature each kernel of the warm SMO is compiled for, when its module is
-# imported (numba's ``cache=True`` keeps the machine code; a warm cache only loads it). A
-# dispatcher compiled lazily also compiles a specialisation for every literal argument
-# type inference meets on the way (``qrow(r, 0, ...)``, ``i = -1``): 6-7 of each kernel
-# row function and its parallel loop, each a full compile. With one declared signature a
-# call with a literal converts it instead. Arrays are C-contiguous.
-F8 = nb.float64
-I8 = nb.int64
-F8_1D = nb.float64[::1]
-F8_2D = nb.float64[:, ::1]
-F4_1D = nb.float32[::1]
-I8_1D = nb.int64[::1]
-I8_2D = nb.int64[:, ::1]
-B1 = nb.boolean
-#: ``qrow``'s twins: (perm, XR, yr, sqr)
-TWINS = nb.types.Tuple((I8_1D, F8_2D, F8_1D, F8_1D))
+# (p, start, end, XT, y, sq, kp, out, off): a row of Q
 _QFILL_ARGS = (I8, I8, I8, F8_2D, F8_1D, F8_1D, F8_1D, F4_1D, I8)
 # a kernel row is split over threads when it costs at least this many (row x feature) terms
 PARALLEL_MIN_WORK = 60_000
@@ -73,7 +62,7 @@ DIRECT_MAX_FEATURES = 4
 ROW_BLOCK = 256
 
 
-@nb.njit(nb.void(F8_1D, I8, F8_1D), nogil=True, cache=True)
+@nb.njit(VOID(F8_1D, I8, F8_1D), nogil=True, cache=True)
 def exp_inplace(v: np.ndarray, m: int, tb: np.ndarray) -> None:
     """v[:m] = exp(v[:m]) for arguments <= 0 (those under EXP_MIN_ARG give e^EXP_MIN_ARG);
     tb: a float64 scratch array of at least m values."""
@@ -103,7 +92,7 @@ def exp_inplace(v: np.ndarray, m: int, tb: np.ndarray) -> None:
         v[j] *= tb[j]
 
 
-@nb.njit(nb.void(F8_1D, I8, F8, F8_1D, F8_1D, F8_1D), nogil=True, cache=True)
+@nb.njit(VOID(F8_1D, I8, F8, F8_1D, F8_1D, F8_1D), nogil=True, cache=True)
 def kernel_of_dots(v, m, sq_p, sq_k, kp, tb):
     """v[:m] (dot products of x_p with rows of squared norms sq_k[:m]) -> kernel values,
     in place."""
@@ -120,7 +109,7 @@ def kernel_of_dots(v, m, sq_p, sq_k, kp, tb):
             v[j] = np.tanh(gamma * v[j] + coef0)
 
 
-@nb.njit(nb.void(*_QFILL_ARGS, F8_1D, F8_1D), nogil=True, cache=True)
+@nb.njit(VOID(*_QFILL_ARGS, F8_1D, F8_1D), nogil=True, cache=True)
 def _qfill_block(p, k0, k1, XT, y, sq, kp, out, off, buf, tb):
     """out[off + k - k0] = Q_pk for k in [k0, k1) (at most ROW_BLOCK positions); XT is
     (d, n): the dot products are summed feature by feature across positions, which
@@ -141,7 +130,7 @@ def _qfill_block(p, k0, k1, XT, y, sq, kp, out, off, buf, tb):
         dst[j] = yp * yk[j] * buf[j]
 
 
-@nb.njit(nb.void(*_QFILL_ARGS), nogil=True, cache=True)
+@nb.njit(VOID(*_QFILL_ARGS), nogil=True, cache=True)
 def _qfill_serial(p, start, end, XT, y, sq, kp, out, off):
     buf = np.empty(ROW_BLOCK)
     tb = np.empty(ROW_BLOCK)
@@ -150,7 +139,7 @@ def _qfill_serial(p, start, end, XT, y, sq, kp, out, off):
                      off + k0 - start, buf, tb)
 
 
-@nb.njit(nb.void(*_QFILL_ARGS), nogil=True, cache=True, parallel=True)
+@nb.njit(VOID(*_QFILL_ARGS), nogil=True, cache=True, parallel=True)
 def _qfill_parallel(p, start, end, XT, y, sq, kp, out, off):
     nblocks = (end - start + ROW_BLOCK - 1) // ROW_BLOCK
     for q in nb.prange(nblocks):
@@ -161,7 +150,7 @@ def _qfill_parallel(p, start, end, XT, y, sq, kp, out, off):
                      off + k0 - start, buf, tb)
 
 
-@nb.njit(nb.void(*_QFILL_ARGS, B1), nogil=True, cache=True)
+@nb.njit(VOID(*_QFILL_ARGS, B1), nogil=True, cache=True)
 def qfill(p, start, end, XT, y, sq, kp, out, off, par):
     """out[off + k - start] = Q_pk = y_p y_k K(x_p, x_k) for k in [start, end)."""
     if par and (end - start) * (XT.shape[0] + 8) >= PARALLEL_MIN_WORK:
@@ -230,7 +219,7 @@ def _dot(v, w):
 _ACCUMULATE_ARGS = (F8_2D, F8_2D, F8_2D, F8_1D, F8_1D, F8_1D, F8_2D, F8_1D, F8_2D)
 
 
-@nb.njit(nb.void(I8, I8, *_ACCUMULATE_ARGS), nogil=True, cache=True)
+@nb.njit(VOID(I8, I8, *_ACCUMULATE_ARGS), nogil=True, cache=True)
 def _accumulate_rows(lo, hi, D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out):
     """out[a, m] += y_r[a] sum_c K_ac coefs[m, c] for a in [lo, hi), a row at a time while
     it is in cache. K from the dot products D (nr, nc), or, when D is empty (few
@@ -257,7 +246,7 @@ def _accumulate_rows(lo, hi, D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out):
             out[a, m] += y_r[a] * _dot(v, coefs[m])
 
 
-@nb.njit(nb.void(*_ACCUMULATE_ARGS, I8), nogil=True, cache=True, parallel=True)
+@nb.njit(VOID(*_ACCUMULATE_ARGS, I8), nogil=True, cache=True, parallel=True)
 def _accumulate_parallel(D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out, parts):
     """``_accumulate_rows`` over all rows, in ``parts`` row ranges run in parallel."""
     n = XR.shape[1]

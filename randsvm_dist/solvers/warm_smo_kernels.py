@@ -216,6 +216,7 @@ def _dot(v, w):
     return total
 
 
+# (D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out): a blocked kernel product
 _ACCUMULATE_ARGS = (F8_2D, F8_2D, F8_2D, F8_1D, F8_1D, F8_1D, F8_2D, F8_1D, F8_2D)
 
 

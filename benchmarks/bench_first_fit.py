@@ -14,6 +14,9 @@ Learners:
 - ``bsgd``: ``BudgetedSGD()`` with defaults on ``--bsgd-rows`` sparse rows (CSR: the two
   checkerboard features and their one-hot bins), in-process.
 
+Each child process stops when this one ends, even if killed (``engine.parent_watch``: it
+closes its embedded cluster and exits), so no fit and no workers outlive the benchmark.
+
 One JSON line per (learner, phase) is appended to ``--out``; ``first_over_warm`` is the
 ratio of the two fits' wall seconds (issue 27's target: at most 1.5). Run it alone on the
 machine (other load makes compilation, and so the ratio, meaningless)::
@@ -78,6 +81,14 @@ def _phases(history: list[dict], wall: float) -> dict:
     return out
 
 
+def _exit_with_parent(parent: int) -> None:
+    """Stop this child (its embedded cluster closed first) once ``parent`` is gone."""
+    from randsvm_dist.engine.embedded import close_embedded
+    from randsvm_dist.engine.parent_watch import watch_parent
+
+    watch_parent(parent, close_embedded, exit_after=0.0)
+
+
 def child(learner: str, rows: int) -> dict:
     """Fit ``learner`` once in this process; returns its timings (see the module doc)."""
     if learner == "randsvm":
@@ -108,7 +119,8 @@ def child(learner: str, rows: int) -> dict:
 
 def _run_child(learner: str, rows: int, cache: str) -> dict:
     env = {**os.environ, "NUMBA_CACHE_DIR": cache}
-    proc = subprocess.run([sys.executable, __file__, "--child", learner, "--rows", str(rows)],
+    proc = subprocess.run([sys.executable, __file__, "--child", learner, "--rows", str(rows),
+                           "--parent-pid", str(os.getpid())],
                           env=env, capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"{learner} fit failed:\n{proc.stderr[-3000:]}")
@@ -124,8 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--label", default="", help="free text stored with each line")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--child", choices=LEARNERS, help=argparse.SUPPRESS)
+    p.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
+        if args.parent_pid:
+            _exit_with_parent(args.parent_pid)
         print(json.dumps(child(args.child, args.rows)))
         return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -3,23 +3,26 @@
 A first fit after install spends most of its extra time in numba compiling (every kernel
 is then cached on disk, ``cache=True``). The embedded default's workers run :func:`warm`
 in a background thread of their preload (``app.worker_preload``), so the kernels compile
-while the cluster starts and the data are placed. (The calling process does not: an exact
-fit compiles nothing there, and a warm-up thread would change its BLAS thread limits
-(``threadpoolctl``, process-wide) under its feet.) Each group below runs the library's
-own entry point on a few rows of the dtypes and layouts a fit passes, so it compiles
-exactly the specialisations the fit uses; with a warm cache it only loads them
-(milliseconds). LIBSVM's own CSR conversion (``libsvm.svm``) is jitted without
-a cache, so it compiles in every process: warming it hides that too.
+while the cluster starts and the data are placed. The warm SMO's kernels
+(``solvers.warm_smo*``) and the fused RBF sums (``numerics.rbf_fused``) declare their one
+signature each and compile it when their module is imported, so warming them is importing
+them: exactly what a fit runs, nothing run on data, no BLAS thread limits touched; with a
+warm cache it only loads them (a fraction of a second). LIBSVM's own CSR conversion
+(``libsvm.svm``) is jitted without a cache, so it compiles in every process: warming it
+(on eight rows) hides that too.
 
 Processes warming at once split the groups: a process takes a group's lock file
 (``fcntl.flock``) or leaves the group to its holder and comes back to it at the end, when
-it loads what the other compiled. Nothing here changes what a fit computes; a failing
-warm-up is ignored (the fit compiles on first use, as without it).
+it loads what the other compiled. A task importing a module that this process's warm-up
+is importing waits for that import (Python's import lock), compiling nothing twice.
+Nothing here changes what a fit computes; a failing warm-up is ignored (the fit compiles
+on first use, as without it).
 """
 
 from __future__ import annotations
 
 import fcntl
+import importlib
 import os
 import tempfile
 from collections.abc import Callable
@@ -28,38 +31,9 @@ from pathlib import Path
 import numpy as np
 
 
-def _tiny_rows(d: int) -> tuple[np.ndarray, np.ndarray]:
-    """Eight float32 rows of d features (C order, as the driver holds them), two classes."""
-    X = np.random.default_rng(0).standard_normal((8, d)).astype(np.float32)
-    return X, np.array([1, -1] * 4, dtype=np.float64)
-
-
-def _rbf_decision_values() -> None:
-    """``numerics.rbf_fused``: the direct kernel (<= 4 features), the GEMM one (dense and
-    CSR rows)."""
-    import scipy.sparse as sp
-
-    from randsvm_dist.numerics.kernels import Kernel, decision_values
-
-    kernel = Kernel("rbf", 0.5)
-    for d in (2, 8):
-        X, y = _tiny_rows(d)
-        decision_values(X, X[:3], y[:3], 0.0, kernel)
-        if d > 4:
-            decision_values(sp.csr_matrix(X), sp.csr_matrix(X[:3]), y[:3], 0.0, kernel)
-
-
-def _warm_smo() -> None:
-    """``solvers.warm_smo``: a warm-started re-solve, with and without per-row bounds."""
-    from randsvm_dist.numerics.kernels import Kernel
-    from randsvm_dist.solvers.libsvm_adapter import SolverParams
-    from randsvm_dist.solvers.warm_smo import solve_warm
-
-    X, y = _tiny_rows(2)
-    params = SolverParams(1.0, Kernel("rbf", 0.5))
-    alpha0 = np.full(len(y), 0.5)
-    solve_warm(X, y, params, alpha0)
-    solve_warm(X, y, params, alpha0, row_C=np.ones(len(y)))
+def _importer(module: str) -> Callable[[], None]:
+    """A group that imports ``module`` (which compiles or loads its kernels)."""
+    return lambda: importlib.import_module(module)
 
 
 def _libsvm_csr() -> None:
@@ -67,14 +41,14 @@ def _libsvm_csr() -> None:
     import scipy.sparse as sp
     from libsvm.svmutil import svm_problem
 
-    X, y = _tiny_rows(2)
-    svm_problem(y, sp.csr_matrix(X, dtype=np.float64))
+    X = np.random.default_rng(0).standard_normal((8, 2))
+    svm_problem(np.array([1.0, -1.0] * 4), sp.csr_matrix(X))
 
 
 # name: what compiles; the exact path's groups, most expensive first
 EXACT_GROUPS: dict[str, Callable[[], None]] = {
-    "warm_smo": _warm_smo,
-    "rbf_fused": _rbf_decision_values,
+    "warm_smo": _importer("randsvm_dist.solvers.warm_smo"),
+    "rbf_fused": _importer("randsvm_dist.numerics.rbf_fused"),
     "libsvm_csr": _libsvm_csr,
 }
 

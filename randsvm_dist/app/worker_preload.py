@@ -18,7 +18,6 @@ def _warm() -> None:
     try:
         import randsvm_dist.distributed.predict  # noqa: F401
         import randsvm_dist.estimators  # noqa: F401
-        import randsvm_dist.numerics.rbf_fused  # noqa: F401
         import randsvm_dist.streaming  # noqa: F401
         from randsvm_dist.app.warmup import warm
     except Exception:  # noqa: BLE001 - a warm-up only: the task itself reports errors

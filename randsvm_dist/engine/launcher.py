@@ -102,6 +102,10 @@ def _commands(n: int, threads_per_worker: int, scheduler_file: Path, detach: boo
                   "--death-timeout", "60",
                   "--memory-limit", str(memory_limit),
                   "--preload", "randsvm_dist.app.worker_preload"]  # imports while the caller works
+    if not detach:  # the nannies (in the worker launcher, this process's child) stop with
+        # this process too, their workers with them, busy or not (the scheduler's end alone
+        # left busy workers running for tens of seconds)
+        worker_cmd += ["--preload-nanny", str(_PARENT_WATCH)]
     return scheduler_cmd, worker_cmd
 
 
@@ -136,8 +140,8 @@ def launch(n_workers: int | None = None, threads_per_worker: int = 1, *,
         log_path: where the processes write their output (default: a temporary file,
             removed with the processes unless detached).
         detach: the processes outlive this one (``randsvm-dist cluster start``); otherwise
-            the scheduler stops when this process ends, even if killed, and the workers
-            follow it.
+            the scheduler and the workers' nannies stop when this process ends, even if
+            killed (``engine.parent_watch``), and the workers with their nannies.
         memory_limit: per worker, as ``dask worker --memory-limit`` takes it ('auto': the
             machine's memory shared out; e.g. '2GB'); a worker above 95% of it is restarted.
 

@@ -1,11 +1,14 @@
-"""Dask preload for the embedded scheduler: stop when the Python process that started it
-ends, even if it was killed and had no chance to close the cluster.
+"""Stop a process when the Python process that started it ends, even if that one was killed
+and had no chance to clean up.
 
-Loaded by path (``dask_scheduler --preload .../parent_watch.py``), so it imports nothing
-of randsvm_dist. The watch is a thread, not a callback on the scheduler's event loop: a
-scheduler busy with a flood of tasks runs its loop late, and its orphaned process must still
-go. After asking the scheduler to close, the process exits by itself within
-``EXIT_AFTER_S`` seconds.
+Used as a Dask preload by the embedded cluster (:func:`dask_setup`): by its scheduler
+(``dask_scheduler --preload .../parent_watch.py``) and by the nannies of its workers
+(``dask_worker --preload-nanny``; a nanny closing stops its worker process, busy or not);
+and by any program whose child processes must not outlive it (:func:`watch_parent`).
+Loaded by path, so it imports nothing of randsvm_dist. The watch is a thread, not a
+callback on the server's event loop: a server busy with a flood of tasks runs its loop
+late, and its orphaned process must still go. After asking the server to close, the
+process exits by itself within ``EXIT_AFTER_S`` seconds.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import asyncio
 import os
 import threading
 import time
+from collections.abc import Callable
 
 CHECK_S = 1.0
 EXIT_AFTER_S = 10.0
@@ -22,16 +26,39 @@ EXIT_AFTER_S = 10.0
 PARENT_PID_ENV = "RANDSVM_DIST_PARENT_PID"
 
 
-def dask_setup(server) -> None:
-    """Close ``server`` (the scheduler) once its parent process is gone (re-parented)."""
-    parent = int(os.environ.get(PARENT_PID_ENV) or os.getppid())
-    loop = asyncio.get_running_loop()
+def watch_parent(parent: int, on_gone: Callable[[], None],
+                 exit_after: float = EXIT_AFTER_S) -> threading.Thread:
+    """Call ``on_gone`` once this process's parent is no longer ``parent`` (it ended and
+    this process was re-parented), then exit the process ``exit_after`` seconds later if
+    ``on_gone`` has not ended it.
+
+    Args:
+        parent: the process id of the parent to outlive not.
+        on_gone: the clean stop (runs in the watch thread).
+        exit_after: seconds before ``os._exit(0)`` after ``on_gone`` returned.
+
+    Returns:
+        the watching daemon thread (started).
+    """
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(CHECK_S)
-        loop.call_soon_threadsafe(lambda: asyncio.ensure_future(server.close()))
-        time.sleep(EXIT_AFTER_S)
-        os._exit(0)  # the close did not end the process in time (a loop busy with tasks)
+        try:
+            on_gone()
+        finally:
+            time.sleep(exit_after)
+            os._exit(0)  # the clean stop did not end the process in time
 
-    threading.Thread(target=watch, name="randsvm-parent-watch", daemon=True).start()
+    thread = threading.Thread(target=watch, name="randsvm-parent-watch", daemon=True)
+    thread.start()
+    return thread
+
+
+def dask_setup(server) -> None:
+    """Close ``server`` (the scheduler, or a nanny of the worker launcher) once its parent
+    process is gone (re-parented)."""
+    parent = int(os.environ.get(PARENT_PID_ENV) or os.getppid())
+    loop = asyncio.get_running_loop()
+    watch_parent(parent, lambda: loop.call_soon_threadsafe(
+        lambda: asyncio.ensure_future(server.close())))

@@ -315,8 +315,8 @@ def _accumulate(X, support_vectors, coef2: np.ndarray, kernel: Kernel, chunk_row
     for s in range(0, n, chunk_rows):
         block = X[s:s + chunk_rows]
         if kernel.name == "rbf":
-            rbf_accumulate(dots(block), row_sq_norms(block), yn, coef2, float(kernel.gamma),
-                           out[s:s + chunk_rows])
+            rbf_accumulate(np.ascontiguousarray(dots(block)), row_sq_norms(block), yn, coef2,
+                           float(kernel.gamma), out[s:s + chunk_rows])
         else:
             out[s:s + chunk_rows] = _kernel_of_dots(dots(block), block, support_vectors,
                                                     kernel, yn) @ coef2

@@ -32,6 +32,13 @@ import numba as nb
 import numpy as np
 
 LOG2E = np.float32(1.4426950408889634)
+# The one signature each kernel is compiled for, when this module is imported (numba's
+# ``cache=True`` keeps the machine code): C-contiguous arrays, the inputs read-only (a
+# writable array converts to them, so read-only data needs no copy and no second
+# specialisation), the accumulator writable.
+_F4_1D = nb.types.Array(nb.float32, 1, "C", readonly=True)
+_F4_2D = nb.types.Array(nb.float32, 2, "C", readonly=True)
+_OUT = nb.float64[:, ::1]
 SUM_BLOCK = 1024
 DIRECT_MAX_FEATURES = 4
 
@@ -65,7 +72,8 @@ def _exp_dot_row(dd, g, coef, e, bits, out, i):
         out[i, q] += total
 
 
-@nb.njit(fastmath=True, cache=True, nogil=True)
+@nb.njit(nb.void(_F4_2D, _F4_1D, _F4_1D, _F4_2D, nb.float64, _OUT), fastmath=True,
+         cache=True, nogil=True)
 def rbf_accumulate(G: np.ndarray, x_sq: np.ndarray, s_sq: np.ndarray, coef: np.ndarray,
                    gamma: float, out: np.ndarray) -> None:
     """out[i, p] += sum_j coef[j, p] exp(-gamma max(x_sq[i] + s_sq[j] - 2 G[i, j], 0)).
@@ -89,7 +97,8 @@ def rbf_accumulate(G: np.ndarray, x_sq: np.ndarray, s_sq: np.ndarray, coef: np.n
         _exp_dot_row(dd, g, coef, e, bits, out, i)
 
 
-@nb.njit(fastmath=True, cache=True, nogil=True)
+@nb.njit(nb.void(_F4_2D, _F4_2D, _F4_2D, nb.float64, _OUT), fastmath=True, cache=True,
+         nogil=True)
 def rbf_direct_accumulate(X: np.ndarray, ST: np.ndarray, coef: np.ndarray, gamma: float,
                           out: np.ndarray) -> None:
     """out[i, p] += sum_j coef[j, p] exp(-gamma ||X[i] - ST[:, j]||^2), no GEMM.

@@ -301,7 +301,7 @@ def solve_warm_counted(X, y: np.ndarray | None, params: SolverParams,
     threads = step_threads(m * (X.shape[1] + KERNEL_ROW_TERMS), n_threads, WARM_SYNC_TERMS)
     XT = XR = _dense64_t(X)
     if m != n:  # epsilon-SVR: variable v is row v mod n
-        XT = XT[:, dual.rows]
+        XT = np.ascontiguousarray(XT[:, dual.rows])  # the kernels take C order
     else:
         XR = None
     before = nb.get_num_threads()

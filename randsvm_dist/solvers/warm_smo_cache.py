@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numba as nb
 
+from randsvm_dist.solvers import warm_smo_types as S
 from randsvm_dist.solvers.warm_smo_kernels import qrow
 
 # indices into the cache's int64 state vector ``cst``
@@ -27,13 +28,13 @@ STRIDE, NSLOTS, NFREE, EVALS = range(4)
 SLOT_OF, ROW_IN, SLOT_LEN, PREV, NEXT, FREE = range(6)
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(S.VOID(S.I8_2D, S.I8), nogil=True, cache=True)
 def _lru_unlink(cm, s):
     cm[NEXT, cm[PREV, s]] = cm[NEXT, s]
     cm[PREV, cm[NEXT, s]] = cm[PREV, s]
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(S.VOID(S.I8_2D, S.I8, S.I8), nogil=True, cache=True)
 def _lru_push(cm, s, head):
     """Link slot s as the most recently used (just before the sentinel)."""
     last = cm[PREV, head]
@@ -43,7 +44,7 @@ def _lru_push(cm, s, head):
     cm[PREV, head] = s
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(S.VOID(S.I8_2D, S.I8_1D, S.I8, S.I8), nogil=True, cache=True)
 def cache_reset(cm, cst, pool_size, n):
     """Empty the cache, slots of full length n (LIBSVM keeps at least two full rows)."""
     cst[STRIDE] = n
@@ -59,7 +60,8 @@ def cache_reset(cm, cst, pool_size, n):
     cm[NEXT, n] = n
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(S.I8(S.I8, S.I8, S.F8_2D, S.F8_1D, S.F8_1D, S.F8_1D, S.F4_1D, S.I8_2D, S.I8_1D, S.B1,
+              S.TWINS), nogil=True, cache=True)
 def cache_get(r, need, X, y, sq, kp, pool, cm, cst, par, tw):
     """The pool offset of row r of Q, computed at least over positions [0, need) (by
     ``warm_smo_kernels.qrow``, with its twins ``tw``)."""
@@ -87,7 +89,7 @@ def cache_get(r, need, X, y, sq, kp, pool, cm, cst, par, tw):
     return s * stride
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(S.VOID(S.I8_2D, S.I8_1D, S.F4_1D, S.I8), nogil=True, cache=True)
 def cache_repack(cm, cst, pool, new_stride):
     """Shorter slots (the active set shrank): cached rows keep their first new_stride
     values, and the freed memory becomes new slots."""
@@ -110,7 +112,8 @@ def cache_repack(cm, cst, pool, new_stride):
     cst[STRIDE], cst[NSLOTS] = new_stride, more
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(S.VOID(S.I8, S.I8, S.F8_2D, *[S.F8_1D] * 7, S.I8_1D, S.F4_1D, S.I8_2D, S.I8_1D),
+         nogil=True, cache=True)
 def swap_index(i, j, X, y, sq, alpha, G, G_bar, Cb, QD, perm, pool, cm, cst):
     """LIBSVM's ``swap_index``: rows i < j trade places in every array and cached row."""
     for t in range(X.shape[0]):

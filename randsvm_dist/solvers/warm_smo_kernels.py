@@ -10,6 +10,9 @@ every value is computed the same way whatever the split, so threads never change
 Q_pk = y_p y_k K(x_p, x_k): the SMO's variables are columns of XT with a sign y each (for
 epsilon-SVR each row appears twice, with y = +1 and -1: ``warm_smo_duals``; ``qrow``
 then computes a row's kernel values once for both).
+
+Every kernel here, in ``warm_smo_cache`` and in ``warm_smo_loop`` is compiled for its one
+declared signature when its module is imported (``warm_smo_types``).
 """
 
 from __future__ import annotations
@@ -18,8 +21,12 @@ import numba as nb
 import numpy as np
 
 from randsvm_dist.numerics.kernels import Kernel
+from randsvm_dist.solvers.warm_smo_types import B1, F4_1D, F8, F8_1D, F8_2D, I8, TWINS, VOID
 
 KERNEL_CODE = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3}
+
+# (p, start, end, XT, y, sq, kp, out, off): a row of Q
+_QFILL_ARGS = (I8, I8, I8, F8_2D, F8_1D, F8_1D, F8_1D, F4_1D, I8)
 # a kernel row is split over threads when it costs at least this many (row x feature) terms
 PARALLEL_MIN_WORK = 60_000
 
@@ -55,7 +62,7 @@ DIRECT_MAX_FEATURES = 4
 ROW_BLOCK = 256
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(VOID(F8_1D, I8, F8_1D), nogil=True, cache=True)
 def exp_inplace(v: np.ndarray, m: int, tb: np.ndarray) -> None:
     """v[:m] = exp(v[:m]) for arguments <= 0 (those under EXP_MIN_ARG give e^EXP_MIN_ARG);
     tb: a float64 scratch array of at least m values."""
@@ -85,7 +92,7 @@ def exp_inplace(v: np.ndarray, m: int, tb: np.ndarray) -> None:
         v[j] *= tb[j]
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(VOID(F8_1D, I8, F8, F8_1D, F8_1D, F8_1D), nogil=True, cache=True)
 def kernel_of_dots(v, m, sq_p, sq_k, kp, tb):
     """v[:m] (dot products of x_p with rows of squared norms sq_k[:m]) -> kernel values,
     in place."""
@@ -102,7 +109,7 @@ def kernel_of_dots(v, m, sq_p, sq_k, kp, tb):
             v[j] = np.tanh(gamma * v[j] + coef0)
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(VOID(*_QFILL_ARGS, F8_1D, F8_1D), nogil=True, cache=True)
 def _qfill_block(p, k0, k1, XT, y, sq, kp, out, off, buf, tb):
     """out[off + k - k0] = Q_pk for k in [k0, k1) (at most ROW_BLOCK positions); XT is
     (d, n): the dot products are summed feature by feature across positions, which
@@ -123,7 +130,7 @@ def _qfill_block(p, k0, k1, XT, y, sq, kp, out, off, buf, tb):
         dst[j] = yp * yk[j] * buf[j]
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(VOID(*_QFILL_ARGS), nogil=True, cache=True)
 def _qfill_serial(p, start, end, XT, y, sq, kp, out, off):
     buf = np.empty(ROW_BLOCK)
     tb = np.empty(ROW_BLOCK)
@@ -132,7 +139,7 @@ def _qfill_serial(p, start, end, XT, y, sq, kp, out, off):
                      off + k0 - start, buf, tb)
 
 
-@nb.njit(nogil=True, cache=True, parallel=True)
+@nb.njit(VOID(*_QFILL_ARGS), nogil=True, cache=True, parallel=True)
 def _qfill_parallel(p, start, end, XT, y, sq, kp, out, off):
     nblocks = (end - start + ROW_BLOCK - 1) // ROW_BLOCK
     for q in nb.prange(nblocks):
@@ -143,7 +150,7 @@ def _qfill_parallel(p, start, end, XT, y, sq, kp, out, off):
                      off + k0 - start, buf, tb)
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(VOID(*_QFILL_ARGS, B1), nogil=True, cache=True)
 def qfill(p, start, end, XT, y, sq, kp, out, off, par):
     """out[off + k - start] = Q_pk = y_p y_k K(x_p, x_k) for k in [start, end)."""
     if par and (end - start) * (XT.shape[0] + 8) >= PARALLEL_MIN_WORK:
@@ -152,7 +159,7 @@ def qfill(p, start, end, XT, y, sq, kp, out, off, par):
         _qfill_serial(p, start, end, XT, y, sq, kp, out, off)
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(I8(*_QFILL_ARGS, B1, TWINS), nogil=True, cache=True)
 def qrow(p, start, end, XT, y, sq, kp, out, off, par, tw):
     """``qfill``, and for twinned variables the cheaper way; returns the kernel values
     computed.
@@ -196,7 +203,24 @@ def _direct_row(v, XR, XC, a, distances):
                 v[c] += xv * row[c]
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(F8(F8_1D, F8_1D), nogil=True, cache=True, fastmath={"reassoc"})
+def _dot(v, w):
+    """sum_c v[c] w[c], summed in this thread (reassociated so it vectorises). Not numpy's
+    dot, which calls BLAS: from the threads of ``_accumulate_parallel`` a BLAS allowed
+    more than one thread (``threadpool_limits`` in ``warm_smo``) ran 25x slower and took
+    35x the CPU (its threads wait on one another), and a per-row call pays BLAS's
+    overhead."""
+    total = 0.0
+    for c in range(v.shape[0]):
+        total += v[c] * w[c]
+    return total
+
+
+# (D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out): a blocked kernel product
+_ACCUMULATE_ARGS = (F8_2D, F8_2D, F8_2D, F8_1D, F8_1D, F8_1D, F8_2D, F8_1D, F8_2D)
+
+
+@nb.njit(VOID(I8, I8, *_ACCUMULATE_ARGS), nogil=True, cache=True)
 def _accumulate_rows(lo, hi, D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out):
     """out[a, m] += y_r[a] sum_c K_ac coefs[m, c] for a in [lo, hi), a row at a time while
     it is in cache. K from the dot products D (nr, nc), or, when D is empty (few
@@ -220,10 +244,10 @@ def _accumulate_rows(lo, hi, D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out):
                 v[:] = D[a]
             kernel_of_dots(v, nc, sq_r[a], sq_c, kp, tb)
         for m in range(coefs.shape[0]):
-            out[a, m] += y_r[a] * np.dot(v, coefs[m])
+            out[a, m] += y_r[a] * _dot(v, coefs[m])
 
 
-@nb.njit(nogil=True, cache=True, parallel=True)
+@nb.njit(VOID(*_ACCUMULATE_ARGS, I8), nogil=True, cache=True, parallel=True)
 def _accumulate_parallel(D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out, parts):
     """``_accumulate_rows`` over all rows, in ``parts`` row ranges run in parallel."""
     n = XR.shape[1]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from randsvm_dist.solvers import warm_smo_types as S
 from randsvm_dist.solvers.warm_smo_cache import (
     EVALS,
     NSLOTS,
@@ -55,7 +56,8 @@ def _be_shrunk(t, g1, g2, y, alpha, G, Cb):
     return False
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(S.I8(S.I8, S.F8, S.F8, S.F8_2D, *[S.F8_1D] * 7, S.I8_1D, S.F4_1D, S.I8_2D, S.I8_1D),
+         nogil=True, cache=True)
 def _shrink(active, g1, g2, X, y, sq, alpha, G, G_bar, Cb, QD, perm, pool, cm, cst):
     """LIBSVM's shrinking pass over the active rows; returns the new active size."""
     i = 0
@@ -74,7 +76,8 @@ def _shrink(active, g1, g2, X, y, sq, alpha, G, G_bar, Cb, QD, perm, pool, cm, c
     return active
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(S.VOID(S.I8, S.F8, S.I8, S.F8_2D, *[S.F8_1D] * 4, S.F4_1D, S.I8_2D, S.I8_1D, S.F4_1D,
+                S.B1, S.TWINS), nogil=True, cache=True)
 def _update_g_bar(r, c, active, X, y, sq, kp, G_bar, pool, cm, cst, scratch, par, tw):
     """G_bar += c Q_r over all rows (LIBSVM's get_Q(r, l) when r's upper-bound state
     changes): the active part from the cache, the shrunk part computed."""
@@ -92,7 +95,8 @@ def _update_g_bar(r, c, active, X, y, sq, kp, G_bar, pool, cm, cst, scratch, par
         G_bar[k] += c * scratch[k - active]
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(S.I8(S.F8_2D, *[S.F8_1D] * 7, S.I8_1D, S.F8_1D, S.F8, S.B1, S.F4_1D, S.I8_2D, S.I8_1D,
+              S.I8_1D, S.F8_1D, S.F4_1D, S.B1, S.TWINS), nogil=True, cache=True)
 def run_smo(X, y, sq, alpha, G, G_bar, Cb, QD, perm, kp, eps, shrinking, pool, cm, cst,
             ist, fst, scratch, par, tw):
     """SMO iterations (LIBSVM's ``Solver::Solve`` loop) from the state in the arrays,

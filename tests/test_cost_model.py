@@ -22,7 +22,7 @@ from randsvm_dist.exact.cost_model import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-TRUE = replace(Coefficients(), cold_per_term=3e-9, onedal_per_term=1e-9,
+TRUE = replace(Coefficients(), cold_per_term=3e-9, onedal_per_pair=1e-8,
                warm_fresh_per_term=1.5e-9,
                warm_start_per_term=4e-10, scan_per_term=2e-10, scan_contention=0.2,
                task_seconds=0.004, scan_seconds=0.1, iteration_seconds=0.03,
@@ -77,7 +77,7 @@ def test_fit_keeps_what_no_record_informs():
     cold_only = [recorded(shape(s)[:2], w, 20, TRUE) for s in range(3) for w in (1, 2)]
     got = fit_coefficients(cold_only, base=Coefficients())
     assert got.warm_fresh_per_term == Coefficients().warm_fresh_per_term
-    assert got.onedal_per_term == Coefficients().onedal_per_term
+    assert got.onedal_per_pair == Coefficients().onedal_per_pair
     assert got.cold_per_term == pytest.approx(TRUE.cold_per_term, rel=1e-6)
     with pytest.raises(ValueError, match="at least one fit"):
         fit_coefficients([RecordedFit(1, 10, 2, ())])

@@ -6,9 +6,9 @@ rows, the model's delta). Per iteration, with m working-set rows, s support vect
 the solve, s0 before it, f fresh rows, d features, e rows scanned in full and
 q = d + KERNEL_ROW_TERMS terms per kernel value:
 
-- cold solve: ``a x m x s x q`` seconds on one thread for LIBSVM and the weighted solver,
-  ``a_o x m x s x q`` for oneDAL (the SMO's kernel columns: about one per support vector,
-  each m long);
+- cold solve: ``a x m x s x q`` seconds on one thread for LIBSVM and the weighted solver
+  (the SMO's kernel columns: about one per support vector, each m long), ``a_o x m x s``
+  for oneDAL (its kernel blocks are GEMMs: the features hardly count, measured);
 - warm solve (``solvers.warm_smo``): ``b_f x m x f x q + b_g x m x s0 x q`` (the SMO's
   steps are driven by the fresh rows; the starting gradient is m x s0 kernel values);
 - with p threads a solve takes ``t1 x (k + q x (1 / p + sync x (p - 1)^2 / (m q))) /
@@ -74,13 +74,17 @@ class Coefficients:
     ringnorm's cold solve of 22.6k rows with 12.6k support vectors (8e9 terms) took
     15.4 s on 2 threads, its warm re-solve of 16.6k rows 2.3-2.6 s on 2-4 threads and
     12.6 s on 16; scans ran at ~1.3e-10 s per term on one core. The reference has no
-    oneDAL solves: a_o is 0.7 a, as ringnorm 3e5 on 2 workers took 21.4 s with oneDAL's
-    solves and 30.6 s with LIBSVM's (``solvers.onedal_backend``); fit it from local runs
-    with ``solver='onedal'``.
+    oneDAL solves. oneDAL evaluates kernel blocks by GEMM, and its solve time follows the
+    m x s pairs, not the features: scikit-learn-intelex's solves of all rows on 2 cores
+    took 0.7-2.9e-8 s a pair (median 1.7e-8) on ijcnn1, a9a, w8a, Fashion-MNIST 0/6 (784
+    features), skin_nonskin and ringnorm 3e5 (``benchmarks/bench_ahead.py``), and
+    ringnorm's cold working sets of 22.6k rows took 4.3 s on 2 threads; a_o is one
+    thread's seconds a pair (1.7e-8 over the 2-thread factor ~0.55); fit it from local
+    runs with ``solver='onedal'``.
     """
 
     cold_per_term: float = 4.1e-9       # a: cold solve, per m x s x q (one thread)
-    onedal_per_term: float = 2.9e-9     # a_o: the same with oneDAL (0.7 a, see below)
+    onedal_per_pair: float = 3.1e-8     # a_o: cold solve with oneDAL, per m x s (one thread)
     warm_fresh_per_term: float = 1.7e-9  # b_f: warm solve, per m x f x q
     warm_start_per_term: float = 3.8e-10  # b_g: warm start's gradient, per m x s0 x q
     scan_per_term: float = 1.3e-10      # c: scan, per e x s x q (one core)
@@ -194,12 +198,14 @@ def thread_factor(m: int, d: float, threads: int, sync_terms: float,
 
 
 def _solve_terms(it: IterationSizes, d: float, backend: str) -> np.ndarray:
-    """One-thread solve terms for (a, a_o, b_f, b_g)."""
+    """One-thread solve terms for (a, a_o, b_f, b_g): m x s x q for LIBSVM's cold solve,
+    m x s pairs for oneDAL's."""
     q = d + KERNEL_ROW_TERMS
     if it.warm:
         return np.array([0.0, 0.0, it.m * it.n_fresh * q, it.m * it.prev_support * q])
-    cold = it.m * it.n_support * q
-    return np.array([0.0, cold, 0.0, 0.0] if backend == "onedal" else [cold, 0.0, 0.0, 0.0])
+    if backend == "onedal":
+        return np.array([0.0, float(it.m) * it.n_support, 0.0, 0.0])
+    return np.array([it.m * it.n_support * q, 0.0, 0.0, 0.0])
 
 
 def _scan_terms(it: IterationSizes, d: float, workers: int, rho: float) -> np.ndarray:
@@ -229,7 +235,7 @@ def predict_iterations(fit: RecordedFit, workers: int, coef: Coefficients,
 def _solve_seconds(it: IterationSizes, fit: RecordedFit, threads: int,
                    coef: Coefficients) -> float:
     t1 = _solve_terms(it, fit.n_features, fit.backend) @ np.array(
-        [coef.cold_per_term, coef.onedal_per_term, coef.warm_fresh_per_term,
+        [coef.cold_per_term, coef.onedal_per_pair, coef.warm_fresh_per_term,
          coef.warm_start_per_term])
     return float(t1 * thread_factor(it.m, fit.n_features, threads,
                                     _sync(it, coef, fit.backend), coef.serial_terms))
@@ -286,7 +292,7 @@ def _rows(fits: list[RecordedFit], serial: float, rho: float, coef: Coefficients
     return A * scale[:, None], b * scale
 
 
-LINEAR = ("cold_per_term", "onedal_per_term", "warm_fresh_per_term", "warm_start_per_term",
+LINEAR = ("cold_per_term", "onedal_per_pair", "warm_fresh_per_term", "warm_start_per_term",
           "scan_per_term", "task_seconds", "scan_seconds", "iteration_seconds", "iteration_per_row",
           "setup_seconds")
 

@@ -13,7 +13,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
 from randsvm_dist.engine.partitions import Partition
 from randsvm_dist.exact.kinds import ProblemKind
@@ -21,7 +20,6 @@ from randsvm_dist.exact.row_screening import cheapest_size, clear_rows, feature_
 from randsvm_dist.exact.sampling import keys_of, smallest_keys
 from randsvm_dist.numerics.kernels import Kernel, decision_values
 
-DENSE_SV_BYTES = 256 << 20
 # Screened rows keep -s >= band + SCREEN_SLACK + SCREEN_SLACK: beyond every threshold a
 # scan's answers use (violator, loss, fill band, and ``max_slack``, which is reported down to
 # band + SCREEN_SLACK), so they are the same with or without screening; the second slack
@@ -115,12 +113,6 @@ class ProblemScan:
     max_slack: float = -np.inf
     keys: np.ndarray = field(default_factory=lambda: np.empty(0))
     rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
-
-
-def _dense_svs(sv):
-    if sv is not None and sp.issparse(sv) and sv.shape[0] * sv.shape[1] * 4 <= DENSE_SV_BYTES:
-        return np.ascontiguousarray(sv.toarray(), dtype=np.float32)
-    return sv
 
 
 @dataclass
@@ -273,7 +265,7 @@ def _screened(part: Partition, model: ScanModel, requests, rows: _Membership,
         return centre, radius, left, 0
     t = int(delta.sizes[i])
     centre[left] += decision_values(
-        part.X[left], _dense_svs(delta.vectors[:t]), delta.coef[:t][:, active],
+        part.X[left], delta.vectors[:t], delta.coef[:t][:, active],
         np.zeros(A), model.kernel).reshape(len(left), A)
     radius[left] = prev_radius[left] + phi[left, None] * delta.residual[i, active]
     ok = clear_rows(neg_slack(requests, active, coded, left, centre[left]),
@@ -287,7 +279,7 @@ def _evaluated(part: Partition, model: ScanModel, active: list, full: np.ndarray
     if not (len(full) and A):
         return np.zeros((len(full), A)), 0
     X = part.X if len(full) == part.n_rows else part.X[full]
-    f_full = decision_values(X, _dense_svs(model.support_vectors), model.coef[:, active],
+    f_full = decision_values(X, model.support_vectors, model.coef[:, active],
                              model.intercept[active], model.kernel).reshape(len(full), A)
     return f_full, len(full) * model.coef.shape[0]
 

@@ -209,7 +209,7 @@ def test_auto_solves_wide_rows_with_onedal(monkeypatch):
     called = []
     real = onedal_backend.finish_solution
     monkeypatch.setattr(onedal_backend, "finish_solution",
-                        lambda *a: called.append(1) or real(*a))
+                        lambda *a, **k: called.append(1) or real(*a, **k))
     sol = solve_rows(X, y, None, params, 1)
     assert called
     ref = solve_libsvm(X, y, params, 1)

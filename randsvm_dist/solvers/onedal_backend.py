@@ -137,11 +137,15 @@ INSTALL_HINT = ("pip install 'scikit-learn-intelex>=2025.0' (the default install
 ONEDAL_KERNELS = ("linear", "rbf", "poly")
 ONEDAL_SVM_TYPES = (C_SVC, EPSILON_SVR)
 MAX_ITER = 10_000  # oneDAL outer iterations (sklearnex's own default cap)
+FLOAT32_MIN_TOL = 1e-3  # from this tol up oneDAL solves in float32 first (module docstring)
 ONEDAL_SYNC_TERMS = 50.0
 # A C-SVC solution whose margins miss LIBSVM's optimality conditions by more than this
 # (or 100 x tol) on any row is not taken (benchmarks/bench_ahead.py: oneDAL returned a point
 # with a certified gap stuck at 0.39 on w8a's CSR rows with cache_size=1000, 1e-4 with 200).
 KKT_SLACK = 0.1
+# oneDAL's coefficients within this relative distance of their box are put on it: a float32
+# solve returns the box rounded to float32
+AT_BOX_RTOL = 1e-6
 AUTO_MIN_ROWS = 500
 AUTO_MIN_DENSE_FEATURES = 10
 AUTO_MIN_SPARSE_NNZ = 5  # mean non-zeros per row
@@ -322,7 +326,7 @@ def _boxes(t: np.ndarray, params: SolverParams, row_C) -> np.ndarray | None:
 
 
 def solve_onedal(X, t: np.ndarray, params: SolverParams, row_C=None,
-                 n_threads: int = 1) -> BinarySolution | None:
+                 n_threads: int = 1, scanned: bool = False) -> BinarySolution | None:
     """Solve a C-SVC or epsilon-SVR problem with oneDAL, as LIBSVM would.
 
     Args:
@@ -335,12 +339,17 @@ def solve_onedal(X, t: np.ndarray, params: SolverParams, row_C=None,
             rows with C_i <= 0 are dropped.
         n_threads: oneDAL threads offered to this solve; it takes
             ``libsvm_adapter.step_threads`` of them (ONEDAL_SYNC_TERMS).
+        scanned: the caller scans every row of X right after (the in-process direct
+            route): the solve leaves out its own passes over decision values, the
+            optimality check (``kkt_violation``) and the dual objective (None), which the
+            caller derives from its scan's values (``margin_violation``,
+            ``libsvm_adapter.dual_objective_from_values``).
 
     Returns:
         BinarySolution as ``libsvm_adapter.solve_libsvm`` returns it (support indices
         into the rows of X, ascending), or None when oneDAL did not solve it (sklearnex
-        fell back to scikit-learn, or oneDAL hit MAX_ITER; a warning says which): the
-        caller then solves with LIBSVM.
+        fell back to scikit-learn, oneDAL hit MAX_ITER, or its C-SVC point misses the
+        optimality conditions; a warning says which): the caller then solves with LIBSVM.
 
     Raises:
         ParameterError: a problem oneDAL does not solve (see ``onedal_solves``),
@@ -360,36 +369,73 @@ def solve_onedal(X, t: np.ndarray, params: SolverParams, row_C=None,
         return degenerate
     rows = X if len(keep) == n else X[keep]
     weights, C = (None, params.C) if box is None else (box[keep], 1.0)
-    est, messages = _fit(rows, t[keep], weights, params, C, n_threads)
-    refusal = _refusal(est, messages, params)
+    est, refusal = _solved(rows, t[keep], weights, params, C, n_threads)
     if refusal is None:
         # sklearn's public binary dual_coef_/intercept_ point towards classes_[1] = +1
         coef = est.dual_coef_
         coef = np.asarray(coef.toarray() if sp.issparse(coef) else coef, dtype=np.float64)[0]
         sv = np.asarray(est.support_, dtype=np.int64)
+        coef = _on_box(coef, (box[keep] if box is not None else
+                              np.full(len(keep), params.C))[sv])
         intercept = float(np.ravel(est.intercept_)[0])
-        if params.svm_type == 0:
+        if params.svm_type == C_SVC and not scanned:
             worst = kkt_violation(rows, t[keep], sv, coef, intercept, params,
                                   None if box is None else box[keep])
-            if worst > max(KKT_SLACK, 100 * params.tol):
-                refusal = (f"oneDAL's solution misses the optimality conditions by "
-                           f"{worst:.3g} on some row; solving this working set with LIBSVM")
+            refusal = missed_optimum(worst, params.tol)
     if refusal is not None:
         warnings.warn(refusal, RuntimeWarning, stacklevel=2)
         return None
-    return finish_solution(X, t, keep[sv], coef, intercept, params)
+    return finish_solution(X, t, keep[sv], coef, intercept, params, objective=not scanned)
+
+
+def _on_box(coef: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """The coefficients with those within AT_BOX_RTOL of their box (``upper``) on it."""
+    at_box = np.abs(coef) >= upper * (1 - AT_BOX_RTOL)
+    return np.where(at_box, np.sign(coef) * upper, coef)
+
+
+def missed_optimum(worst: float, tol: float) -> str | None:
+    """The refusal of a C-SVC point whose largest optimality violation is ``worst`` (more
+    than KKT_SLACK or 100 x tol), as the warning to give, or None when it is taken."""
+    if worst <= max(KKT_SLACK, 100 * tol):
+        return None
+    return (f"oneDAL's solution misses the optimality conditions by {worst:.3g} on some "
+            "row; solving this working set with LIBSVM")
+
+
+def fit_dtypes(tol: float) -> tuple:
+    """The precisions a oneDAL solve at ``tol`` tries, in order (module docstring):
+    float32 then float64 from FLOAT32_MIN_TOL up, float64 alone below it."""
+    return (np.float32, np.float64) if tol >= FLOAT32_MIN_TOL else (np.float64,)
+
+
+def _solved(rows, t: np.ndarray, weights: np.ndarray | None, params: SolverParams,
+            C: float, n_threads: int):
+    """oneDAL's fit of the rows, in float32 first where the tol allows (``fit_dtypes``),
+    again in float64 when float32 stops at MAX_ITER.
+
+    Returns:
+        (the fitted estimator, None), or (None, why it is refused: the warning to give).
+    """
+    for dtype in fit_dtypes(params.tol):
+        est, messages = _fit(rows, t, weights, params, C, n_threads, dtype)
+        fallback = _fallback(est, messages)
+        if fallback is not None:
+            return None, fallback
+        if int(np.max(est.n_iter_)) < MAX_ITER:
+            return est, None
+    return None, (f"oneDAL stopped at its iteration cap ({MAX_ITER}) without reaching "
+                  f"tol={params.tol:g}; solving this working set with LIBSVM")
 
 
 def _fit(rows, t: np.ndarray, weights: np.ndarray | None, params: SolverParams, C: float,
-         n_threads: int):
-    """Fit sklearnex's SVC or SVR to ``rows`` (in float64) under oneDAL's thread share.
+         n_threads: int, dtype=np.float64):
+    """Fit sklearnex's SVC or SVR to ``rows`` (in ``dtype``) under oneDAL's thread share.
 
     Returns:
         (the fitted estimator, the sklearnex log messages of the fit).
     """
-    # float64: in float32 oneDAL cannot reach small tolerances (module docstring)
-    Xk = sp.csr_matrix(rows, dtype=np.float64) if sp.issparse(rows) else \
-        np.ascontiguousarray(rows, dtype=np.float64)
+    Xk = _table_ready(rows, dtype)
     est = _estimator(params, C)
     logger = logging.getLogger("sklearnex")
     capture = _capture_start(logger)
@@ -402,27 +448,36 @@ def _fit(rows, t: np.ndarray, weights: np.ndarray | None, params: SolverParams, 
     return est, capture.messages
 
 
-def _refusal(est, messages: list[str], params: SolverParams) -> str | None:
-    """Why oneDAL's fit ``est`` is not used (sklearnex fell back to scikit-learn, or oneDAL
-    hit MAX_ITER) as the warning to give, or None when it is used."""
+def _table_ready(rows, dtype):
+    """The rows as oneDAL takes them, copied only when they are not already: ``dtype``,
+    C-contiguous, aligned (a Dask task's arrays can sit unaligned in the message that
+    brought them, and oneDAL refuses those)."""
+    if not sp.issparse(rows):
+        return np.require(rows, dtype, ("C", "A"))
+    rows = sp.csr_matrix(rows)
+    return sp.csr_matrix((np.require(rows.data, dtype, ("C", "A")),
+                          np.require(rows.indices, None, ("C", "A")),
+                          np.require(rows.indptr, None, ("C", "A"))), shape=rows.shape)
+
+
+def _fallback(est, messages: list[str]) -> str | None:
+    """The warning to give when sklearnex fell back to scikit-learn for the fit ``est``
+    (its log has no "running accelerated version" for it), else None."""
     scope = f"sklearn.svm.{type(est).__name__}.fit: "
-    if f"{scope}{_ACCELERATED}" not in " | ".join(messages):
-        causes = [m.split("cause - ", 1)[-1] for m in messages if "cause - " in m]
-        said = [m for m in messages if m.startswith(scope)]
-        return (f"oneDAL did not solve this working set (scikit-learn-intelex fell "
-                f"back to scikit-learn: {'; '.join(causes or said) or 'no log'}); "
-                "solving it with LIBSVM")
-    if int(np.max(est.n_iter_)) >= MAX_ITER:
-        return (f"oneDAL stopped at its iteration cap ({MAX_ITER}) without reaching "
-                f"tol={params.tol:g}; solving this working set with LIBSVM")
-    return None
+    if f"{scope}{_ACCELERATED}" in " | ".join(messages):
+        return None
+    causes = [m.split("cause - ", 1)[-1] for m in messages if "cause - " in m]
+    said = [m for m in messages if m.startswith(scope)]
+    return (f"oneDAL did not solve this working set (scikit-learn-intelex fell "
+            f"back to scikit-learn: {'; '.join(causes or said) or 'no log'}); "
+            "solving it with LIBSVM")
 
 
 def kkt_violation(X, t: np.ndarray, support: np.ndarray, coef: np.ndarray, intercept: float,
                   params: SolverParams, box: np.ndarray | None) -> float:
     """The largest violation of C-SVC's optimality conditions over the rows X, t (+-1) of a
-    solution (support indices into X, coef = t alpha, intercept b): margin t f(x) >= 1 where
-    alpha = 0, <= 1 at the box, = 1 in between (float32 decision values).
+    solution (support indices into X, coef = t alpha, intercept b), from float32 decision
+    values (``margin_violation``).
 
     Returns:
         max over rows of the violation (0 at the exact optimum).
@@ -430,11 +485,23 @@ def kkt_violation(X, t: np.ndarray, support: np.ndarray, coef: np.ndarray, inter
     X = X.astype(np.float32) if sp.issparse(X) else np.asarray(X, np.float32)
     f = decision_values(X, X[support], coef, intercept, params.kernel) if len(support) \
         else np.full(X.shape[0], intercept)
-    margin = t * f
     alpha = np.zeros(X.shape[0])
     alpha[support] = np.abs(coef)
     upper = (box if box is not None else
              params.C * np.where(t > 0, params.weight_pos, params.weight_neg))
+    return margin_violation(f, t, alpha, upper)
+
+
+def margin_violation(f: np.ndarray, t: np.ndarray, alpha: np.ndarray, upper: np.ndarray
+                     ) -> float:
+    """The largest violation of C-SVC's optimality conditions given every row's decision
+    value f, target t (+-1), alpha and box: margin t f >= 1 where alpha = 0, <= 1 at the
+    box, = 1 in between.
+
+    Returns:
+        max over rows of the violation (0 at the exact optimum; 0 without rows).
+    """
+    margin = t * f
     at_zero, at_box = alpha <= 0, alpha >= upper * (1 - 1e-9)
     viol = np.where(at_zero, np.maximum(0.0, 1 - margin),
                     np.where(at_box, np.maximum(0.0, margin - 1), np.abs(margin - 1)))

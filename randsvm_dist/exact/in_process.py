@@ -11,6 +11,13 @@ certificate over all rows (``exact.scan.scan_partition``). The loop's certify-an
 step and its records are the driver's (``exact.driver.decide_step``): a tightened solver
 tolerance solves all rows again, as on the workers, so the model and its certificate are
 those of the distributed direct route.
+
+The scan evaluates every row, so a oneDAL solve here runs no pass over decision values of
+its own: its optimality check and its dual objective come from the scan's values
+(``solving.finish_scanned``), and a point that misses the optimality conditions is solved
+again by LIBSVM and scanned again before the certificate (as a working-set solve falls
+back). oneDAL takes the float32 rows as they are at the first tol
+(``solvers.onedal_backend``).
 """
 
 from __future__ import annotations

@@ -139,7 +139,8 @@ def solve_partitions(kind: ProblemKind, params: SolverParams, C: float, weighted
         BinarySolution).
     """
     sparse = sp.issparse(parts[0].X)
-    X = vstack_rows([p.X for p in parts], sparse)
+    # one partition (the client's process): its rows as they are, no copy
+    X = parts[0].X if len(parts) == 1 else vstack_rows([p.X for p in parts], sparse)
     y = np.concatenate([p.y for p in parts])
     w = np.concatenate([p.weights() for p in parts])
     rows = np.concatenate([np.arange(p.offset, p.offset + p.n_rows) for p in parts])

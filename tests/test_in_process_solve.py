@@ -5,6 +5,8 @@ and certificate are LIBSVM's."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -43,12 +45,17 @@ def _same_fit(fit, ref, X, values_atol: float):
     assert fit_dual == pytest.approx(ref_dual, rel=2e-4)
 
 
-@pytest.mark.parametrize("case", ["binary", "three classes", "regression"])
+@pytest.mark.parametrize("case", ["binary", "three classes", "regression", "weighted"])
 def test_direct_route_runs_no_decision_value_pass_besides_the_scan(monkeypatch, case):
     """oneDAL solves every problem in the client's process; neither its optimality check
-    nor a dual objective over the support vectors runs: the scan's values give both. The
-    model and certificate are LIBSVM's (same optimum within the solver's tolerance)."""
+    nor a dual objective over the support vectors runs: the scan's values give both (rows
+    of zero weight take no part in the check). The model and certificate are LIBSVM's
+    (same optimum within the solver's tolerance)."""
     X, y, target = _data(1500, classes=3 if case == "three classes" else 2)
+    weight = None
+    if case == "weighted":
+        weight = np.random.default_rng(5).uniform(0.2, 2.0, len(y))
+        weight[::10] = 0.0
     if case == "regression":
         make = lambda solver: RandSVMRegressor(C=3.0, epsilon=0.1, gamma=0.1,  # noqa: E731
                                                random_state=0, solver=solver)
@@ -56,11 +63,13 @@ def test_direct_route_runs_no_decision_value_pass_besides_the_scan(monkeypatch, 
     else:
         make = lambda solver: RandSVMClassifier(C=2.0, gamma=0.1,  # noqa: E731
                                                 random_state=0, solver=solver)
-    ref = make("libsvm").fit(X, y)
+    ref = make("libsvm").fit(X, y, sample_weight=weight)
     fits = _count(monkeypatch, onedal_backend, "_fit")
     kkt = _count(monkeypatch, onedal_backend, "decision_values")
     objective = _count(monkeypatch, libsvm_adapter, "decision_values")
-    fit = make("onedal").fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no point refused
+        fit = make("onedal").fit(X, y, sample_weight=weight)
     n_problems = 3 if case == "three classes" else 1
     n_solves = sum(1 for r in fit.history_)
     assert len(fits) == n_solves >= n_problems

@@ -173,7 +173,9 @@ def run_in_process(rows: InMemoryRows, problems: list[ProblemState], cfg: RunCon
         if missed:  # oneDAL points off the optimum (rare): LIBSVM solves them, a new scan
             solved, again = _solve_all(rows, problems, where.threads, missed, solved)
             solve = replace(solve, seconds=solve.seconds + again.seconds)
-            scan, _ = _scan_all(rows, solved, cfg, loop)
+            rescan, _ = _scan_all(rows, solved, cfg, loop)
+            scan = replace(rescan, seconds=scan.seconds + rescan.seconds,
+                           kernel_evals=scan.kernel_evals + rescan.kernel_evals)
         problems, _ = decide_step((rows.n_collapsed, 0), solved, cfg, loop, solve, scan,
                                   progress)
         if not any(p.active for p in problems):

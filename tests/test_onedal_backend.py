@@ -347,11 +347,12 @@ def _fits_seen(monkeypatch, capped=()):
 @needs_onedal
 @pytest.mark.parametrize("case", ["checkerboard", "svr"])
 def test_float32_solve_reaches_the_float64_optimum(monkeypatch, case):
-    """At the default tol oneDAL gets the float32 rows as they are, and its optimum is the
-    float64 solve's (at a tightened tol) within the solver's tolerance."""
+    """At the default tol and a box up to FLOAT32_MAX_C oneDAL gets the float32 rows as
+    they are, and its optimum is the float64 solve's (at a tightened tol) within the
+    solver's tolerance."""
     if case == "checkerboard":
         X, t = _checkerboard(1500)
-        params = SolverParams(C=100.0, kernel=Kernel("rbf", 1.0), backend="onedal")
+        params = SolverParams(C=30.0, kernel=Kernel("rbf", 1.0), backend="onedal")
     else:
         rng = np.random.default_rng(4)
         X = rng.normal(size=(900, 4)).astype(np.float32)
@@ -365,6 +366,17 @@ def test_float32_solve_reaches_the_float64_optimum(monkeypatch, case):
         ref = solve_onedal(X, t, replace(params, tol=1e-4), None, 1)
     assert seen == [np.dtype(np.float32), np.dtype(np.float64)]
     _same_optimum(X, ref, fast, params.kernel, dual_rtol=1e-5)
+
+
+def test_float32_only_at_a_loose_tol_and_a_small_box():
+    from randsvm_dist.solvers.onedal_backend import FLOAT32_MAX_C, fit_dtypes
+
+    both, only64 = (np.float32, np.float64), (np.float64,)
+    params = SolverParams(C=FLOAT32_MAX_C, tol=1e-3)
+    assert fit_dtypes(params) == both
+    assert fit_dtypes(replace(params, tol=1e-4)) == only64
+    assert fit_dtypes(replace(params, C=2 * FLOAT32_MAX_C)) == only64
+    assert fit_dtypes(replace(params, weight_pos=2.0)) == only64  # C x class weight
 
 
 @needs_onedal

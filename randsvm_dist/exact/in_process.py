@@ -16,7 +16,7 @@ The scan evaluates every row, so a oneDAL solve here runs no pass over decision 
 its own: its optimality check and its dual objective come from the scan's values
 (``solving.finish_scanned``), and a point that misses the optimality conditions is solved
 again by LIBSVM and scanned again before the certificate (as a working-set solve falls
-back). oneDAL takes the float32 rows as they are at the first tol
+back). oneDAL takes the float32 rows as they are at the first tol when C is small
 (``solvers.onedal_backend``).
 """
 

@@ -88,6 +88,9 @@ def test_csvc_reaches_libsvm_optimum(case):
     kept = rows_box > 0
     if box is not None:
         assert not np.isin(np.flatnonzero(~kept), sol.support).any()
+    # a float32 solve's coefficients at the box are on it, never beyond
+    assert np.all(np.abs(sol.dual_coef) <= rows_box[sol.support])
+    assert np.sum(np.abs(sol.dual_coef) == rows_box[sol.support]) > 10
     assert _kkt_gap(X[kept], y[kept], _on(sol, kept), rows_box[kept], kernel) <= params.tol
 
 
@@ -98,9 +101,10 @@ def _on(sol, kept: np.ndarray):
 
 
 @needs_onedal
-@pytest.mark.parametrize("tol", [1e-3, 1e-5])
+@pytest.mark.parametrize("tol", [1e-4, 1e-5])
 def test_tightened_tol_meets_libsvm_kkt_condition(tol):
-    """The driver tightens tol; oneDAL's duals satisfy LIBSVM's -e condition at it."""
+    """The driver tightens tol (below FLOAT32_MIN_TOL: float64); oneDAL's duals satisfy
+    LIBSVM's -e condition at it."""
     X, y = _checkerboard(1500)
     kernel = Kernel("rbf", 1.0)
     params = SolverParams(C=100.0, kernel=kernel, tol=tol, backend="onedal")
@@ -209,7 +213,7 @@ def test_auto_solves_wide_rows_with_onedal(monkeypatch):
     called = []
     real = onedal_backend.finish_solution
     monkeypatch.setattr(onedal_backend, "finish_solution",
-                        lambda *a: called.append(1) or real(*a))
+                        lambda *a, **k: called.append(1) or real(*a, **k))
     sol = solve_rows(X, y, None, params, 1)
     assert called
     ref = solve_libsvm(X, y, params, 1)
@@ -321,3 +325,89 @@ def test_kkt_violation_tells_an_optimum_from_a_wrong_point(monkeypatch):
         monkeypatch.setattr(onedal_backend, "kkt_violation", lambda *a: 1.0)
         with pytest.warns(RuntimeWarning, match="optimality conditions"):
             assert solve_onedal(X, y, replace(params, backend="onedal"), None, 1) is None
+
+
+def _fits_seen(monkeypatch, capped=()):
+    """Spy on oneDAL's fits: the dtypes of the rows each got; fits in a dtype of ``capped``
+    report oneDAL's iteration cap."""
+    seen = []
+    real = onedal_backend._fit
+
+    def spy(rows, t, weights, params, C, n_threads, dtype=np.float64):
+        seen.append(np.dtype(dtype))
+        est, messages = real(rows, t, weights, params, C, n_threads, dtype)
+        if np.dtype(dtype) in capped:
+            est.n_iter_ = np.array([onedal_backend.MAX_ITER])
+        return est, messages
+
+    monkeypatch.setattr(onedal_backend, "_fit", spy)
+    return seen
+
+
+@needs_onedal
+@pytest.mark.parametrize("case", ["checkerboard", "svr"])
+def test_float32_solve_reaches_the_float64_optimum(monkeypatch, case):
+    """At the default tol and a box up to FLOAT32_MAX_C oneDAL gets the float32 rows as
+    they are, and its optimum is the float64 solve's (at a tightened tol) within the
+    solver's tolerance."""
+    if case == "checkerboard":
+        X, t = _checkerboard(1500)
+        params = SolverParams(C=30.0, kernel=Kernel("rbf", 1.0), backend="onedal")
+    else:
+        rng = np.random.default_rng(4)
+        X = rng.normal(size=(900, 4)).astype(np.float32)
+        t = 2 * X[:, 0] + np.sin(X[:, 1]) + 0.1 * rng.normal(size=900)
+        params = SolverParams(C=3.0, kernel=Kernel("rbf", 0.3), svm_type=3, epsilon=0.1,
+                              backend="onedal")
+    seen = _fits_seen(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        fast = solve_onedal(X, t, replace(params, tol=1e-3), None, 1)
+        ref = solve_onedal(X, t, replace(params, tol=1e-4), None, 1)
+    assert seen == [np.dtype(np.float32), np.dtype(np.float64)]
+    _same_optimum(X, ref, fast, params.kernel, dual_rtol=1e-5)
+
+
+def test_float32_only_at_a_loose_tol_and_a_small_box():
+    from randsvm_dist.solvers.onedal_backend import FLOAT32_MAX_C, fit_dtypes
+
+    both, only64 = (np.float32, np.float64), (np.float64,)
+    params = SolverParams(C=FLOAT32_MAX_C, tol=1e-3)
+    assert fit_dtypes(params) == both
+    assert fit_dtypes(replace(params, tol=1e-4)) == only64
+    assert fit_dtypes(replace(params, C=2 * FLOAT32_MAX_C)) == only64
+    assert fit_dtypes(replace(params, weight_pos=2.0)) == only64  # C x class weight
+
+
+@needs_onedal
+def test_float32_at_the_iteration_cap_is_solved_again_in_float64(monkeypatch):
+    X, y = _gaussian(600)
+    params = SolverParams(C=2.0, kernel=Kernel("rbf", 0.2), backend="onedal")
+    seen = _fits_seen(monkeypatch, capped=(np.dtype(np.float32),))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        sol = solve_onedal(X, y, params, None, 1)
+    assert seen == [np.dtype(np.float32), np.dtype(np.float64)]
+    _same_optimum(X, solve_libsvm(X, y, params, 1), sol, params.kernel)
+    seen = _fits_seen(monkeypatch, capped=(np.dtype(np.float32), np.dtype(np.float64)))
+    with pytest.warns(RuntimeWarning, match="iteration cap"):
+        assert solve_onedal(X, y, params, None, 1) is None
+    assert seen == [np.dtype(np.float32), np.dtype(np.float64)]
+
+
+@needs_onedal
+def test_a_scanned_solve_leaves_its_check_and_objective_to_the_scan(monkeypatch):
+    """``scanned``: no optimality check and no dual objective in the solve (the in-process
+    route's scan gives both); the working-set solve still checks its point."""
+    X, y = _gaussian(800)
+    params = SolverParams(C=2.0, kernel=Kernel("rbf", 0.2), backend="onedal")
+    checked = []
+    real = onedal_backend.kkt_violation
+    monkeypatch.setattr(onedal_backend, "kkt_violation",
+                        lambda *a: checked.append(1) or real(*a))
+    sol = solve_rows(X, y, None, params, 1, scanned=True)
+    assert sol.dual_objective is None and not checked
+    full = solve_rows(X, y, None, params, 1)
+    assert checked == [1]
+    np.testing.assert_array_equal(sol.support, full.support)
+    np.testing.assert_array_equal(sol.dual_coef, full.dual_coef)

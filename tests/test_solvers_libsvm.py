@@ -18,6 +18,8 @@ from randsvm_dist.solvers.libsvm_adapter import (
     BinarySolution,
     SolverParams,
     dual_objective,
+    dual_objective_from_values,
+    finish_solution,
     solve_binary,
     solve_libsvm,
 )
@@ -136,3 +138,23 @@ def test_degenerate_problems():
     assert len(one.support) == 0 and one.intercept == -1.0
     empty = solve_libsvm(X[:0], np.empty(0), SolverParams(kernel=KERNEL, svm_type=3))
     assert len(empty.support) == 0 and empty.dual_objective == 0.0
+
+
+@pytest.mark.parametrize("svm_type", [0, 2, 3])
+def test_dual_objective_from_the_support_vectors_decision_values(svm_type):
+    """The dual objective from a scan's decision values of the support vectors (no kernel
+    pass) is the one from the kernel over them, for every kind."""
+    X, y = regression() if svm_type == 3 else moons()
+    params = SolverParams(C=2.0, kernel=KERNEL, svm_type=svm_type, nu=0.3, epsilon=0.1)
+    sol = solve_libsvm(X, y, params)
+    f_sv = f_of(X, sol)[sol.support].astype(np.float32)  # as a scan stores them
+    targets = y[sol.support] if svm_type == 3 else None
+    got = dual_objective_from_values(f_sv, sol.dual_coef, sol.intercept, svm_type, targets,
+                                     params.epsilon)
+    assert got == pytest.approx(sol.dual_objective, rel=1e-6)
+    assert dual_objective_from_values(np.empty(0), np.empty(0), 0.3, svm_type) == 0.0
+    no_objective = finish_solution(X, y, sol.support[::-1], sol.dual_coef[::-1],
+                                   sol.intercept, params, objective=False)
+    assert no_objective.dual_objective is None
+    np.testing.assert_array_equal(no_objective.support, sol.support)
+    np.testing.assert_array_equal(no_objective.dual_coef, sol.dual_coef)

@@ -80,7 +80,12 @@ class Coefficients:
     features), skin_nonskin and ringnorm 3e5 (``benchmarks/bench_ahead.py``), and
     ringnorm's cold working sets of 22.6k rows took 4.3 s on 2 threads; a_o is one
     thread's seconds a pair (1.7e-8 over the 2-thread factor ~0.55); fit it from local
-    runs with ``solver='onedal'``.
+    runs with ``solver='onedal'``. Those were scikit-learn-intelex's own fits of the
+    float32 rows, which RandSVM's oneDAL solves at tol 1e-3 and C up to 32 now are
+    (float32, no check or dual objective of their own on the in-process route:
+    ``solvers.onedal_backend``), so a_o stands for them; a float64 solve (a tightened tol,
+    a larger C) took 1.2-3x as long on the same sets (one process, other jobs running),
+    which the term does not model.
     """
 
     cold_per_term: float = 4.1e-9       # a: cold solve, per m x s x q (one thread)

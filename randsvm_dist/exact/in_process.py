@@ -11,11 +11,19 @@ certificate over all rows (``exact.scan.scan_partition``). The loop's certify-an
 step and its records are the driver's (``exact.driver.decide_step``): a tightened solver
 tolerance solves all rows again, as on the workers, so the model and its certificate are
 those of the distributed direct route.
+
+The scan evaluates every row, so a oneDAL solve here runs no pass over decision values of
+its own: its optimality check and its dual objective come from the scan's values
+(``solving.finish_scanned``), and a point that misses the optimality conditions is solved
+again by LIBSVM and scanned again before the certificate (as a working-set solve falls
+back). oneDAL takes the float32 rows as they are at the first tol when C is small
+(``solvers.onedal_backend``).
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -31,7 +39,7 @@ from randsvm_dist.exact.driver import Loop, ScanStep, SolveStep, decide_step, sc
 from randsvm_dist.exact.route import Machine
 from randsvm_dist.exact.scan import scan_partition
 from randsvm_dist.exact.scan_dispatch import ScanResult, scan_model
-from randsvm_dist.exact.solving import directly_solved, solve_partitions
+from randsvm_dist.exact.solving import directly_solved, finish_scanned, solve_partitions
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.numerics.kernels import moments_variance
 from randsvm_dist.solvers.libsvm_adapter import host_cores
@@ -158,31 +166,65 @@ def run_in_process(rows: InMemoryRows, problems: list[ProblemState], cfg: RunCon
     while True:
         loop.it += 1
         check(cancelled, f"the solves of iteration {loop.it}")
-        problems, solve = _solve_all(rows, problems, where.threads)
+        solved, solve = _solve_all(rows, problems, where.threads)
         check(cancelled, f"the scan of iteration {loop.it}")
-        scan = _scan_all(rows, problems, cfg, loop)
-        problems, _ = decide_step((rows.n_collapsed, 0), problems, cfg, loop, solve, scan, progress)
+        scan, values = _scan_all(rows, solved, cfg, loop)
+        solved, missed = _finished(rows, solved, values)
+        if missed:  # oneDAL points off the optimum (rare): LIBSVM solves them, a new scan
+            solved, again = _solve_all(rows, problems, where.threads, missed, solved)
+            solve = replace(solve, seconds=solve.seconds + again.seconds)
+            rescan, _ = _scan_all(rows, solved, cfg, loop)
+            scan = replace(rescan, seconds=scan.seconds + rescan.seconds,
+                           kernel_evals=scan.kernel_evals + rescan.kernel_evals)
+        problems, _ = decide_step((rows.n_collapsed, 0), solved, cfg, loop, solve, scan,
+                                  progress)
         if not any(p.active for p in problems):
             return problems, loop.history
 
 
-def _solve_all(rows: InMemoryRows, problems: list[ProblemState], threads: int
+def _solve_all(rows: InMemoryRows, problems: list[ProblemState], threads: int,
+               redo: list[int] | None = None, solved: list[ProblemState] | None = None
                ) -> tuple[list[ProblemState], SolveStep]:
     """One solve of all rows of every active problem, one after the other, each on
-    ``threads`` cores."""
+    ``threads`` cores, oneDAL's checks and dual objectives left to the scan that follows
+    (``solving.finish_scanned``); with ``redo``, only the problems at those indices, by
+    LIBSVM, into ``solved`` (the states after the first solve)."""
     tols = [p.solver.tol for p in problems]
     t0 = time.perf_counter()
-    results = [solve_partitions(p.kind, p.kind.solver_params(p.solver, p.size, p.size),
-                                p.solver.C, rows.weighted, threads, rows.part)
-               for p in problems if p.active]
-    problems = directly_solved(problems, results, rows.n_rows)
-    return problems, SolveStep(tols, time.perf_counter() - t0, threads)
+    todo = [j for j, p in enumerate(problems) if p.active and (redo is None or j in redo)]
+    results = []
+    for j in todo:
+        p = problems[j]
+        solver = p.solver if redo is None else replace(p.solver, backend="libsvm")
+        results.append(solve_partitions(p.kind, p.kind.solver_params(solver, p.size, p.size),
+                                        p.solver.C, rows.weighted, threads, rows.part,
+                                        scanned=True))
+    out = list(problems if solved is None else solved)
+    for j, p in zip(todo, directly_solved([problems[j] for j in todo], results, rows.n_rows)):
+        out[j] = p
+    return out, SolveStep(tols, time.perf_counter() - t0, threads)
+
+
+def _finished(rows: InMemoryRows, problems: list[ProblemState], values: np.ndarray
+              ) -> tuple[list[ProblemState], list[int]]:
+    """The active problems' models finished from the scan's decision values ``values``
+    (n_rows, n_problems) (``solving.finish_scanned``), and the indices of those whose
+    oneDAL point missed the optimum (each with a warning)."""
+    out, missed = list(problems), []
+    for j, p in enumerate(problems):
+        if p.active:
+            out[j], refusal = finish_scanned(p, values[:, j], rows.part, rows.weighted)
+            if refusal is not None:
+                warnings.warn(refusal, RuntimeWarning, stacklevel=3)
+                missed.append(j)
+    return out, missed
 
 
 def _scan_all(rows: InMemoryRows, problems: list[ProblemState], cfg: RunConfig,
-              loop: Loop) -> ScanStep:
+              loop: Loop) -> tuple[ScanStep, np.ndarray]:
     """The certificate's scan of every row against the problems' models (every row
-    evaluated: one scan per solve leaves nothing to screen)."""
+    evaluated: one scan per solve leaves nothing to screen), and every row's decision
+    value under each problem's model, (n_rows, n_problems) float32."""
     t0 = time.perf_counter()
     model = scan_model(problems, problems[0].solver.kernel, rows.is_sparse, rows.n_features)
     requests = scan_requests(problems, cfg, loop, rows.n_rows)
@@ -190,4 +232,4 @@ def _scan_all(rows: InMemoryRows, problems: list[ProblemState], cfg: RunConfig,
     result = ScanResult([out.problems], [None], out.n_evaluated, out.seconds,
                         out.n_screened, out.kernel_evals, out.cpu_seconds)
     return ScanStep(requests, result, time.perf_counter() - t0,
-                    out.n_evaluated * model.coef.shape[0])
+                    out.n_evaluated * model.coef.shape[0]), out.bounds[0]

@@ -39,8 +39,20 @@ from randsvm_dist.exact.placement_of_solves import (
 from randsvm_dist.exact.sampling import keys_of
 from randsvm_dist.exact.state import ProblemState, SupportModel, WorkingSet
 from randsvm_dist.numerics.kernels import decision_values
-from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams, solve_libsvm
-from randsvm_dist.solvers.onedal_backend import onedal_solves, prefer_onedal, solve_onedal
+from randsvm_dist.solvers.libsvm_adapter import (
+    C_SVC,
+    BinarySolution,
+    SolverParams,
+    dual_objective_from_values,
+    solve_libsvm,
+)
+from randsvm_dist.solvers.onedal_backend import (
+    margin_violation,
+    missed_optimum,
+    onedal_solves,
+    prefer_onedal,
+    solve_onedal,
+)
 from randsvm_dist.solvers.weighted import solve_weighted
 
 # A cascade pays when its parts are large and most rows of the working set are fresh
@@ -50,7 +62,7 @@ CASCADE_MAX_SV_SHARE = 0.3
 
 
 def solve_rows(X, t: np.ndarray, box: np.ndarray | None, params: SolverParams,
-               n_threads: int) -> BinarySolution:
+               n_threads: int, scanned: bool = False) -> BinarySolution:
     """One exact solve of rows (X, t), by the backend ``params.backend`` names.
 
     Every solve of the driver (working sets, cascade parts, direct solves) comes here.
@@ -66,14 +78,18 @@ def solve_rows(X, t: np.ndarray, box: np.ndarray | None, params: SolverParams,
             its class's C.
         params: the problem and its backend.
         n_threads: cores of this solve.
+        scanned: the caller scans every row of X right after (``exact.in_process``): a
+            oneDAL solve leaves its optimality check and dual objective to that scan
+            (``solve_onedal(scanned=True)``; ``finish_scanned``).
 
     Returns:
-        BinarySolution (support ascending, into the rows of X).
+        BinarySolution (support ascending, into the rows of X; its dual objective None
+        when oneDAL solved with ``scanned``).
     """
     backend = params.backend
     if (backend == "onedal" and onedal_solves(params)) or \
             (backend == "auto" and prefer_onedal(X, params, box is not None)):
-        sol = solve_onedal(X, t, params, box, n_threads)
+        sol = solve_onedal(X, t, params, box, n_threads, scanned)
         if sol is not None:
             return sol
     if box is None:
@@ -105,8 +121,9 @@ def total_threads(client) -> int:
 
 
 def solve_partitions(kind: ProblemKind, params: SolverParams, C: float, weighted: bool,
-                     n_threads: int, *parts: Partition) -> tuple:
-    """One solve on every row of the problem in the given partitions (runs on a worker).
+                     n_threads: int, *parts: Partition, scanned: bool = False) -> tuple:
+    """One solve on every row of the problem in the given partitions (runs on a worker, or
+    in the client's process: ``exact.in_process``).
 
     Args:
         kind: the problem kind (its rows, targets and boxes).
@@ -114,13 +131,16 @@ def solve_partitions(kind: ProblemKind, params: SolverParams, C: float, weighted
         C: the box before class and sample weights.
         weighted: rows carry sample weights (solve with per-row boxes).
         n_threads: cores of the solve.
+        parts: the partitions.
+        scanned: the caller scans every row right after (``solve_rows``).
 
     Returns:
         (global rows, features, targets and weights of the support vectors, the
         BinarySolution).
     """
     sparse = sp.issparse(parts[0].X)
-    X = vstack_rows([p.X for p in parts], sparse)
+    # one partition (the client's process): its rows as they are, no copy
+    X = parts[0].X if len(parts) == 1 else vstack_rows([p.X for p in parts], sparse)
     y = np.concatenate([p.y for p in parts])
     w = np.concatenate([p.weights() for p in parts])
     rows = np.concatenate([np.arange(p.offset, p.offset + p.n_rows) for p in parts])
@@ -128,7 +148,7 @@ def solve_partitions(kind: ProblemKind, params: SolverParams, C: float, weighted
     if mask is not None:
         X, t, w, rows = X[mask], t[mask], w[mask], rows[mask]
     box = kind.row_box(C, t, w) if weighted else None
-    sol = solve_rows(X, t, box, params, n_threads)
+    sol = solve_rows(X, t, box, params, n_threads, scanned)
     s = sol.support
     return rows[s], X[s], t[s], w[s], sol
 
@@ -204,6 +224,48 @@ def directly_solved(problems: list[ProblemState], results: list, n_rows: int
                        solve_plan_reason="direct route: one solve of every row")
 
     return with_results(problems, results, solved_state)
+
+
+def finish_scanned(p: ProblemState, f: np.ndarray, part: Partition, weighted: bool
+                   ) -> tuple[ProblemState, str | None]:
+    """A direct solve's model finished from the scan of every row that followed it.
+
+    A solve with ``scanned`` (oneDAL's) leaves its dual objective None and its C-SVC point
+    unchecked; the scan's decision values give both without another kernel pass: the dual
+    objective from the support vectors' own values (``dual_objective_from_values``), the
+    check (the one ``solve_onedal`` makes otherwise) from every row's margin.
+
+    Args:
+        p: an active problem after ``directly_solved`` on ``part`` (its model's rows are
+            the partition's rows).
+        f: (part.n_rows,) the model's decision value of every row (exact on the problem's
+            rows, as the scan computes them).
+        part: the one partition of all rows (``exact.in_process``).
+        weighted: rows carry sample weights (the solve's per-row boxes).
+
+    Returns:
+        (p with its model's dual objective, None), or (p, the warning to give) when its
+        C-SVC point misses the optimality conditions (``onedal_backend.missed_optimum``):
+        the caller solves it again with LIBSVM. A model that has its dual objective comes
+        back as it is.
+    """
+    m = p.model
+    if m.dual_objective is not None:
+        return p, None
+    params = p.kind.solver_params(p.solver, p.size, p.size)
+    if params.svm_type == C_SVC:
+        t, mask = p.kind.targets(part.y)
+        box = p.kind.row_box(p.solver.C, t, part.weights() if weighted else np.ones(len(t)))
+        alpha = np.zeros(part.n_rows)
+        alpha[m.rows] = np.abs(m.coef)
+        kept = box > 0 if mask is None else mask & (box > 0)  # the solve's rows
+        refusal = missed_optimum(margin_violation(f[kept], t[kept], alpha[kept], box[kept]),
+                                 params.tol)
+        if refusal is not None:
+            return p, refusal
+    dual = dual_objective_from_values(f[m.rows], m.coef, m.intercept, params.svm_type, m.t,
+                                      params.epsilon)
+    return replace(p, model=replace(m, dual_objective=dual)), None
 
 
 def plan_cascade(n_rows: int, n_fresh: int, n_parts: int) -> int:

@@ -71,7 +71,8 @@ class SupportModel:
         rows, X, t, weight: the support vectors' global rows, features, targets, weights.
         coef: dual coefficients (C-SVC: y alpha; SVR: alpha - alpha*; one-class: alpha).
         intercept: b (LIBSVM's -rho).
-        dual_objective: the solve's dual objective (a lower bound of the optimum).
+        dual_objective: the solve's dual objective (a lower bound of the optimum); None
+            from a oneDAL solve of ``exact.in_process`` until its scan gives it.
     """
 
     rows: np.ndarray = field(default_factory=_rows)
@@ -80,7 +81,7 @@ class SupportModel:
     weight: np.ndarray = field(default_factory=_values)
     coef: np.ndarray = field(default_factory=_values)
     intercept: float = 0.0
-    dual_objective: float = -np.inf
+    dual_objective: float | None = -np.inf
 
     @property
     def n_support(self) -> int:

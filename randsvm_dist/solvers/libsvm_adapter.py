@@ -117,13 +117,14 @@ class BinarySolution:
             (epsilon-SVR), alpha_i (one-class, LIBSVM's scaling).
         intercept: b in f(x) = sum_i dual_coef_i k(x_i, x) + b (LIBSVM's -rho).
         dual_objective: the dual objective at this point (maximisation form; see
-            ``dual_objective``).
+            ``dual_objective``), or None when the solve left it to its caller, who scans
+            every row right after (``finish_solution(objective=False)``).
     """
 
     support: np.ndarray
     dual_coef: np.ndarray
     intercept: float
-    dual_objective: float
+    dual_objective: float | None
 
 
 Solution = BinarySolution
@@ -171,6 +172,36 @@ def dual_objective(sv, dual_coef: np.ndarray, kernel: Kernel, svm_type: int = C_
         return 0.0
     coef = np.asarray(dual_coef, dtype=np.float64)
     quad = float(coef @ decision_values(sv, sv, coef, 0.0, kernel))
+    return _objective(quad, coef, svm_type, targets, epsilon)
+
+
+def dual_objective_from_values(f_sv: np.ndarray, dual_coef: np.ndarray, intercept: float,
+                               svm_type: int = C_SVC, targets: np.ndarray | None = None,
+                               epsilon: float = 0.0) -> float:
+    """``dual_objective`` from the decision values f of the support vectors themselves
+    (a scan's), without a kernel pass: f_i - b = (K b)_i, so b'Kb = sum_i b_i (f_i - b).
+
+    Args:
+        f_sv: f(x_i) of each support vector (the model's decision values, intercept in).
+        dual_coef, intercept: the solution's coefficients and b.
+        svm_type, targets, epsilon: as for ``dual_objective``.
+
+    Returns:
+        D as a float (0.0 without support vectors).
+
+    Raises:
+        ParameterError: as ``dual_objective``.
+    """
+    if not len(dual_coef):
+        return 0.0
+    coef = np.asarray(dual_coef, dtype=np.float64)
+    quad = float(coef @ (np.asarray(f_sv, dtype=np.float64) - float(intercept)))
+    return _objective(quad, coef, svm_type, targets, epsilon)
+
+
+def _objective(quad: float, coef: np.ndarray, svm_type: int, targets: np.ndarray | None,
+               epsilon: float) -> float:
+    """The dual objective from b'Kb (``dual_objective``'s formulas)."""
     if svm_type == C_SVC:
         return float(np.abs(coef).sum() - 0.5 * quad)
     if svm_type == ONE_CLASS:
@@ -227,7 +258,8 @@ def from_libsvm_model(model, X, t: np.ndarray, params: SolverParams) -> BinarySo
 
 
 def finish_solution(X, t: np.ndarray, support: np.ndarray, coef: np.ndarray,
-                    intercept: float, params: SolverParams) -> BinarySolution:
+                    intercept: float, params: SolverParams, objective: bool = True
+                    ) -> BinarySolution:
     """Sort the support vectors ascending and compute the dual objective.
 
     Args:
@@ -236,6 +268,9 @@ def finish_solution(X, t: np.ndarray, support: np.ndarray, coef: np.ndarray,
         coef: their dual coefficients (``BinarySolution`` meaning).
         intercept: b = -rho.
         params: the problem's parameters.
+        objective: compute the dual objective (a kernel pass over the support vectors);
+            False leaves it None for a caller that scans every row right after and takes
+            it from the scan's decision values (``dual_objective_from_values``).
 
     Returns:
         BinarySolution.
@@ -243,6 +278,8 @@ def finish_solution(X, t: np.ndarray, support: np.ndarray, coef: np.ndarray,
     order = np.argsort(support, kind="stable")
     support = np.asarray(support, dtype=np.int64)[order]
     coef = np.asarray(coef, dtype=np.float64)[order]
+    if not objective:
+        return BinarySolution(support, coef, float(intercept), None)
     targets = np.asarray(t, dtype=np.float64)[support] if params.svm_type == EPSILON_SVR \
         else None
     return BinarySolution(support, coef, float(intercept),

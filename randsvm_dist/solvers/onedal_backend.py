@@ -5,9 +5,14 @@ solves the same problem with oneDAL's SVM ("thunder" method) through scikit-lear
 public estimators ``sklearnex.svm.SVC`` (C-SVC) and ``sklearnex.svm.SVR`` (epsilon-SVR),
 installed with randsvm-dist on x86-64 (its wheels are x86-64 only), and returns the
 same ``BinarySolution``: support ascending, dual_coef = y_i alpha_i (C-SVC) or alpha_i -
-alpha_i* (SVR), intercept = -rho, the dual objective computed from the duals with the
-project's kernel over the support vectors (``libsvm_adapter.finish_solution``, as for
-LIBSVM), so the certificate is built from the same quantities.
+alpha_i* (SVR), coefficients within AT_BOX_RTOL of their box put on it (a float32 solve
+returns the box rounded to float32), intercept = -rho, the dual objective computed from
+the duals with the project's kernel over the support vectors
+(``libsvm_adapter.finish_solution``, as for LIBSVM), so the certificate is built from the
+same quantities. A solve whose caller scans every row right after (``scanned``: the
+in-process direct route, ``exact.in_process``) leaves the dual objective and the
+optimality check below to that scan's decision values (``exact.solving.finish_scanned``):
+one pass over the rows instead of three.
 
 What runs where (scikit-learn-intelex 2026.2; ``tests/test_onedal_backend.py``):
 
@@ -28,27 +33,39 @@ The call above is made only for cases it accelerates, and every fit is checked: 
 ``sklearnex`` log record for this thread must say "running accelerated version"; one that
 says otherwise is refused (a warning names the cause) and the working set is solved by
 LIBSVM instead. The same happens when oneDAL stops at its iteration cap
-(``MAX_ITER``) without converging.
+(``MAX_ITER``) without converging in float64, and when a C-SVC point misses the
+optimality conditions on some row by more than KKT_SLACK (``kkt_violation``; oneDAL once
+returned such a point on w8a's CSR rows with cache_size=1000).
 
-Precision and tolerance: oneDAL solves in the dtype of its input; in float32 it cannot
-reach LIBSVM's KKT condition below ~3e-4 on checkerboard (C=100) and spins to its
-iteration cap (62 s at tol 1e-6 on 2,000 rows), so rows are passed in float64, as LIBSVM
-computes. oneDAL's ``accuracy_threshold`` (sklearnex's ``tol``) is LIBSVM's -e: both stop
-when max_{I_up} -y_t grad_t - min_{I_low} -y_t grad_t < tol. Measured on checkerboard 2,000
-rows (C=100, gamma=1), LIBSVM's measure at oneDAL's float64 solution: 9.6e-4, 9.1e-5,
-8.9e-6, 9.8e-7 at tol 1e-3, 1e-4, 1e-5, 1e-6, so the driver's tightened tol holds for
-oneDAL's duals too (``tests/test_onedal_backend.py`` checks it).
+Precision and tolerance: oneDAL solves in the dtype of its input, and in float32 its
+gradient carries rounding errors that grow with the alphas. It gets the float32 rows as
+they are (no float64 copy, float32 kernel blocks: on Fashion-MNIST 0/6, 12k rows x 784, its
+fit took 2-3x less time than in float64, 1.2-1.5x on the other sets below) when the tol is
+at least FLOAT32_MIN_TOL (1e-3: LIBSVM's default, the driver's first solve) and the box
+C x class weight at most FLOAT32_MAX_C; float64 otherwise, as LIBSVM computes, and again in
+float64 when a float32 fit stops at MAX_ITER. Measured (one process, the same rows,
+relative gaps over all rows float32 / float64 at tol 1e-3): checkerboard 2,000 rows
+(C=100, gamma=1) 2.4e-5 / 3.2e-5, Fashion-MNIST 0/6 (C=10) 1.3e-4 / 1.0e-4, a9a (C=32)
+9.9e-5 / 1.5e-5, w8a (C=8) 4.0e-4 / 7.2e-4, nycflights13 20k rows delayed (C=1)
+1.6e-5 / 1.7e-5 and regression (C=64) 9.5e-6 / 2.8e-6, dual objectives within 4e-6
+relative; but on 5,000 of the delayed rows 2.1e-4 / 1.1e-4 at C=30, 5.5e-4 / 1.6e-4 at
+C=64, 9.5e-4 / 1.9e-4 at C=100, 1.6e-2 / 8.6e-4 at C=1000 (a float32 point that fails
+the certificate costs a float64 re-solve at a tighter tol), and the regression at C=300
+1.0e-4 / 2.0e-6 with 21 iterations against 12. The tol floor: on checkerboard (C=100)
+LIBSVM's measure in float64 at oneDAL's float32 point was 9.1e-4, 7.3e-4, 5.2e-4, 3.9e-4
+at tol 1e-3, 5e-4, 3e-4, 1e-4, and at 1e-6 it spins to its iteration cap (62 s); at tol
+1e-3 it can be ~2 tol elsewhere (1.8e-3 on Fashion-MNIST 0/6). The certificate decides
+either way. oneDAL's ``accuracy_threshold`` (sklearnex's ``tol``) is LIBSVM's -e: both
+stop when max_{I_up} -y_t grad_t - min_{I_low} -y_t grad_t < tol; LIBSVM's measure at
+oneDAL's float64 solution on checkerboard was 9.6e-4, 9.1e-5, 8.9e-6, 9.8e-7 at tol 1e-3,
+1e-4, 1e-5, 1e-6, so a tightened tol holds for oneDAL's duals too (tested).
 
-Threads: oneDAL runs on TBB, which ignores OMP_NUM_THREADS and threadpoolctl, and
-sklearnex's ``n_jobs`` is ignored off the main thread (a Dask task's thread). A solve sets
-oneDAL's process-wide thread count (``daal4py.daalinit``) to the sum of the ``n_threads``
-of the oneDAL solves running in this process (one solve: its own ``n_threads``) and puts
-back the previous count when the last one ends (a sum, not a maximum: TBB has one pool
-per process, and concurrent solves share it). Of the threads offered a solve takes
-``libsvm_adapter.step_threads`` for its rows (ONEDAL_SYNC_TERMS: oneDAL's steps work on
-blocks of kernel rows, so its wait weighs less than LIBSVM's per column; not yet measured
-beyond 2 threads, the rule caps small problems only). sklearnex's warning about ``n_jobs`` off the
-main thread ("'Threading' parallel backend is not supported") is silenced.
+Threads: a solve takes ``libsvm_adapter.step_threads`` of the threads offered for its
+rows (ONEDAL_SYNC_TERMS: oneDAL's steps work on blocks of kernel rows, so its wait weighs
+less than LIBSVM's per column; not yet measured beyond 2 threads, the rule caps small
+problems only) and holds them in oneDAL's process-wide pool while it runs
+(``onedal_runtime``). sklearnex's warning about ``n_jobs`` off the main thread
+("'Threading' parallel backend is not supported") is silenced.
 
 The 'auto' rule (``prefer_onedal``): oneDAL for working sets of at least AUTO_MIN_ROWS
 rows that carry per-row boxes, or are CSR with at least AUTO_MIN_SPARSE_NNZ non-zeros per
@@ -108,7 +125,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import threading
 import warnings
 
 import numpy as np
@@ -127,6 +143,7 @@ from randsvm_dist.solvers.libsvm_adapter import (
     kernel_row_terms,
     step_threads,
 )
+from randsvm_dist.solvers.onedal_runtime import THREADS, capture_start, capture_stop
 from randsvm_dist.solvers.weighted import check_row_C
 
 log = logging.getLogger("randsvm_dist")
@@ -137,11 +154,18 @@ INSTALL_HINT = ("pip install 'scikit-learn-intelex>=2025.0' (the default install
 ONEDAL_KERNELS = ("linear", "rbf", "poly")
 ONEDAL_SVM_TYPES = (C_SVC, EPSILON_SVR)
 MAX_ITER = 10_000  # oneDAL outer iterations (sklearnex's own default cap)
+# oneDAL solves in float32 first from this tol up, for boxes (C x class weight) up to
+# FLOAT32_MAX_C (module docstring)
+FLOAT32_MIN_TOL = 1e-3
+FLOAT32_MAX_C = 32.0
 ONEDAL_SYNC_TERMS = 50.0
 # A C-SVC solution whose margins miss LIBSVM's optimality conditions by more than this
 # (or 100 x tol) on any row is not taken (benchmarks/bench_ahead.py: oneDAL returned a point
 # with a certified gap stuck at 0.39 on w8a's CSR rows with cache_size=1000, 1e-4 with 200).
 KKT_SLACK = 0.1
+# oneDAL's coefficients within this relative distance of their box are put on it: a float32
+# solve returns the box rounded to float32
+AT_BOX_RTOL = 1e-6
 AUTO_MIN_ROWS = 500
 AUTO_MIN_DENSE_FEATURES = 10
 AUTO_MIN_SPARSE_NNZ = 5  # mean non-zeros per row
@@ -210,94 +234,11 @@ def prefer_onedal(X, params: SolverParams, weighted: bool = False) -> bool:
     return heavy and onedal_available()
 
 
-class _ThreadBudget:
-    """oneDAL's process-wide thread count while oneDAL solves run in this process: the sum
-    of their n_threads (TBB has one pool per process), the previous count put back when
-    the last one ends."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._active: dict[int, int] = {}
-        self._saved: int | None = None
-        self._next = 0
-
-    def enter(self, n_threads: int) -> int:
-        import daal4py
-
-        with self._lock:
-            if not self._active:
-                self._saved = int(daal4py.num_threads())
-            key, self._next = self._next, self._next + 1
-            self._active[key] = max(1, int(n_threads))
-            self._apply(daal4py)
-            return key
-
-    def leave(self, key: int) -> None:
-        import daal4py
-
-        with self._lock:
-            self._active.pop(key, None)
-            if self._active:
-                self._apply(daal4py)
-            elif self._saved is not None:
-                daal4py.daalinit(self._saved)
-                self._saved = None
-
-    def _apply(self, daal4py) -> None:
-        total = sum(self._active.values())
-        if total != daal4py.num_threads():
-            daal4py.daalinit(total)
-
-
-_THREADS = _ThreadBudget()
-
-
-class _PatchLog(logging.Filter):
-    """Collects the ``sklearnex`` log records of the calling thread (and keeps them off
-    the console: sklearnex attaches its own stream handler)."""
-
-    def __init__(self):
-        super().__init__()
-        self.thread = threading.get_ident()
-        self.messages: list[str] = []
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.thread != self.thread:
-            return True
-        self.messages.append(record.getMessage())
-        return False
-
-
-_LOG_LOCK = threading.Lock()
-_LOG_USERS = [0, None]  # active captures, the sklearnex logger's level before the first
-
-
-def _capture_start(logger: logging.Logger) -> _PatchLog:
-    f = _PatchLog()
-    with _LOG_LOCK:
-        if _LOG_USERS[0] == 0:
-            _LOG_USERS[1] = logger.level
-        _LOG_USERS[0] += 1
-        # the per-fit records are INFO (the fallback's causes DEBUG): below WARNING they
-        # are dropped before any filter sees them
-        logger.setLevel(logging.DEBUG)
-        logger.addFilter(f)
-    return f
-
-
-def _capture_stop(logger: logging.Logger, f: _PatchLog) -> None:
-    with _LOG_LOCK:
-        logger.removeFilter(f)
-        _LOG_USERS[0] -= 1
-        if _LOG_USERS[0] == 0:
-            logger.setLevel(_LOG_USERS[1])
-
-
 def _estimator(params: SolverParams, C: float):
     from sklearnex.svm import SVC, SVR
 
     # Every fit off the main thread (a Dask task) warns that sklearnex's n_jobs is ignored
-    # there; _ThreadBudget sets the threads. A permanent filter for exactly that message:
+    # there; onedal_runtime.THREADS sets the threads. A permanent filter for exactly that message:
     # warnings.catch_warnings is not thread-safe.
     warnings.filterwarnings("ignore", message="'Threading' parallel backend is not "
                             "supported by Extension for scikit-learn")
@@ -322,7 +263,7 @@ def _boxes(t: np.ndarray, params: SolverParams, row_C) -> np.ndarray | None:
 
 
 def solve_onedal(X, t: np.ndarray, params: SolverParams, row_C=None,
-                 n_threads: int = 1) -> BinarySolution | None:
+                 n_threads: int = 1, scanned: bool = False) -> BinarySolution | None:
     """Solve a C-SVC or epsilon-SVR problem with oneDAL, as LIBSVM would.
 
     Args:
@@ -335,12 +276,17 @@ def solve_onedal(X, t: np.ndarray, params: SolverParams, row_C=None,
             rows with C_i <= 0 are dropped.
         n_threads: oneDAL threads offered to this solve; it takes
             ``libsvm_adapter.step_threads`` of them (ONEDAL_SYNC_TERMS).
+        scanned: the caller scans every row of X right after (the in-process direct
+            route): the solve leaves out its own passes over decision values, the
+            optimality check (``kkt_violation``) and the dual objective (None), which the
+            caller derives from its scan's values (``margin_violation``,
+            ``libsvm_adapter.dual_objective_from_values``).
 
     Returns:
         BinarySolution as ``libsvm_adapter.solve_libsvm`` returns it (support indices
         into the rows of X, ascending), or None when oneDAL did not solve it (sklearnex
-        fell back to scikit-learn, or oneDAL hit MAX_ITER; a warning says which): the
-        caller then solves with LIBSVM.
+        fell back to scikit-learn, oneDAL hit MAX_ITER, or its C-SVC point misses the
+        optimality conditions; a warning says which): the caller then solves with LIBSVM.
 
     Raises:
         ParameterError: a problem oneDAL does not solve (see ``onedal_solves``),
@@ -360,69 +306,119 @@ def solve_onedal(X, t: np.ndarray, params: SolverParams, row_C=None,
         return degenerate
     rows = X if len(keep) == n else X[keep]
     weights, C = (None, params.C) if box is None else (box[keep], 1.0)
-    est, messages = _fit(rows, t[keep], weights, params, C, n_threads)
-    refusal = _refusal(est, messages, params)
+    est, refusal = _solved(rows, t[keep], weights, params, C, n_threads)
     if refusal is None:
         # sklearn's public binary dual_coef_/intercept_ point towards classes_[1] = +1
         coef = est.dual_coef_
         coef = np.asarray(coef.toarray() if sp.issparse(coef) else coef, dtype=np.float64)[0]
         sv = np.asarray(est.support_, dtype=np.int64)
+        coef = _on_box(coef, (box[keep] if box is not None else
+                              np.full(len(keep), params.C))[sv])
         intercept = float(np.ravel(est.intercept_)[0])
-        if params.svm_type == 0:
+        if params.svm_type == C_SVC and not scanned:
             worst = kkt_violation(rows, t[keep], sv, coef, intercept, params,
                                   None if box is None else box[keep])
-            if worst > max(KKT_SLACK, 100 * params.tol):
-                refusal = (f"oneDAL's solution misses the optimality conditions by "
-                           f"{worst:.3g} on some row; solving this working set with LIBSVM")
+            refusal = missed_optimum(worst, params.tol)
     if refusal is not None:
         warnings.warn(refusal, RuntimeWarning, stacklevel=2)
         return None
-    return finish_solution(X, t, keep[sv], coef, intercept, params)
+    return finish_solution(X, t, keep[sv], coef, intercept, params, objective=not scanned)
+
+
+def _on_box(coef: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """The coefficients with those within AT_BOX_RTOL of their box (``upper``) on it."""
+    at_box = np.abs(coef) >= upper * (1 - AT_BOX_RTOL)
+    return np.where(at_box, np.sign(coef) * upper, coef)
+
+
+def missed_optimum(worst: float, tol: float) -> str | None:
+    """The refusal of a C-SVC point whose largest optimality violation is ``worst`` (more
+    than KKT_SLACK or 100 x tol), as the warning to give, or None when it is taken."""
+    if worst <= max(KKT_SLACK, 100 * tol):
+        return None
+    return (f"oneDAL's solution misses the optimality conditions by {worst:.3g} on some "
+            "row; solving this working set with LIBSVM")
+
+
+def fit_dtypes(params: SolverParams) -> tuple:
+    """The precisions a oneDAL solve of ``params`` tries, in order (module docstring):
+    float32 then float64 when its tol is at least FLOAT32_MIN_TOL and its box C x class
+    weight (before sample weights) at most FLOAT32_MAX_C, else float64 alone."""
+    box = params.C * max(params.weight_pos, params.weight_neg)
+    if params.tol >= FLOAT32_MIN_TOL and box <= FLOAT32_MAX_C:
+        return np.float32, np.float64
+    return (np.float64,)
+
+
+def _solved(rows, t: np.ndarray, weights: np.ndarray | None, params: SolverParams,
+            C: float, n_threads: int):
+    """oneDAL's fit of the rows, in float32 first where ``fit_dtypes`` says so,
+    again in float64 when float32 stops at MAX_ITER.
+
+    Returns:
+        (the fitted estimator, None), or (None, why it is refused: the warning to give).
+    """
+    for dtype in fit_dtypes(params):
+        est, messages = _fit(rows, t, weights, params, C, n_threads, dtype)
+        fallback = _fallback(est, messages)
+        if fallback is not None:
+            return None, fallback
+        if int(np.max(est.n_iter_)) < MAX_ITER:
+            return est, None
+    return None, (f"oneDAL stopped at its iteration cap ({MAX_ITER}) without reaching "
+                  f"tol={params.tol:g}; solving this working set with LIBSVM")
 
 
 def _fit(rows, t: np.ndarray, weights: np.ndarray | None, params: SolverParams, C: float,
-         n_threads: int):
-    """Fit sklearnex's SVC or SVR to ``rows`` (in float64) under oneDAL's thread share.
+         n_threads: int, dtype=np.float64):
+    """Fit sklearnex's SVC or SVR to ``rows`` (in ``dtype``) under oneDAL's thread share.
 
     Returns:
         (the fitted estimator, the sklearnex log messages of the fit).
     """
-    # float64: in float32 oneDAL cannot reach small tolerances (module docstring)
-    Xk = sp.csr_matrix(rows, dtype=np.float64) if sp.issparse(rows) else \
-        np.ascontiguousarray(rows, dtype=np.float64)
+    Xk = _table_ready(rows, dtype)
     est = _estimator(params, C)
     logger = logging.getLogger("sklearnex")
-    capture = _capture_start(logger)
-    key = _THREADS.enter(step_threads(kernel_row_terms(Xk), n_threads, ONEDAL_SYNC_TERMS))
+    capture = capture_start(logger)
+    key = THREADS.enter(step_threads(kernel_row_terms(Xk), n_threads, ONEDAL_SYNC_TERMS))
     try:
         est.fit(Xk, t, sample_weight=weights)
     finally:
-        _THREADS.leave(key)
-        _capture_stop(logger, capture)
+        THREADS.leave(key)
+        capture_stop(logger, capture)
     return est, capture.messages
 
 
-def _refusal(est, messages: list[str], params: SolverParams) -> str | None:
-    """Why oneDAL's fit ``est`` is not used (sklearnex fell back to scikit-learn, or oneDAL
-    hit MAX_ITER) as the warning to give, or None when it is used."""
+def _table_ready(rows, dtype):
+    """The rows as oneDAL takes them, copied only when they are not already: ``dtype``,
+    C-contiguous, aligned (a Dask task's arrays can sit unaligned in the message that
+    brought them, and oneDAL refuses those)."""
+    if not sp.issparse(rows):
+        return np.require(rows, dtype, ("C", "A"))
+    rows = sp.csr_matrix(rows)
+    return sp.csr_matrix((np.require(rows.data, dtype, ("C", "A")),
+                          np.require(rows.indices, None, ("C", "A")),
+                          np.require(rows.indptr, None, ("C", "A"))), shape=rows.shape)
+
+
+def _fallback(est, messages: list[str]) -> str | None:
+    """The warning to give when sklearnex fell back to scikit-learn for the fit ``est``
+    (its log has no "running accelerated version" for it), else None."""
     scope = f"sklearn.svm.{type(est).__name__}.fit: "
-    if f"{scope}{_ACCELERATED}" not in " | ".join(messages):
-        causes = [m.split("cause - ", 1)[-1] for m in messages if "cause - " in m]
-        said = [m for m in messages if m.startswith(scope)]
-        return (f"oneDAL did not solve this working set (scikit-learn-intelex fell "
-                f"back to scikit-learn: {'; '.join(causes or said) or 'no log'}); "
-                "solving it with LIBSVM")
-    if int(np.max(est.n_iter_)) >= MAX_ITER:
-        return (f"oneDAL stopped at its iteration cap ({MAX_ITER}) without reaching "
-                f"tol={params.tol:g}; solving this working set with LIBSVM")
-    return None
+    if f"{scope}{_ACCELERATED}" in " | ".join(messages):
+        return None
+    causes = [m.split("cause - ", 1)[-1] for m in messages if "cause - " in m]
+    said = [m for m in messages if m.startswith(scope)]
+    return (f"oneDAL did not solve this working set (scikit-learn-intelex fell "
+            f"back to scikit-learn: {'; '.join(causes or said) or 'no log'}); "
+            "solving it with LIBSVM")
 
 
 def kkt_violation(X, t: np.ndarray, support: np.ndarray, coef: np.ndarray, intercept: float,
                   params: SolverParams, box: np.ndarray | None) -> float:
     """The largest violation of C-SVC's optimality conditions over the rows X, t (+-1) of a
-    solution (support indices into X, coef = t alpha, intercept b): margin t f(x) >= 1 where
-    alpha = 0, <= 1 at the box, = 1 in between (float32 decision values).
+    solution (support indices into X, coef = t alpha, intercept b), from float32 decision
+    values (``margin_violation``).
 
     Returns:
         max over rows of the violation (0 at the exact optimum).
@@ -430,11 +426,23 @@ def kkt_violation(X, t: np.ndarray, support: np.ndarray, coef: np.ndarray, inter
     X = X.astype(np.float32) if sp.issparse(X) else np.asarray(X, np.float32)
     f = decision_values(X, X[support], coef, intercept, params.kernel) if len(support) \
         else np.full(X.shape[0], intercept)
-    margin = t * f
     alpha = np.zeros(X.shape[0])
     alpha[support] = np.abs(coef)
     upper = (box if box is not None else
              params.C * np.where(t > 0, params.weight_pos, params.weight_neg))
+    return margin_violation(f, t, alpha, upper)
+
+
+def margin_violation(f: np.ndarray, t: np.ndarray, alpha: np.ndarray, upper: np.ndarray
+                     ) -> float:
+    """The largest violation of C-SVC's optimality conditions given every row's decision
+    value f, target t (+-1), alpha and box: margin t f >= 1 where alpha = 0, <= 1 at the
+    box, = 1 in between.
+
+    Returns:
+        max over rows of the violation (0 at the exact optimum; 0 without rows).
+    """
+    margin = t * f
     at_zero, at_box = alpha <= 0, alpha >= upper * (1 - 1e-9)
     viol = np.where(at_zero, np.maximum(0.0, 1 - margin),
                     np.where(at_box, np.maximum(0.0, margin - 1), np.abs(margin - 1)))

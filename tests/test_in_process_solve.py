@@ -1,0 +1,126 @@
+"""The in-process direct route's solve (``exact.in_process``, ``exact.solving``): oneDAL's
+optimality check and dual objective come from the certificate's scan (no other pass over
+decision values), a bad oneDAL point is still caught and solved by LIBSVM, and the model
+and certificate are LIBSVM's."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from randsvm_dist import RandSVMClassifier, RandSVMRegressor
+from randsvm_dist.exact import solving
+from randsvm_dist.solvers import libsvm_adapter, onedal_backend
+from randsvm_dist.solvers.onedal_backend import onedal_available
+
+pytestmark = pytest.mark.skipif(not onedal_available(),
+                                reason="scikit-learn-intelex not installed")
+
+
+def _data(n: int, d: int = 12, classes: int = 2, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    score = X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.4 * rng.normal(size=n)
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, classes + 1)[1:-1]))
+    return X, y, X[:, 0] + np.sin(X[:, 1])
+
+
+def _count(monkeypatch, module, name: str) -> list:
+    calls = []
+    real = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls
+
+
+def _same_fit(fit, ref, X, values_atol: float):
+    assert fit.certified_ and ref.certified_
+    assert fit.history_[-1]["solved_in"] == ref.history_[-1]["solved_in"] == "client"
+    values = getattr(fit, "decision_function", fit.predict)
+    ref_values = getattr(ref, "decision_function", ref.predict)
+    np.testing.assert_allclose(values(X), ref_values(X), atol=values_atol)
+    fit_dual = sum(r["dual_objective"] for r in fit.history_ if r["stop_reason"])
+    ref_dual = sum(r["dual_objective"] for r in ref.history_ if r["stop_reason"])
+    assert fit_dual == pytest.approx(ref_dual, rel=2e-4)
+
+
+@pytest.mark.parametrize("case", ["binary", "three classes", "regression", "weighted"])
+def test_direct_route_runs_no_decision_value_pass_besides_the_scan(monkeypatch, case):
+    """oneDAL solves every problem in the client's process; neither its optimality check
+    nor a dual objective over the support vectors runs: the scan's values give both (rows
+    of zero weight take no part in the check). The model and certificate are LIBSVM's
+    (same optimum within the solver's tolerance)."""
+    X, y, target = _data(1500, classes=3 if case == "three classes" else 2)
+    weight = None
+    if case == "weighted":
+        weight = np.random.default_rng(5).uniform(0.2, 2.0, len(y))
+        weight[::10] = 0.0
+    if case == "regression":
+        make = lambda solver: RandSVMRegressor(C=3.0, epsilon=0.1, gamma=0.1,  # noqa: E731
+                                               random_state=0, solver=solver)
+        y = target
+    else:
+        make = lambda solver: RandSVMClassifier(C=2.0, gamma=0.1,  # noqa: E731
+                                                random_state=0, solver=solver)
+    ref = make("libsvm").fit(X, y, sample_weight=weight)
+    fits = _count(monkeypatch, onedal_backend, "_fit")
+    kkt = _count(monkeypatch, onedal_backend, "decision_values")
+    objective = _count(monkeypatch, libsvm_adapter, "decision_values")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no point refused
+        fit = make("onedal").fit(X, y, sample_weight=weight)
+    n_problems = 3 if case == "three classes" else 1
+    n_solves = sum(1 for r in fit.history_)
+    assert len(fits) == n_solves >= n_problems
+    assert not kkt and not objective
+    _same_fit(fit, ref, X, 2e-2)
+
+
+def test_a_bad_onedal_point_is_caught_and_solved_by_libsvm(monkeypatch):
+    """A oneDAL point off the optimum (coefficients halved: margins at 1/2) fails the check
+    the scan's values give; LIBSVM solves those rows again before the certificate."""
+    X, y, _ = _data(1200)
+    real = solving.solve_onedal
+    bad = []
+
+    def halved(*a, **k):
+        sol = real(*a, **k)
+        bad.append(1)
+        return libsvm_adapter.BinarySolution(sol.support, sol.dual_coef / 2, sol.intercept,
+                                             sol.dual_objective)
+
+    monkeypatch.setattr(solving, "solve_onedal", halved)
+    libsvm_solves = _count(monkeypatch, solving, "solve_libsvm")
+    common = dict(C=2.0, gamma=0.1, random_state=0)
+    with pytest.warns(RuntimeWarning, match="misses the optimality conditions"):
+        fit = RandSVMClassifier(solver="onedal", **common).fit(X, y)
+    assert len(bad) == len(libsvm_solves) == len(fit.history_)
+    _same_fit(fit, RandSVMClassifier(solver="libsvm", **common).fit(X, y), X, 1e-3)
+
+
+def test_a_good_point_passes_the_scans_check():
+    """``finish_scanned`` takes oneDAL's optimum (no warning) and gives the dual objective
+    of the kernel pass it replaces."""
+    from randsvm_dist.exact.in_process import in_memory_rows
+    from randsvm_dist.exact.kinds import CSVC
+    from randsvm_dist.exact.state import ProblemState
+    from randsvm_dist.numerics.kernels import Kernel, decision_values
+    from randsvm_dist.solvers.libsvm_adapter import SolverParams, dual_objective
+
+    X, y, _ = _data(900)
+    rows = in_memory_rows(X, y, "classification")
+    params = SolverParams(C=2.0, kernel=Kernel("rbf", 0.1), backend="onedal")
+    p = ProblemState(CSVC(1), params, n_rows=900, size=900)
+    result = solving.solve_partitions(p.kind, p.kind.solver_params(params, 900, 900), 2.0,
+                                      False, 1, rows.part, scanned=True)
+    p, = solving.directly_solved([p], [result], 900)
+    assert p.model.dual_objective is None
+    f = decision_values(rows.part.X, p.model.X, p.model.coef, p.model.intercept,
+                        params.kernel).astype(np.float32)
+    done, refusal = solving.finish_scanned(p, f, rows.part, False)
+    assert refusal is None
+    assert done.model.dual_objective == pytest.approx(
+        dual_objective(p.model.X, p.model.coef, params.kernel), rel=1e-6)
+    _, refusal = solving.finish_scanned(p, f / 2, rows.part, False)
+    assert "misses the optimality conditions" in refusal

@@ -198,7 +198,8 @@ class SolveStep:
 @dataclass
 class ScanStep:
     """An iteration's scan step: the requests, the result, its seconds and kernel
-    evaluations (rows evaluated in full x SVs)."""
+    evaluations (of the rows evaluated in full, each against the support vectors of the
+    problems it belongs to)."""
 
     requests: list
     result: ScanResult
@@ -291,7 +292,7 @@ def _scan_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: R
     result = run_scan(client, parts, model, requests, run, loop.it, placement=loop.placement)
     loop.placement, loop.scanned = result.workers, [p.model for p in problems]
     seconds = time.perf_counter() - t_scan
-    return ScanStep(requests, result, seconds, result.n_evaluated * model.coef.shape[0])
+    return ScanStep(requests, result, seconds, result.full_evals)
 
 
 def scan_requests(problems: list[ProblemState], cfg: RunConfig, loop: Loop, n: int

@@ -6,10 +6,12 @@ set or a Dask collection) when the cost model says one solve of all rows beats s
 makes a Dask round trip. The arrays are checked and built into one partition here by the
 rules the workers use (``engine.partition_build``: duplicates collapsed when that pays,
 the layout by density; float32 rows, which every backend takes as they are), solved with
-every core of the machine (``exact.solving.solve_partitions``), and scanned here for the
-certificate over all rows (``exact.scan.scan_partition``). The loop's certify-and-decide
-step and its records are the driver's (``exact.driver.decide_step``): a tightened solver
-tolerance solves all rows again, as on the workers, so the model and its certificate are
+every core of the machine (``exact.solving.solve_partitions``; several problems, as the
+pairs of one-vs-one, one per core at a time), and scanned here, on every core too, for the
+certificate over all rows (``exact.scan.scan_partition``: each row against the models of
+the active problems it belongs to). The loop's certify-and-decide step and its records are
+the driver's (``exact.driver.decide_step``): a tightened solver tolerance solves the
+problems that missed it again, as on the workers, so the model and its certificate are
 those of the distributed direct route.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -35,6 +38,7 @@ from randsvm_dist.exact.solving import directly_solved, solve_partitions
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.numerics.kernels import moments_variance
 from randsvm_dist.solvers.libsvm_adapter import host_cores
+from randsvm_dist.solvers.onedal_backend import onedal_threads_pinned
 
 
 @dataclass
@@ -168,26 +172,55 @@ def run_in_process(rows: InMemoryRows, problems: list[ProblemState], cfg: RunCon
 
 def _solve_all(rows: InMemoryRows, problems: list[ProblemState], threads: int
                ) -> tuple[list[ProblemState], SolveStep]:
-    """One solve of all rows of every active problem, one after the other, each on
-    ``threads`` cores."""
+    """One solve of all rows of every active problem: ``concurrent_solves`` at a time,
+    each on its share of the ``threads`` cores (largest first; the results in the
+    problems' order, each the bytes of its solve alone with that share)."""
     tols = [p.solver.tol for p in problems]
     t0 = time.perf_counter()
-    results = [solve_partitions(p.kind, p.kind.solver_params(p.solver, p.size, p.size),
-                                p.solver.C, rows.weighted, threads, rows.part)
-               for p in problems if p.active]
+    active = [p for p in problems if p.active]
+    at_once = concurrent_solves(len(active), threads)
+    share = max(1, threads // at_once)
+
+    def solve(p: ProblemState):
+        return solve_partitions(p.kind, p.kind.solver_params(p.solver, p.size, p.size),
+                                p.solver.C, rows.weighted, share, rows.part)
+
+    if at_once == 1:
+        results = [solve(p) for p in active]
+    else:
+        order = sorted(range(len(active)), key=lambda j: -active[j].size)
+        with onedal_threads_pinned(share), ThreadPoolExecutor(at_once) as pool:
+            done = dict(zip(order, pool.map(solve, [active[j] for j in order])))
+        results = [done[j] for j in range(len(active))]
     problems = directly_solved(problems, results, rows.n_rows)
-    return problems, SolveStep(tols, time.perf_counter() - t0, threads)
+    return problems, SolveStep(tols, time.perf_counter() - t0, share)
+
+
+def concurrent_solves(n_problems: int, threads: int) -> int:
+    """How many problems' solves run at once on ``threads`` cores: one per core, each on
+    one core, while there are more problems than one (a solve of a few thousand rows
+    keeps one core busy, where a solve on several waits at every step for the slowest;
+    problems that were solved one at a time on every core give the same models: LIBSVM's
+    do not depend on its threads, oneDAL's count is pinned to the share,
+    ``solvers.onedal_backend.onedal_threads_pinned``)."""
+    return max(1, min(n_problems, threads))
 
 
 def _scan_all(rows: InMemoryRows, problems: list[ProblemState], cfg: RunConfig,
               loop: Loop) -> ScanStep:
-    """The certificate's scan of every row against the problems' models (every row
-    evaluated: one scan per solve leaves nothing to screen)."""
-    t0 = time.perf_counter()
+    """The certificate's scan of every row of the active problems against their models,
+    on every core of the machine (every row evaluated: one scan per solve leaves nothing
+    to screen; each row against the support vectors of the active problems it belongs
+    to only, see ``exact.scan``)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    threads = loop.machine.threads
     model = scan_model(problems, problems[0].solver.kernel, rows.is_sparse, rows.n_features)
     requests = scan_requests(problems, cfg, loop, rows.n_rows)
-    out = scan_partition(rows.part, model, requests)
-    result = ScanResult([out.problems], [None], out.n_evaluated, out.seconds,
-                        out.n_screened, out.kernel_evals, out.cpu_seconds)
-    return ScanStep(requests, result, time.perf_counter() - t0,
-                    out.n_evaluated * model.coef.shape[0])
+    out = scan_partition(rows.part, model, requests, threads=threads)
+    seconds = time.perf_counter() - t0
+    # the scan held every thread for its time (its CPU time is the process's: the pool's
+    # threads included)
+    result = ScanResult([out.problems], {}, out.n_evaluated, out.seconds * threads,
+                        out.n_screened, out.kernel_evals, time.process_time() - c0, seconds,
+                        threads, full_evals=out.full_evals)
+    return ScanStep(requests, result, seconds, out.full_evals)

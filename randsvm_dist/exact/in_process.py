@@ -175,6 +175,8 @@ def _solve_all(rows: InMemoryRows, problems: list[ProblemState], threads: int
     """One solve of all rows of every active problem: ``concurrent_solves`` at a time,
     each on its share of the ``threads`` cores (largest first; the results in the
     problems' order, each the bytes of its solve alone with that share)."""
+    from threadpoolctl import threadpool_limits
+
     tols = [p.solver.tol for p in problems]
     t0 = time.perf_counter()
     active = [p for p in problems if p.active]
@@ -189,7 +191,11 @@ def _solve_all(rows: InMemoryRows, problems: list[ProblemState], threads: int
         results = [solve(p) for p in active]
     else:
         order = sorted(range(len(active)), key=lambda j: -active[j].size)
-        with onedal_threads_pinned(share), ThreadPoolExecutor(at_once) as pool:
+        # the solves set BLAS's count (process-wide, unlike OpenMP's) and put it back
+        # concurrently, so one may put back another's: the batch's limit restores the
+        # caller's count once they are all done
+        with onedal_threads_pinned(share), threadpool_limits(share, user_api="blas"), \
+                ThreadPoolExecutor(at_once) as pool:
             done = dict(zip(order, pool.map(solve, [active[j] for j in order])))
         results = [done[j] for j in range(len(active))]
     problems = directly_solved(problems, results, rows.n_rows)

@@ -179,3 +179,27 @@ def test_in_process_and_distributed_one_vs_one_agree(dask_client):
         assert a["kernel_evals"] == b["kernel_evals"]
         for key in ("primal_objective", "dual_objective", "relative_gap"):
             np.testing.assert_allclose(a[key], b[key], rtol=1e-4, atol=1e-7)
+
+
+def test_screening_budget_follows_the_scan_each_row_gets():
+    """The model delta's budget (a quarter of a full scan) counts each pair's rows against
+    its own SVs, and every row against the union when every row is in every problem."""
+    from randsvm_dist.exact.driver import full_scan_evals
+    from randsvm_dist.exact.state import ProblemState
+
+    X, y = _classes(n=900, k=3, seed=4)
+    kinds, models = _pair_models(X, y, 3)
+    solver = SolverParams(3.0, KERNEL)
+    pairs = [ProblemState(kind, solver, n_rows=int(np.isin(y, [kind.positive,
+                                                               kind.negative]).sum()),
+                          model=m) for kind, m in zip(kinds, models)]
+    own = sum(p.n_rows * p.model.n_support for p in pairs)
+    union = len(np.unique(np.concatenate([m.rows for m in models])))
+    assert full_scan_evals(pairs, len(y)) == min(own, len(y) * union) == own
+    rest = [ProblemState(CSVC(c), solver, n_rows=len(y), model=m)
+            for c, m in enumerate(models)]
+    assert full_scan_evals(rest, len(y)) == len(y) * union
+    rest[0] = ProblemState(CSVC(0), solver, n_rows=len(y), model=models[0],
+                           stop_reason="gap_tol")
+    assert full_scan_evals(rest, len(y)) == len(y) * len(
+        np.unique(np.concatenate([m.rows for m in models[1:]])))

@@ -10,7 +10,6 @@ the rows it finally draws).
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +18,8 @@ from randsvm_dist.engine.partitions import Partition
 from randsvm_dist.exact.kinds import ProblemKind
 from randsvm_dist.exact.row_screening import cheapest_size, clear_rows, feature_norms, neg_slack
 from randsvm_dist.exact.sampling import keys_of, smallest_keys
-from randsvm_dist.numerics.kernels import Kernel, block_rows, decision_values
+from randsvm_dist.exact.scan_values import evaluated, full_costs
+from randsvm_dist.numerics.kernels import Kernel, decision_values
 
 # Screened rows keep -s >= band + SCREEN_SLACK + SCREEN_SLACK: beyond every threshold a
 # scan's answers use (violator, loss, fill band, and ``max_slack``, which is reported down to
@@ -188,7 +188,10 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
     else:
         centre, radius, full, kernel_evals = _screened(part, model, requests, rows,
                                                        prev_bounds, screen_at + SCREEN_SLACK)
-        f_full, full_evals = _evaluated(part, model, rows, full, threads)
+        f_full, full_evals = evaluated(part, model.support_vectors,
+                                       model.coef[:, rows.active],
+                                       model.intercept[rows.active], model.kernel,
+                                       rows.members, full, threads)
         kernel_evals += full_evals
         centre[full] = f_full
         radius[full] = 0.0
@@ -267,7 +270,7 @@ def _screened(part: Partition, model: ScanModel, requests, rows: _Membership,
     if len(left) and len(delta.sizes) > 1:
         i = cheapest_size(neg_slack(requests, active, coded, left, centre[left]),
                        prev_radius[left], members[left], threshold, delta, active,
-                       phi[left], model.coef.shape[0])
+                       phi[left], full_costs(members[left], model.coef[:, active]))
     if not i:
         return centre, radius, left, 0
     t = int(delta.sizes[i])
@@ -278,92 +281,6 @@ def _screened(part: Partition, model: ScanModel, requests, rows: _Membership,
     ok = clear_rows(neg_slack(requests, active, coded, left, centre[left]),
                 radius[left], members[left], threshold)
     return centre, radius, left[~ok], len(left) * t
-
-
-def _evaluated(part: Partition, model: ScanModel, rows: _Membership, full: np.ndarray,
-               threads: int = 1) -> tuple[np.ndarray, int]:
-    """(decision values (len(full), n_active) of the rows ``full``, kernel evaluations).
-
-    Each row is evaluated for the active problems it belongs to only, against their
-    support vectors only (``_pieces``): a one-vs-one pair's certificate needs the rows of
-    its two classes against its own model, not every row against the union of all pairs'
-    SVs. Columns of problems a row is not in stay 0 (nothing reads them: the row's radius
-    is inf there). The pieces run on ``threads`` threads; their cuts fall on
-    ``decision_values``' blocks, so the values are the same whatever ``threads``.
-    """
-    f_full = np.zeros((len(full), len(rows.active)))
-    if not (len(full) and rows.active):
-        return f_full, 0
-    coef = model.coef[:, rows.active]
-    intercept = model.intercept[rows.active]
-
-    def run(piece: _Piece) -> None:
-        sv = (model.support_vectors if piece.svs is None
-              else model.support_vectors[piece.svs])
-        c = coef[:, piece.cols] if piece.svs is None else coef[piece.svs][:, piece.cols]
-        at = full[piece.at]   # ascending: a run of rows is a slice, not a copy
-        X = (part.X[at[0]:at[-1] + 1] if at[-1] - at[0] + 1 == len(at)
-             else part.X[at])
-        f_full[np.ix_(piece.at, piece.cols)] = decision_values(
-            X, sv, c, intercept[piece.cols], model.kernel, piece.block
-        ).reshape(len(piece.at), len(piece.cols))
-
-    pieces = _pieces(rows.members[full], coef)
-    if threads > 1 and len(pieces) > 1:
-        with ThreadPoolExecutor(min(threads, len(pieces))) as pool:
-            list(pool.map(run, pieces))
-    else:
-        for piece in pieces:
-            run(piece)
-    return f_full, sum(len(p.at) * p.n_sv for p in pieces)
-
-
-@dataclass
-class _Piece:
-    """Rows of the scan evaluated together.
-
-    Attributes:
-        at: positions (into the rows evaluated in full) of the piece's rows.
-        cols: the active problems (columns) the rows belong to.
-        svs: rows of the model's support-vector matrix with a coefficient in ``cols``
-            (None: all of them).
-        n_sv: how many support vectors the rows meet.
-        block: ``decision_values``' rows per block for them.
-    """
-
-    at: np.ndarray
-    cols: np.ndarray
-    svs: np.ndarray | None
-    n_sv: int
-    block: int
-
-
-# Rows per piece of the scan's thread pool (rounded to whole kernel blocks): large enough
-# that a piece's set-up (its support vectors' norms, buffers) is noise.
-PIECE_ROWS = 4096
-
-
-def _pieces(members: np.ndarray, coef: np.ndarray) -> list[_Piece]:
-    """The rows (``members``: which active problems each belongs to) grouped by the
-    problems they belong to, each group against the support vectors with a coefficient in
-    one of those problems, cut into pieces of whole kernel blocks (about PIECE_ROWS
-    rows)."""
-    patterns, group = np.unique(members, axis=0, return_inverse=True)
-    group = group.reshape(-1)
-    out = []
-    for g, pattern in enumerate(patterns):
-        cols = np.flatnonzero(pattern)
-        if not len(cols):
-            continue
-        used = (coef[:, cols] != 0).any(axis=1)
-        svs = None if used.all() else np.flatnonzero(used)
-        n_sv = coef.shape[0] if svs is None else len(svs)
-        at = np.flatnonzero(group == g)
-        block = block_rows(n_sv)
-        step = block * max(1, PIECE_ROWS // block)
-        out += [_Piece(at[lo:lo + step], cols, svs, n_sv, block)
-                for lo in range(0, len(at), step)]
-    return out
 
 
 def _problem_scan(part: Partition, req: ProblemRequest, t: np.ndarray, inside: np.ndarray,

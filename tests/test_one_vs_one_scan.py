@@ -1,5 +1,5 @@
 """One-vs-one problems on the scan and the in-process route: every row is evaluated only
-for the pairs it belongs to, against their support vectors (``exact.scan``), the pieces
+for the pairs it belongs to, against their support vectors (``exact.scan_values``), the pieces
 run on several threads with the same answers, and the pairs solved several at a time
 (``exact.in_process``) give the bytes of their solves one at a time."""
 

@@ -198,7 +198,8 @@ class SolveStep:
 @dataclass
 class ScanStep:
     """An iteration's scan step: the requests, the result, its seconds and kernel
-    evaluations (rows evaluated in full x SVs)."""
+    evaluations (of the rows evaluated in full, each against the support vectors of the
+    problems it belongs to)."""
 
     requests: list
     result: ScanResult
@@ -286,12 +287,21 @@ def _scan_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: R
     if loop.scanned is not None:
         model.delta = model_delta(loop.scanned, [p.model for p in problems], kernel,
                                   parts.is_sparse, parts.n_features,
-                                  0.25 * n * max(model.coef.shape[0], 1), client)
+                                  0.25 * max(full_scan_evals(problems, n), 1), client)
     requests = scan_requests(problems, cfg, loop, n)
     result = run_scan(client, parts, model, requests, run, loop.it, placement=loop.placement)
     loop.placement, loop.scanned = result.workers, [p.model for p in problems]
     seconds = time.perf_counter() - t_scan
-    return ScanStep(requests, result, seconds, result.n_evaluated * model.coef.shape[0])
+    return ScanStep(requests, result, seconds, result.full_evals)
+
+
+def full_scan_evals(problems: list[ProblemState], n: int) -> int:
+    """The kernel evaluations of a scan of all ``n`` rows without screening (``exact.scan``:
+    each row against the support vectors of the active problems it belongs to): at most
+    every row against their union, and at most each problem's rows against its own."""
+    active = [p for p in problems if p.active]
+    union = len(np.unique(np.concatenate([p.model.rows for p in active]))) if active else 0
+    return min(n * union, sum(min(p.n_rows or n, n) * p.model.n_support for p in active))
 
 
 def scan_requests(problems: list[ProblemState], cfg: RunConfig, loop: Loop, n: int

@@ -52,7 +52,8 @@ class IterationRecord:
         rows_evaluated: rows whose decision values the scan computed in full.
         rows_screened: rows of the problems screened out exactly (bounded clear of every
             threshold).
-        kernel_evals: rows_evaluated x support vectors.
+        kernel_evals: of the rows evaluated in full, each against the support vectors of
+            the problems it belongs to.
         screening_kernel_evals: what screening cost besides (rows x the changed
             coefficients computed for them, and the driver's for the model delta); the
             rates below count kernel_evals only.

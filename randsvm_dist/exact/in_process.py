@@ -6,10 +6,12 @@ set or a Dask collection) when the cost model says one solve of all rows beats s
 makes a Dask round trip. The arrays are checked and built into one partition here by the
 rules the workers use (``engine.partition_build``: duplicates collapsed when that pays,
 the layout by density; float32 rows, which every backend takes as they are), solved with
-every core of the machine (``exact.solving.solve_partitions``), and scanned here for the
-certificate over all rows (``exact.scan.scan_partition``). The loop's certify-and-decide
-step and its records are the driver's (``exact.driver.decide_step``): a tightened solver
-tolerance solves all rows again, as on the workers, so the model and its certificate are
+every core of the machine (``exact.solving.solve_partitions``; several problems, as the
+pairs of one-vs-one, one per core at a time), and scanned here, on every core too, for the
+certificate over all rows (``exact.scan.scan_partition``: each row against the models of
+the active problems it belongs to). The loop's certify-and-decide step and its records are
+the driver's (``exact.driver.decide_step``): a tightened solver tolerance solves the
+problems that missed it again, as on the workers, so the model and its certificate are
 those of the distributed direct route.
 
 The scan evaluates every row, so a oneDAL solve here runs no pass over decision values of
@@ -25,6 +27,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -43,6 +46,7 @@ from randsvm_dist.exact.solving import directly_solved, finish_scanned, solve_pa
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.numerics.kernels import moments_variance
 from randsvm_dist.solvers.libsvm_adapter import host_cores
+from randsvm_dist.solvers.onedal_backend import onedal_threads_pinned
 
 
 @dataclass
@@ -185,24 +189,51 @@ def run_in_process(rows: InMemoryRows, problems: list[ProblemState], cfg: RunCon
 def _solve_all(rows: InMemoryRows, problems: list[ProblemState], threads: int,
                redo: list[int] | None = None, solved: list[ProblemState] | None = None
                ) -> tuple[list[ProblemState], SolveStep]:
-    """One solve of all rows of every active problem, one after the other, each on
-    ``threads`` cores, oneDAL's checks and dual objectives left to the scan that follows
-    (``solving.finish_scanned``); with ``redo``, only the problems at those indices, by
-    LIBSVM, into ``solved`` (the states after the first solve)."""
+    """One solve of all rows of every active problem: ``concurrent_solves`` at a time,
+    each on its share of the ``threads`` cores (largest first; the results in the
+    problems' order, each the bytes of its solve alone with that share), oneDAL's checks
+    and dual objectives left to the scan that follows (``solving.finish_scanned``); with
+    ``redo``, only the problems at those indices, by LIBSVM, into ``solved`` (the states
+    after the first solve)."""
+    from threadpoolctl import threadpool_limits
+
     tols = [p.solver.tol for p in problems]
     t0 = time.perf_counter()
     todo = [j for j, p in enumerate(problems) if p.active and (redo is None or j in redo)]
-    results = []
-    for j in todo:
+    at_once = concurrent_solves(len(todo), threads)
+    share = max(1, threads // at_once)
+
+    def solve(j: int):
         p = problems[j]
         solver = p.solver if redo is None else replace(p.solver, backend="libsvm")
-        results.append(solve_partitions(p.kind, p.kind.solver_params(solver, p.size, p.size),
-                                        p.solver.C, rows.weighted, threads, rows.part,
-                                        scanned=True))
+        return solve_partitions(p.kind, p.kind.solver_params(solver, p.size, p.size),
+                                p.solver.C, rows.weighted, share, rows.part, scanned=True)
+
+    if at_once == 1:
+        results = [solve(j) for j in todo]
+    else:
+        order = sorted(todo, key=lambda j: -problems[j].size)
+        # the solves set BLAS's count (process-wide, unlike OpenMP's) and put it back
+        # concurrently, so one may put back another's: the batch's limit restores the
+        # caller's count once they are all done
+        with onedal_threads_pinned(share), threadpool_limits(share, user_api="blas"), \
+                ThreadPoolExecutor(at_once) as pool:
+            done = dict(zip(order, pool.map(solve, order)))
+        results = [done[j] for j in todo]
     out = list(problems if solved is None else solved)
     for j, p in zip(todo, directly_solved([problems[j] for j in todo], results, rows.n_rows)):
         out[j] = p
-    return out, SolveStep(tols, time.perf_counter() - t0, threads)
+    return out, SolveStep(tols, time.perf_counter() - t0, share)
+
+
+def concurrent_solves(n_problems: int, threads: int) -> int:
+    """How many problems' solves run at once on ``threads`` cores: one per core, each on
+    one core, while there are more problems than one (a solve of a few thousand rows
+    keeps one core busy, where a solve on several waits at every step for the slowest;
+    problems that were solved one at a time on every core give the same models: LIBSVM's
+    do not depend on its threads, oneDAL's count is pinned to the share,
+    ``solvers.onedal_backend.onedal_threads_pinned``)."""
+    return max(1, min(n_problems, threads))
 
 
 def _finished(rows: InMemoryRows, problems: list[ProblemState], values: np.ndarray
@@ -222,14 +253,20 @@ def _finished(rows: InMemoryRows, problems: list[ProblemState], values: np.ndarr
 
 def _scan_all(rows: InMemoryRows, problems: list[ProblemState], cfg: RunConfig,
               loop: Loop) -> tuple[ScanStep, np.ndarray]:
-    """The certificate's scan of every row against the problems' models (every row
-    evaluated: one scan per solve leaves nothing to screen), and every row's decision
-    value under each problem's model, (n_rows, n_problems) float32."""
-    t0 = time.perf_counter()
+    """The certificate's scan of every row of the active problems against their models,
+    on every core of the machine (every row evaluated: one scan per solve leaves nothing
+    to screen; each row against the support vectors of the active problems it belongs
+    to only, see ``exact.scan``), and every row's decision value under each problem's
+    model, (n_rows, n_problems) float32 (0 for rows outside a problem)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    threads = loop.machine.threads
     model = scan_model(problems, problems[0].solver.kernel, rows.is_sparse, rows.n_features)
     requests = scan_requests(problems, cfg, loop, rows.n_rows)
-    out = scan_partition(rows.part, model, requests)
-    result = ScanResult([out.problems], [None], out.n_evaluated, out.seconds,
-                        out.n_screened, out.kernel_evals, out.cpu_seconds)
-    return ScanStep(requests, result, time.perf_counter() - t0,
-                    out.n_evaluated * model.coef.shape[0]), out.bounds[0]
+    out = scan_partition(rows.part, model, requests, threads=threads)
+    seconds = time.perf_counter() - t0
+    # the scan held every thread for its time (its CPU time is the process's: the pool's
+    # threads included)
+    result = ScanResult([out.problems], {}, out.n_evaluated, out.seconds * threads,
+                        out.n_screened, out.kernel_evals, time.process_time() - c0, seconds,
+                        threads, full_evals=out.full_evals)
+    return ScanStep(requests, result, seconds, out.full_evals), out.bounds[0]

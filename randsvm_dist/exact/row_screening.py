@@ -37,18 +37,19 @@ def clear_rows(neg_s, radius, members, threshold):
     return ok.all(axis=1)
 
 
-def cheapest_size(neg_s, radius, members, threshold, delta, active, phi, n_sv) -> int:
+def cheapest_size(neg_s, radius, members, threshold, delta, active, phi, full_cost) -> int:
     """The index into delta.sizes minimising the expected kernel evaluations of these rows:
-    len(rows) x |B_t| for the partial decision values plus |SV| per row that still fails;
-    a row is expected to pass with B_t when its margin covers the residual (as if the
-    partial values did not move its centre)."""
+    len(rows) x |B_t| for the partial decision values plus, per row that still fails, its
+    full evaluation (``full_cost``: per row, the support vectors it meets); a row is
+    expected to pass with B_t when its margin covers the residual (as if the partial values
+    did not move its centre)."""
     with np.errstate(invalid="ignore"):
         margin = np.where(members, (neg_s - radius - threshold) / phi[:, None], np.inf)
-    best, best_cost = 0, len(neg_s) * n_sv
+    best, best_cost = 0, int(full_cost.sum())
     for i in range(1, len(delta.sizes)):
         res = delta.residual[i, active]
-        passing = int((margin >= res).all(axis=1).sum())
-        cost = len(neg_s) * int(delta.sizes[i]) + (len(neg_s) - passing) * n_sv
+        failing = ~(margin >= res).all(axis=1)
+        cost = len(neg_s) * int(delta.sizes[i]) + int(full_cost[failing].sum())
         if cost < best_cost:
             best, best_cost = i, cost
     return best

@@ -18,6 +18,7 @@ from randsvm_dist.engine.partitions import Partition
 from randsvm_dist.exact.kinds import ProblemKind
 from randsvm_dist.exact.row_screening import cheapest_size, clear_rows, feature_norms, neg_slack
 from randsvm_dist.exact.sampling import keys_of, smallest_keys
+from randsvm_dist.exact.scan_values import evaluated, full_costs
 from randsvm_dist.numerics.kernels import Kernel, decision_values
 
 # Screened rows keep -s >= band + SCREEN_SLACK + SCREEN_SLACK: beyond every threshold a
@@ -128,8 +129,10 @@ class ScanOutput:
         n_evaluated: rows whose decision values were computed in full.
         n_screened: rows of an active problem that were not (their bound kept them clear of
             every threshold).
-        kernel_evals: kernel evaluations of the scan (full rows x SVs + screening rows x
+        kernel_evals: kernel evaluations of the scan (``full_evals`` + screening rows x
             |B|).
+        full_evals: kernel evaluations of the rows evaluated in full (each against the
+            support vectors of the problems it belongs to).
         seconds: compute time of the scan on the worker.
         cpu_seconds: CPU time of the thread that ran it (differs from ``seconds`` when the
             cores are shared with other processes).
@@ -140,12 +143,13 @@ class ScanOutput:
     n_evaluated: int
     n_screened: int = 0
     kernel_evals: int = 0
+    full_evals: int = 0
     seconds: float = 0.0
     cpu_seconds: float = 0.0
 
 
 def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequest],
-                   prev_bounds: np.ndarray | None = None) -> ScanOutput:
+                   prev_bounds: np.ndarray | None = None, threads: int = 1) -> ScanOutput:
     """Scan one partition for the violators of every problem (runs on a worker).
 
     Screening (exact): every kind's slack s moves by at most as much as f (see
@@ -166,6 +170,8 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
             scan that left ``prev_bounds``).
         requests: one ProblemRequest per problem (None for a finished problem).
         prev_bounds: the previous scan's ``bounds`` of this partition (None: evaluate all).
+        threads: threads of the full evaluations (a worker's task: 1; the answers are the
+            same whatever the count).
 
     Returns:
         ScanOutput.
@@ -178,10 +184,14 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
         A = len(rows.active)
         full, f_full = np.arange(n), np.zeros((n, A))
         centre, radius, kernel_evals = np.zeros((n, A)), np.full((n, A), np.inf), 0
+        full_evals = 0
     else:
         centre, radius, full, kernel_evals = _screened(part, model, requests, rows,
                                                        prev_bounds, screen_at + SCREEN_SLACK)
-        f_full, full_evals = _evaluated(part, model, rows.active, full)
+        f_full, full_evals = evaluated(part, model.support_vectors,
+                                       model.coef[:, rows.active],
+                                       model.intercept[rows.active], model.kernel,
+                                       rows.members, full, threads)
         kernel_evals += full_evals
         centre[full] = f_full
         radius[full] = 0.0
@@ -199,7 +209,7 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
     for col, p in enumerate(rows.active):
         out[p] = _problem_scan(part, requests[p], rows.coded[col][0], rows.members[:, col],
                                full, -neg_s[:, col], weight, screen_at)
-    return ScanOutput(out, bounds, len(full), n_screened, kernel_evals,
+    return ScanOutput(out, bounds, len(full), n_screened, kernel_evals, full_evals,
                       time.perf_counter() - t0, time.thread_time() - c0)
 
 
@@ -260,7 +270,7 @@ def _screened(part: Partition, model: ScanModel, requests, rows: _Membership,
     if len(left) and len(delta.sizes) > 1:
         i = cheapest_size(neg_slack(requests, active, coded, left, centre[left]),
                        prev_radius[left], members[left], threshold, delta, active,
-                       phi[left], model.coef.shape[0])
+                       phi[left], full_costs(members[left], model.coef[:, active]))
     if not i:
         return centre, radius, left, 0
     t = int(delta.sizes[i])
@@ -271,17 +281,6 @@ def _screened(part: Partition, model: ScanModel, requests, rows: _Membership,
     ok = clear_rows(neg_slack(requests, active, coded, left, centre[left]),
                 radius[left], members[left], threshold)
     return centre, radius, left[~ok], len(left) * t
-
-
-def _evaluated(part: Partition, model: ScanModel, active: list, full: np.ndarray):
-    """(decision values (len(full), n_active) of the rows ``full``, kernel evaluations)."""
-    A = len(active)
-    if not (len(full) and A):
-        return np.zeros((len(full), A)), 0
-    X = part.X if len(full) == part.n_rows else part.X[full]
-    f_full = decision_values(X, model.support_vectors, model.coef[:, active],
-                             model.intercept[active], model.kernel).reshape(len(full), A)
-    return f_full, len(full) * model.coef.shape[0]
 
 
 def _problem_scan(part: Partition, req: ProblemRequest, t: np.ndarray, inside: np.ndarray,
@@ -350,6 +349,7 @@ class ScanAnswer:
     kernel_evals: int = 0
     cpu_seconds: float = 0.0
     ran_on: str | None = None
+    full_evals: int = 0
 
 
 def row_range(part: Partition, lo: int, hi: int) -> Partition:
@@ -388,7 +388,8 @@ def scan_partition_task(part: Partition, inputs: ScanInputs, key: int,
     kept = (model.support_vectors is not None and address is not None
             and screening_store.put(inputs.run, key, inputs.iteration, out.bounds))
     return ScanAnswer(out.problems, out.n_evaluated, out.seconds, address if kept else None,
-                      out.n_screened, out.kernel_evals, out.cpu_seconds, address)
+                      out.n_screened, out.kernel_evals, out.cpu_seconds, address,
+                      out.full_evals)
 
 
 def _worker_address() -> str | None:

@@ -68,6 +68,7 @@ class ScanResult:
     wall_seconds: float = 0.0  # from planning the tasks to the last answer
     threads: int = 1         # worker threads of the cluster during the scan
     task_rows: dict = field(default_factory=dict)  # worker -> rows its tasks scanned
+    full_evals: int = 0      # kernel evaluations of the rows evaluated in full
 
     @property
     def efficiency(self) -> float:
@@ -127,7 +128,8 @@ def run_scan(client, parts: PartitionSet, model: ScanModel | None,
                       sum(a.n_screened for a in answers),
                       delta_evals + sum(a.kernel_evals for a in answers),
                       sum(a.cpu_seconds for a in answers), time.perf_counter() - t0,
-                      max(1, sum(threads.values())), task_rows)
+                      max(1, sum(threads.values())), task_rows,
+                      sum(a.full_evals for a in answers))
 
 
 def _holders(client, parts: PartitionSet) -> list[list[str]]:

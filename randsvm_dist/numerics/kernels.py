@@ -272,6 +272,13 @@ class _BlockDots:
                          out=self.G[:rows.shape[0]])
 
 
+def block_rows(n_sv: int) -> int:
+    """Rows per kernel block of ``decision_values`` against n_sv support vectors (about
+    BLOCK_ENTRIES entries); a row's value depends only on its block, so callers that cut
+    rows at multiples of it get the values of one call over all of them."""
+    return int(np.clip(BLOCK_ENTRIES // max(n_sv, 1), 64, CHUNK_ROWS))
+
+
 def decision_values(X, support_vectors, coef: np.ndarray, intercept: float | np.ndarray,
                     kernel: Kernel, chunk_rows: int | None = None) -> np.ndarray:
     """f(x) = sum_j coef[j] k(sv_j, x) + intercept, chunked over the rows of X.
@@ -292,7 +299,7 @@ def decision_values(X, support_vectors, coef: np.ndarray, intercept: float | np.
     coef2 = coef[:, None] if squeeze else coef
     n = X.shape[0]
     if chunk_rows is None:
-        chunk_rows = int(np.clip(BLOCK_ENTRIES // max(coef2.shape[0], 1), 64, CHUNK_ROWS))
+        chunk_rows = block_rows(coef2.shape[0])
     out = np.empty((n, coef2.shape[1]), dtype=np.float64)
     with single_threaded_blas():
         _accumulate(X, support_vectors, coef2, kernel, chunk_rows, out)

@@ -126,6 +126,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
@@ -232,6 +233,26 @@ def prefer_onedal(X, params: SolverParams, weighted: bool = False) -> bool:
     heavy = weighted or (X.nnz >= AUTO_MIN_SPARSE_NNZ * n if sp.issparse(X)
                          else X.shape[1] >= AUTO_MIN_DENSE_FEATURES)
     return heavy and onedal_available()
+
+
+@contextmanager
+def onedal_threads_pinned(n_threads: int):
+    """oneDAL's process-wide thread count held at n_threads while the block runs (nothing
+    when oneDAL is not installed). oneDAL's solution depends on that count at fit time, not
+    on which solves share the pool: solves run concurrently inside the block give the bytes
+    each gives alone with n_threads.
+
+    Args:
+        n_threads: the count (>= 1).
+    """
+    if not onedal_available():
+        yield
+        return
+    THREADS.pin(n_threads)
+    try:
+        yield
+    finally:
+        THREADS.pin(None)
 
 
 def _estimator(params: SolverParams, C: float):

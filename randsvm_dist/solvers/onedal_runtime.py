@@ -18,13 +18,14 @@ import threading
 
 class ThreadBudget:
     """oneDAL's process-wide thread count while oneDAL solves run in this process: the sum
-    of their n_threads (TBB has one pool per process), the previous count put back when
-    the last one ends."""
+    of their n_threads (TBB has one pool per process), or the count ``pin`` holds; the
+    previous count is put back when the last one ends and nothing is pinned."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._active: dict[int, int] = {}
         self._saved: int | None = None
+        self._pinned: int | None = None
         self._next = 0
 
     def enter(self, n_threads: int) -> int:
@@ -32,8 +33,7 @@ class ThreadBudget:
         import daal4py
 
         with self._lock:
-            if not self._active:
-                self._saved = int(daal4py.num_threads())
+            self._save(daal4py)
             key, self._next = self._next, self._next + 1
             self._active[key] = max(1, int(n_threads))
             self._apply(daal4py)
@@ -41,19 +41,33 @@ class ThreadBudget:
 
     def leave(self, key: int) -> None:
         """The solve ``key`` ended: the pool shrinks by its threads (the count from before
-        the first solve is put back after the last)."""
+        the first solve is put back after the last, unless pinned)."""
         import daal4py
 
         with self._lock:
             self._active.pop(key, None)
-            if self._active:
-                self._apply(daal4py)
-            elif self._saved is not None:
-                daal4py.daalinit(self._saved)
-                self._saved = None
+            self._apply(daal4py)
+
+    def pin(self, n_threads: int | None) -> None:
+        """Hold the count at n_threads whatever the solves ask (None: release it)."""
+        import daal4py
+
+        with self._lock:
+            self._save(daal4py)
+            self._pinned = None if n_threads is None else max(1, int(n_threads))
+            self._apply(daal4py)
+
+    def _save(self, daal4py) -> None:
+        if not self._active and self._pinned is None and self._saved is None:
+            self._saved = int(daal4py.num_threads())
 
     def _apply(self, daal4py) -> None:
-        total = sum(self._active.values())
+        if self._pinned is None and not self._active:
+            if self._saved is not None:
+                daal4py.daalinit(self._saved)
+                self._saved = None
+            return
+        total = self._pinned or sum(self._active.values())
         if total != daal4py.num_threads():
             daal4py.daalinit(total)
 

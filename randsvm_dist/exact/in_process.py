@@ -9,8 +9,9 @@ the layout by density; float32 rows, which every backend takes as they are), sol
 every core of the machine (``exact.solving.solve_partitions``), and scanned here for the
 certificate over all rows (``exact.scan.scan_partition``). The loop's certify-and-decide
 step and its records are the driver's (``exact.driver.decide_step``): a tightened solver
-tolerance solves all rows again, as on the workers, so the model and its certificate are
-those of the distributed direct route.
+tolerance solves all rows again from the last solve's alphas (``exact.solving.
+direct_start``), as on the workers, so the model and its certificate are those of the
+distributed direct route.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from randsvm_dist.exact.driver import Loop, ScanStep, SolveStep, decide_step, sc
 from randsvm_dist.exact.route import Machine
 from randsvm_dist.exact.scan import scan_partition
 from randsvm_dist.exact.scan_dispatch import ScanResult, scan_model
-from randsvm_dist.exact.solving import directly_solved, solve_partitions
+from randsvm_dist.exact.solving import direct_start, directly_solved, solve_partitions
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.numerics.kernels import moments_variance
 from randsvm_dist.solvers.libsvm_adapter import host_cores
@@ -172,10 +173,12 @@ def _solve_all(rows: InMemoryRows, problems: list[ProblemState], threads: int
     ``threads`` cores."""
     tols = [p.solver.tol for p in problems]
     t0 = time.perf_counter()
+    active = [p for p in problems if p.active]
+    starts = [direct_start(p, rows.n_rows) for p in active]
     results = [solve_partitions(p.kind, p.kind.solver_params(p.solver, p.size, p.size),
-                                p.solver.C, rows.weighted, threads, rows.part)
-               for p in problems if p.active]
-    problems = directly_solved(problems, results, rows.n_rows)
+                                p.solver.C, rows.weighted, threads, rows.part, start=start)
+               for p, start in zip(active, starts)]
+    problems = directly_solved(problems, results, rows.n_rows, starts)
     return problems, SolveStep(tols, time.perf_counter() - t0, threads)
 
 

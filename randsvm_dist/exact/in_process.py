@@ -9,9 +9,9 @@ the layout by density; float32 rows, which every backend takes as they are), sol
 every core of the machine (``exact.solving.solve_partitions``), and scanned here for the
 certificate over all rows (``exact.scan.scan_partition``). The loop's certify-and-decide
 step and its records are the driver's (``exact.driver.decide_step``): a tightened solver
-tolerance solves all rows again from the last solve's alphas (``exact.solving.
-direct_start``), as on the workers, so the model and its certificate are those of the
-distributed direct route.
+tolerance solves all rows again from the last solve's alphas
+(``exact.solving.direct_start``), as on the workers, so the model and its certificate are
+those of the distributed direct route.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ rows, and the certificate is computed from that scan):
   loop) until none does, so a cascade gives the working set's own optimum (a cascade that
   only dropped them would cycle: the next scan draws them again).
 - **direct**: when sampling cannot pay, one solve on every row, the partitions
-  concatenated on the worker that solves (nothing passes through the driver).
+  concatenated on the worker that solves (nothing passes through the driver); a re-solve
+  the certificate asks for (a tighter tol) starts from the last one's alphas.
 """
 
 from __future__ import annotations

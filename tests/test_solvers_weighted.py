@@ -6,6 +6,8 @@ bounds gives the same optimum."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -218,3 +220,35 @@ def test_one_class_equals_sklearn_sample_weight_and_repeated_rows():
     rep = solve_libsvm(X[idx], None, p)
     np.testing.assert_allclose(f_of(X, sol), decision_values(
         X, X[idx][rep.support], rep.dual_coef, rep.intercept, KERNEL), atol=ATOL)
+
+
+@pytest.mark.parametrize("solver", ["libsvm", "onedal", "warm"])
+def test_collapsed_duplicates_reach_the_optimum_of_the_repeated_rows(solver):
+    """A duplicate-heavy set (Zipf counts: one row ~100 times, most once) solved once per
+    distinct row with box C x count, by each weighted path (scikit-learn's LIBSVM, oneDAL
+    with sample_weight, the warm SMO from a loose solve's alphas), is the optimum of every
+    copy solved as a row of its own: the same dual objective and decision values."""
+    X, y = moons(300, seed=3)
+    pz = 1.0 / np.arange(1, 301)
+    idx = np.random.default_rng(4).choice(300, 1_500, p=pz / pz.sum())
+    counts = np.bincount(idx, minlength=300).astype(np.float64)
+    keep = np.flatnonzero(counts)
+    assert counts.max() >= 50 and len(keep) < 300
+    ref = solve_libsvm(X[idx], y[idx], params(C=2.0))
+    box = 2.0 * counts[keep]
+    if solver == "onedal":
+        from randsvm_dist.solvers.onedal_backend import onedal_available, solve_onedal
+
+        if not onedal_available():
+            pytest.skip("scikit-learn-intelex is not installed")
+        sol = solve_onedal(X[keep], y[keep], params(), box)
+    elif solver == "warm":
+        loose = solve_weighted(X[keep], y[keep], replace(params(), tol=1e-2), box)
+        a0 = np.zeros(len(keep))
+        a0[loose.support] = np.abs(loose.dual_coef)
+        sol = solve_weighted_warm(X[keep], y[keep], params(), box, a0)
+    else:
+        sol = solve_weighted(X[keep], y[keep], params(), box)
+    assert sol.dual_objective == pytest.approx(ref.dual_objective, rel=1e-5)
+    np.testing.assert_allclose(f_of(X[keep], sol), decision_values(
+        X[keep], X[idx][ref.support], ref.dual_coef, ref.intercept, KERNEL), atol=ATOL)

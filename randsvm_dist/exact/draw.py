@@ -15,7 +15,9 @@ from randsvm_dist.exact.scan import ProblemRequest
 from randsvm_dist.exact.scan_dispatch import merged_scan, run_scan
 from randsvm_dist.exact.state import ProblemState, RunConfig, WorkingSet
 
-# Rows within this distance of the margin fill a draw that the violators cannot fill.
+# Rows within this distance of the margin fill a draw that the violators cannot fill:
+# first those inside the margin by at most the violator slack (they carry loss, so the
+# certificate's gap, without being violators), then the others (``exact.scan``).
 FILL_BAND = 0.5
 # The support set has settled when a solve finds at most SV_GROWTH x the previous
 # solve's support vectors; draws are then lean (see draw_size).
@@ -35,16 +37,21 @@ def draw_size(p: ProblemState, r: int, route: str, n_violators: int) -> int:
     min(V, DRAW_PER_SV x |SV|) rows: violators come first in every draw and near-margin rows
     fill what they leave, so data whose optimum has many support vectors gets there in a
     few solves (a few scans, each costing n x |SV| kernel evaluations). Once it has
-    settled, draw the violators (at most |SV|) and near-margin rows up to LEAN_FILL x |SV|:
-    the working set is then mostly the previous support vectors, which the next solve
-    starts from (``solvers.warm_smo``), instead of re-solving r rows of which a few matter.
+    settled, draw the violators (at most |SV|), or LEAN_FILL x |SV| rows when they are
+    fewer (near-margin rows fill the rest, rows with loss first): the working set is then
+    mostly the previous support vectors, which the next solve starts from
+    (``solvers.warm_smo``), instead of re-solving r rows of which a few matter. The fill
+    does not depend on r: with more support vectors than r (skin_nonskin's weighted rows:
+    9.7k against r = 5k) a fill capped at r - |SV| drew no rows at all, so the rows inside
+    the margin by less than the violator slack, which held the gap, never joined the
+    working set until the slack was lowered, one solve and scan later.
     """
     if route == "direct":
         return 0
     n_sv = p.model.n_support
     if n_sv > SV_GROWTH * p.prev_n_support:
         return max(r - n_sv, min(n_violators, DRAW_PER_SV * n_sv))
-    return max(min(n_violators, n_sv), min(r - n_sv, int(LEAN_FILL * n_sv)))
+    return max(min(n_violators, n_sv), int(LEAN_FILL * n_sv))
 
 
 def first_draw(client, parts: PartitionSet, r: int, cfg: RunConfig) -> np.ndarray:

@@ -11,7 +11,8 @@ pairs of one-vs-one, one per core at a time), and scanned here, on every core to
 certificate over all rows (``exact.scan.scan_partition``: each row against the models of
 the active problems it belongs to). The loop's certify-and-decide step and its records are
 the driver's (``exact.driver.decide_step``): a tightened solver tolerance solves the
-problems that missed it again, as on the workers, so the model and its certificate are
+problems that missed it again from the last solve's alphas (``exact.solving.direct_start``),
+as on the workers, so the model and its certificate are
 those of the distributed direct route.
 
 The scan evaluates every row, so a oneDAL solve here runs no pass over decision values of
@@ -42,7 +43,12 @@ from randsvm_dist.exact.driver import Loop, ScanStep, SolveStep, decide_step, sc
 from randsvm_dist.exact.route import Machine
 from randsvm_dist.exact.scan import scan_partition
 from randsvm_dist.exact.scan_dispatch import ScanResult, scan_model
-from randsvm_dist.exact.solving import directly_solved, finish_scanned, solve_partitions
+from randsvm_dist.exact.solving import (
+    direct_start,
+    directly_solved,
+    finish_scanned,
+    solve_partitions,
+)
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.numerics.kernels import moments_variance
 from randsvm_dist.solvers.libsvm_adapter import host_cores
@@ -192,9 +198,10 @@ def _solve_all(rows: InMemoryRows, problems: list[ProblemState], threads: int,
     """One solve of all rows of every active problem: ``concurrent_solves`` at a time,
     each on its share of the ``threads`` cores (largest first; the results in the
     problems' order, each the bytes of its solve alone with that share), oneDAL's checks
-    and dual objectives left to the scan that follows (``solving.finish_scanned``); with
-    ``redo``, only the problems at those indices, by LIBSVM, into ``solved`` (the states
-    after the first solve)."""
+    and dual objectives left to the scan that follows (``solving.finish_scanned``), each
+    from its last solve's alphas when it solved every row before (``solving.direct_start``);
+    with ``redo``, only the problems at those indices, cold by LIBSVM, into ``solved`` (the
+    states after the first solve)."""
     from threadpoolctl import threadpool_limits
 
     tols = [p.solver.tol for p in problems]
@@ -202,12 +209,15 @@ def _solve_all(rows: InMemoryRows, problems: list[ProblemState], threads: int,
     todo = [j for j, p in enumerate(problems) if p.active and (redo is None or j in redo)]
     at_once = concurrent_solves(len(todo), threads)
     share = max(1, threads // at_once)
+    starts = {j: direct_start(problems[j], rows.n_rows) if redo is None else None
+              for j in todo}
 
     def solve(j: int):
         p = problems[j]
         solver = p.solver if redo is None else replace(p.solver, backend="libsvm")
         return solve_partitions(p.kind, p.kind.solver_params(solver, p.size, p.size),
-                                p.solver.C, rows.weighted, share, rows.part, scanned=True)
+                                p.solver.C, rows.weighted, share, rows.part,
+                                start=starts[j], scanned=True)
 
     if at_once == 1:
         results = [solve(j) for j in todo]
@@ -221,7 +231,8 @@ def _solve_all(rows: InMemoryRows, problems: list[ProblemState], threads: int,
             done = dict(zip(order, pool.map(solve, order)))
         results = [done[j] for j in todo]
     out = list(problems if solved is None else solved)
-    for j, p in zip(todo, directly_solved([problems[j] for j in todo], results, rows.n_rows)):
+    for j, p in zip(todo, directly_solved([problems[j] for j in todo], results, rows.n_rows,
+                                          [starts[j] for j in todo])):
         out[j] = p
     return out, SolveStep(tols, time.perf_counter() - t0, share)
 

@@ -87,9 +87,9 @@ class ProblemRequest:
         stream: random stream of the keys.
         tol: margin tolerance: a violator has slack s > tol (C-SVC: y f(x) < 1 - tol).
         band: rows outside the working set with -band < s <= tol are drawn too, after
-            every violator (their keys are shifted by 1): when there are fewer violators
-            than n_draw, the draw is filled with the rows most likely to turn into
-            violators once the model moves.
+            every violator (their keys are shifted by 1, by 2 where s <= 0): when there
+            are fewer violators than n_draw, the draw is filled with the rows most likely
+            to turn into violators once the model moves, first those that carry loss.
         C: the box before class and sample weights (see ``kind.row_box``).
     """
 
@@ -303,7 +303,8 @@ def _problem_scan(part: Partition, req: ProblemRequest, t: np.ndarray, inside: n
     is_viol = s > req.tol
     cand = np.flatnonzero(active_row & (s > -req.band))
     grows = part.offset + full[cand].astype(np.int64)
-    keys = keys_of(req.stream, grows) + (~is_viol[cand])
+    # the draw's order: violators, then rows with loss (0 < s <= tol), then the band
+    keys = keys_of(req.stream, grows) + (~is_viol[cand]) + (s[cand] <= 0)
     pick = smallest_keys(keys, req.n_draw)
     n_inside = int(inside.sum())
     return ProblemScan(

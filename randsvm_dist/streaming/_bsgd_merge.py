@@ -31,7 +31,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+
+from randsvm_dist.streaming._bsgd_types import F8, F8_1D, F8_2D, I8, I8_1D
 
 INV_PHI = 0.6180339887498949  # 1 / golden ratio
 # Iteration counts are numpy integers: a Python int constant reaches a jitted callee as a
@@ -43,15 +45,19 @@ GOLDEN_ITERS_SELECT = np.int64(12)
 GOLDEN_ITERS_MERGE = np.int64(40)  # ~ 4e-9: the executed merge is solved to near machine precision
 GD_MAX_ITERS = np.int64(200)
 GD_TOL = 1e-10
+#: golden_pair's (h, alpha_z, degradation)
+PAIR = types.UniTuple(F8, 3)
+#: gradient_merge's (z, alpha_z, kernel evaluations)
+MERGED = types.Tuple((F8_1D, F8, I8))
 
 
-@njit(cache=True)
+@njit(F8(F8, F8, F8, F8), cache=True)
 def _alpha_z_pair(h, am, an, L):
     """alpha_z for z = h x_m + (1-h) x_n (see module docstring)."""
     return am * math.exp(-L * (1.0 - h) * (1.0 - h)) + an * math.exp(-L * h * h)
 
 
-@njit(cache=True)
+@njit(PAIR(F8, F8, F8, I8), cache=True)
 def golden_pair(am, an, L, iters):
     """Best merge of two points along their line.
 
@@ -108,7 +114,7 @@ def golden_pair(am, an, L, iters):
     return h, az, max(total - az * az, 0.0)
 
 
-@njit(cache=True)
+@njit(F8(F8_2D, I8, F8_1D, F8, F8_1D), cache=True)
 def sqdist(sv, i, z, zsq, sqn):
     """|sv[i] - z|^2 from the stored norm sqn[i] and the dot product."""
     s = 0.0
@@ -117,66 +123,78 @@ def sqdist(sv, i, z, zsq, sqn):
     return max(sqn[i] + zsq - 2.0 * s, 0.0)
 
 
-@njit(cache=True)
-def _alpha_z_multi(P, a, z, gamma, kz):
-    """alpha_z = sum_i a_i k(P_i, z); kernel values written to kz."""
+@njit(F8(F8_2D, I8_1D, F8_1D, F8_1D, F8, F8_1D), cache=True)
+def _alpha_z_multi(S, rows, a, z, gamma, kz):
+    """alpha_z = sum_i a_i k(S[rows[i]], z); kernel values written to kz."""
     s = 0.0
-    for i in range(P.shape[0]):
+    for i in range(rows.shape[0]):
+        r = rows[i]
         d2 = 0.0
-        for f in range(P.shape[1]):
-            t = P[i, f] - z[f]
+        for f in range(S.shape[1]):
+            t = S[r, f] - z[f]
             d2 += t * t
         kz[i] = math.exp(-gamma * d2)
         s += a[i] * kz[i]
     return s
 
 
-@njit(cache=True)
-def gradient_merge(P, a, gamma, max_iters, tol):
-    """Merge the rows of P (coefficients a) into one point by gradient ascent on alpha_z^2.
-
-    Args:
-        P: (M, d) points; a: (M,) coefficients; gamma: kernel width.
-        max_iters: gradient steps at most; tol: stop when the relative gain is below tol.
-
-    Returns:
-        (z, alpha_z, kernel_evaluations).
-    """
-    M, d = P.shape
-    kz = np.empty(M)
-    evals = 0
-    # candidate start points
-    best_z = P[0].copy()
+@njit(I8(F8_2D, I8_1D, F8_1D, F8, F8_1D, F8_1D, F8_1D), cache=True)
+def _best_start(S, rows, a, gamma, kz, z, best_z):
+    """Write into best_z the start point of largest |alpha_z| among: the points, their
+    a-weighted mean (when the coefficients do not cancel) and their |a|-weighted mean
+    (z: scratch). Returns the candidates tried (each costs M kernel evaluations)."""
+    M, d = rows.shape[0], S.shape[1]
     best_f = -1.0
     sa = 0.0
     sabs = 0.0
     for i in range(M):
         sa += a[i]
         sabs += abs(a[i])
-    n_cand = M + 2
-    z = np.empty(d)
-    for c in range(n_cand):
+    tried = 0
+    for c in range(M + 2):
         if c < M:
             for q in range(d):
-                z[q] = P[c, q]
-        elif c == M:
-            if abs(sa) <= 1e-8 * sabs:
-                continue
-            z[:] = 0.0
-            for i in range(M):
-                z += (a[i] / sa) * P[i]
+                z[q] = S[rows[c], q]
         else:
-            z[:] = 0.0
+            if c == M and abs(sa) <= 1e-8 * sabs:
+                continue
+            for q in range(d):
+                z[q] = 0.0
             for i in range(M):
-                z += (abs(a[i]) / sabs) * P[i]
-        f = abs(_alpha_z_multi(P, a, z, gamma, kz))
-        evals += M
+                w = a[i] / sa if c == M else abs(a[i]) / sabs
+                for q in range(d):
+                    z[q] += w * S[rows[i], q]
+        f = abs(_alpha_z_multi(S, rows, a, z, gamma, kz))
+        tried += 1
         if f > best_f:
             best_f = f
             for q in range(d):
                 best_z[q] = z[q]
+    return tried
+
+
+@njit(MERGED(F8_2D, I8_1D, F8_1D, F8, I8, F8), cache=True)
+def gradient_merge(S, rows, a, gamma, max_iters, tol):
+    """Merge the points S[rows] (coefficients a) into one point by gradient ascent on
+    alpha_z^2.
+
+    Args:
+        S: points (n, d); rows: (M,) the rows of S to merge; a: (M,) their coefficients;
+            gamma: kernel width.
+        max_iters: gradient steps at most; tol: stop when the relative gain is below tol.
+
+    Returns:
+        (z, alpha_z, kernel_evaluations).
+    """
+    M, d = rows.shape[0], S.shape[1]
+    kz = np.empty(M)
+    z = np.empty(d)
+    best_z = np.empty(d)
+    for q in range(d):
+        best_z[q] = S[rows[0], q]
+    evals = _best_start(S, rows, a, gamma, kz, z, best_z) * M
     z = best_z
-    g = _alpha_z_multi(P, a, z, gamma, kz)
+    g = _alpha_z_multi(S, rows, a, z, gamma, kz)
     evals += M
     F = g * g
     grad = np.empty(d)
@@ -184,11 +202,12 @@ def gradient_merge(P, a, gamma, max_iters, tol):
     step = 1.0
     for _ in range(max_iters):
         # grad of F = g^2 is 2 g * 2 gamma * sum_i a_i k_i (P_i - z)
-        grad[:] = 0.0
+        for f in range(d):
+            grad[f] = 0.0
         for i in range(M):
             w = a[i] * kz[i]
             for f in range(d):
-                grad[f] += w * (P[i, f] - z[f])
+                grad[f] += w * (S[rows[i], f] - z[f])
         gn2 = 0.0
         for f in range(d):
             grad[f] *= 4.0 * gamma * g
@@ -201,14 +220,14 @@ def gradient_merge(P, a, gamma, max_iters, tol):
         for _ls in range(60):
             for f in range(d):
                 trial[f] = z[f] + step * grad[f]
-            gt = _alpha_z_multi(P, a, trial, gamma, kz)
+            gt = _alpha_z_multi(S, rows, a, trial, gamma, kz)
             evals += M
             if gt * gt >= F + 1e-4 * step * gn2:
                 improved = True
                 break
             step *= 0.5
         if not improved:
-            g = _alpha_z_multi(P, a, z, gamma, kz)
+            g = _alpha_z_multi(S, rows, a, z, gamma, kz)
             evals += M
             break
         gain = gt * gt - F

@@ -69,12 +69,11 @@ from randsvm_dist.core.validation import (
     check_positive,
 )
 from randsvm_dist.exceptions import ParameterError, SchemaError
-from randsvm_dist.streaming import _bsgd_kernels as _k
-from randsvm_dist.streaming import _bsgd_merge as _m
+from randsvm_dist.streaming import _bsgd_types as _t
 from randsvm_dist.streaming.base import StreamingClassifier
 from randsvm_dist.streaming.bsgd_binary import _BinaryBSGD
 
-MERGE_METHODS = {"golden": _k.MERGE_GOLDEN, "gradient": _k.MERGE_GRADIENT}
+MERGE_METHODS = {"golden": _t.MERGE_GOLDEN, "gradient": _t.MERGE_GRADIENT}
 
 
 def merge_points(points: np.ndarray, alphas: np.ndarray, gamma: float,
@@ -104,8 +103,11 @@ def merge_points(points: np.ndarray, alphas: np.ndarray, gamma: float,
     gamma = check_positive(gamma, "gamma")
     if method not in MERGE_METHODS:
         raise ParameterError(f"method must be 'golden' or 'gradient'; got {method!r}")
+    from randsvm_dist.streaming import _bsgd_merge as _m  # compiles: see _bsgd_types
+
     if method == "gradient":
-        z, az, _ = _m.gradient_merge(P, a, gamma, _m.GD_MAX_ITERS, _m.GD_TOL)
+        z, az, _ = _m.gradient_merge(P, np.arange(len(P)), a, gamma, _m.GD_MAX_ITERS,
+                                     _m.GD_TOL)
         return z, float(az)
     z, az = P[0].copy(), a[0]
     for p in range(1, len(P)):
@@ -219,22 +221,22 @@ class BudgetedSGD(StreamingClassifier):
     @property
     def n_kernel_evals_(self) -> int:
         """Kernel evaluations in training (margins, partner search, merges), all learners."""
-        return self._sum_counter(_k.C_KERNEL_EVALS)
+        return self._sum_counter(_t.C_KERNEL_EVALS)
 
     @property
     def n_maintenance_(self) -> int:
         """Budget maintenance events (each merges up to merge_size points into one)."""
-        return self._sum_counter(_k.C_MAINTENANCE)
+        return self._sum_counter(_t.C_MAINTENANCE)
 
     @property
     def n_merges_(self) -> int:
         """Points merged away (= binary merges; M-1 per maintenance event)."""
-        return self._sum_counter(_k.C_BINARY_MERGES)
+        return self._sum_counter(_t.C_BINARY_MERGES)
 
     @property
     def n_violations_(self) -> int:
         """Margin violations, i.e. support vectors added by SGD steps."""
-        return self._sum_counter(_k.C_VIOLATIONS)
+        return self._sum_counter(_t.C_VIOLATIONS)
 
     @property
     def n_support_(self) -> np.ndarray:

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.numerics.kernels import Kernel, decision_values
-from randsvm_dist.streaming import _bsgd_kernels as _k
+from randsvm_dist.streaming import _bsgd_types as _t
 from randsvm_dist.streaming.base import gamma_moments, learner_gamma
 
 # averaging: the iterate is folded into the averaged model every
@@ -29,6 +29,15 @@ FOLD_RIDGE = 1e-6  # ridge of the projection in a fold (kernel matrices of broad
 # on a9a (B=500, benchmarks/bench_streaming_papers.py --suite bsgd), multi-merging it
 # (even near partners only) loses 3-6 points, because the averaged model has no SGD steps
 # after it to repair a merge
+
+
+def _kernels():
+    """The compiled kernels (:mod:`._bsgd_kernels`), imported on first use: importing them
+    compiles each for its one signature or loads it from numba's cache, which a program
+    importing the streaming learners without fitting this one should not pay for."""
+    from randsvm_dist.streaming import _bsgd_kernels
+
+    return _bsgd_kernels
 
 
 def _rbf64(A: np.ndarray, B: np.ndarray, gamma: float) -> np.ndarray:
@@ -160,7 +169,7 @@ class _BinaryBSGD:
         self.t = 0
         self.bias = 0.0
         self.n_rows_seen = 0
-        self.counters = np.zeros(_k.N_COUNTERS, dtype=np.int64)
+        self.counters = np.zeros(_t.N_COUNTERS, dtype=np.int64)
         self.average = bool(average)
         self.fold_every = max(FOLD_MIN_STEPS, min(FOLD_BUDGETS * budget, FOLD_MAX_STEPS))
         self.avg_sv = np.zeros((0, n_features))
@@ -168,7 +177,7 @@ class _BinaryBSGD:
         self.avg_b = 0.0
         self.avg_w = 0.0
         self.avg_t = 0  # step of the last fold
-        self.avg_counters = np.zeros(_k.N_COUNTERS, dtype=np.int64)  # folds' merges
+        self.avg_counters = np.zeros(_t.N_COUNTERS, dtype=np.int64)  # folds' merges
 
     # -- learning --------------------------------------------------------------------------
     def _resolve(self, X) -> None:
@@ -191,9 +200,13 @@ class _BinaryBSGD:
         n = X.shape[0]
         w = np.ones(n) if sample_weight is None else \
             np.ascontiguousarray(sample_weight, dtype=np.float64)
+        kernels = _kernels()
         sparse = sp.issparse(X)
-        if sparse:
+        if sparse:  # the kernels' one signature: int64 indices, float32 values
             ip, ix = X.indptr.astype(np.int64), X.indices.astype(np.int64)
+            data = np.ascontiguousarray(X.data, dtype=np.float32)
+        else:
+            X = np.ascontiguousarray(X, dtype=np.float32)
         for _ in range(self.epochs):
             order = (np.arange(n, dtype=np.int64) if self.epochs == 1
                      else self.rng.permutation(n).astype(np.int64))
@@ -207,9 +220,9 @@ class _BinaryBSGD:
                         self.bias, self.fit_intercept, self.gamma, self.budget,
                         self.merge_size, self.method, self.counters)
                 if sparse:
-                    out = _k.train_sparse(ip, ix, X.data, y, *args)
+                    out = kernels.train_sparse(ip, ix, data, y, *args)
                 else:
-                    out = _k.train_dense(X, y, *args)
+                    out = kernels.train_dense(X, y, *args)
                 self.n_sv, self.t, self.bias = int(out[0]), int(out[1]), float(out[2])
                 at += step
                 if self.average and self.t - self.avg_t >= self.fold_every:
@@ -240,7 +253,7 @@ class _BinaryBSGD:
             np.add.at(coef, idx[kept], old[kept])
             if not kept.all():
                 evals = _project_lost(target.avg_sv[~kept], old[~kept], S, self.gamma, coef)
-                target.avg_counters[_k.C_KERNEL_EVALS] += evals
+                target.avg_counters[_t.C_KERNEL_EVALS] += evals
         target.avg_b = target.avg_b * (target.avg_w / tot) + self.last_intercept * (wt / tot)
         target.avg_w = tot
         target.avg_t = self.t
@@ -254,7 +267,7 @@ class _BinaryBSGD:
         P = np.ascontiguousarray(P, dtype=np.float64)
         sqn = np.einsum("ij,ij->i", P, P)
         c = np.ascontiguousarray(c, dtype=np.float64).copy()
-        m = int(_k.shrink_to_budget(P, sqn, c, n, self.budget, self.gamma, 2, self.method,
+        m = int(_kernels().shrink_to_budget(P, sqn, c, n, self.budget, self.gamma, 2, self.method,
                                     counters))
         return P[:m].copy(), c[:m].copy()
 
@@ -369,7 +382,7 @@ class _BinaryBSGD:
         out.beta[:n_all] = c * scale
         out.bias = (s1 * self.last_intercept + s2 * other.last_intercept) * scale
         out.n_rows_seen = n1 + n2
-        out.n_sv = int(_k.shrink_to_budget(out.sv, out.sqn, out.beta, n_all, self.budget,
+        out.n_sv = int(_kernels().shrink_to_budget(out.sv, out.sqn, out.beta, n_all, self.budget,
                                            self.gamma, self.merge_size, self.method,
                                            out.counters))
         # back to the standard capacity for further training

@@ -103,12 +103,14 @@ def merge_points(points: np.ndarray, alphas: np.ndarray, gamma: float,
     gamma = check_positive(gamma, "gamma")
     if method not in MERGE_METHODS:
         raise ParameterError(f"method must be 'golden' or 'gradient'; got {method!r}")
-    from randsvm_dist.streaming import _bsgd_merge as _m  # compiles: see _bsgd_types
+    if method == "gradient":  # the kernel modules compile on import (see _bsgd_compiled)
+        from randsvm_dist.streaming import _bsgd_gradient as _g
 
-    if method == "gradient":
-        z, az, _ = _m.gradient_merge(P, np.arange(len(P)), a, gamma, _m.GD_MAX_ITERS,
-                                     _m.GD_TOL)
+        z, az, _ = _g.gradient_merge(P, np.arange(len(P), dtype=np.int64), a, gamma,
+                                     _g.GD_MAX_ITERS, _g.GD_TOL)
         return z, float(az)
+    from randsvm_dist.streaming import _bsgd_merge as _m
+
     z, az = P[0].copy(), a[0]
     for p in range(1, len(P)):
         L = gamma * float(np.sum((z - P[p]) ** 2))

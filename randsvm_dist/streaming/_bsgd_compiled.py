@@ -2,9 +2,10 @@
 
 Importing a kernel module compiles its kernels for their one signature each, or loads
 them from numba's cache (:mod:`._bsgd_types`), so a fit pays only for what it runs: a fit
-on CSR rows with the default golden-section merges imports :mod:`._bsgd_kernels` and
-:mod:`._bsgd_pass_csr` alone, never the dense pass or the gradient merge, and a program
-importing the streaming learners without fitting this one compiles nothing.
+on CSR rows with the default golden-section merges imports :mod:`._bsgd_merge`,
+:mod:`._bsgd_kernels` and :mod:`._bsgd_pass_csr` alone (five kernels), never the dense
+pass or the gradient merge, and a program importing the streaming learners without
+fitting this one compiles nothing.
 """
 
 from __future__ import annotations

@@ -15,10 +15,11 @@ margin test, the admission of a violator); the passes over dense and CSR rows ar
 
 Compilation: :func:`maintain_golden` is compiled for its one signature
 (:mod:`._bsgd_types`) when this module is imported; the helpers marked ``inline="always"``
-are compiled into their callers only (a separately compiled callee is optimised and
-translated again inside every caller, which made the first fit's compilation several
-times longer; inlining the bigger :func:`maintain_golden` or the pair maths instead costs
-more in numba's type inference than it saves).
+are compiled into their callers only. A callee compiled on its own is optimised and
+translated to machine code again inside each of its callers, so a deep chain of them
+(pass, admission, maintenance, partner search, pair merge) more than doubled a first
+fit's compilation; inlining the bigger :func:`maintain_golden` or the pair maths instead
+costs more in numba's type inference than it saves.
 """
 
 from __future__ import annotations

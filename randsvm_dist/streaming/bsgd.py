@@ -11,7 +11,7 @@ them into one new point: the SV with the smallest ``|alpha|`` and its M-1 best p
 pairwise weight degradation, either by a chain of binary golden-section merges (MM-BSGD,
 ``merge_method='golden'``) or by gradient ascent over the merged point (MM-GD,
 ``merge_method='gradient'``). M=2 is plain BSGD-merge. The merge maths, including where the paper's
-printed algorithm is garbled, is derived in :mod:`._bsgd_merge`.
+printed algorithm is garbled, is derived in :mod:`._bsgd_merge` and :mod:`._bsgd_gradient`.
 
 Details the paper leaves open, as implemented:
 

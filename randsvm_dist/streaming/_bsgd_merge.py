@@ -1,5 +1,6 @@
 """Compiled merge maths of :class:`~randsvm_dist.streaming.bsgd.BudgetedSGD` (numba): the
-golden-section merge of two weighted points and the gradient merge of M points.
+golden-section merge of two weighted points (the M-point gradient merge is
+:mod:`._bsgd_gradient`'s).
 
 Merge maths (Gaussian kernel ``k(a, b) = exp(-gamma |a - b|^2)``), derived here because the
 paper states it in words only:
@@ -17,21 +18,17 @@ paper states it in words only:
   ``[1, 1 + min(alpha_m/(alpha_m+alpha_n) - 1, 5/sqrt(L))]``. Since ``alpha_z(h)`` may be
   bimodal on [0, 1] for far-apart points, the search result is also compared with the two
   end points (``z = x_m`` or ``z = x_n``).
-- M points (MM-GD): ``grad_z alpha_z = 2 gamma sum_i alpha_i k(x_i, z) (x_i - z)``; gradient
-  ascent on ``alpha_z^2`` with a backtracking (Armijo) step. The paper's Algorithm 2 prints
-  its loop condition as ``while |Delta_t| < eps``, which would stop at once; we iterate
-  *until* the relative gain in ``alpha_z^2`` falls below ``eps``. Its start point
-  ``sum alpha_i x_i / sum alpha_i`` is undefined when the coefficients cancel, so we start
-  from the best (largest ``|alpha_z|``) of: that weighted mean (when defined), the
-  ``|alpha|``-weighted mean, and the M points themselves.
-"""
 
+Each kernel is compiled for its one signature (:mod:`._bsgd_types`) on import.
+"""
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+
+from randsvm_dist.streaming._bsgd_types import F8, F8_1D, F8_2D, I8
 
 INV_PHI = 0.6180339887498949  # 1 / golden ratio
 # Iteration counts are numpy integers: a Python int constant reaches a jitted callee as a
@@ -41,17 +38,17 @@ INV_PHI = 0.6180339887498949  # 1 / golden ratio
 # its minimum, so this ranks partners like a full search at half the cost
 GOLDEN_ITERS_SELECT = np.int64(12)
 GOLDEN_ITERS_MERGE = np.int64(40)  # ~ 4e-9: the executed merge is solved to near machine precision
-GD_MAX_ITERS = np.int64(200)
-GD_TOL = 1e-10
+#: golden_pair's (h, alpha_z, degradation)
+PAIR = types.UniTuple(F8, 3)
 
 
-@njit(cache=True)
+@njit(F8(F8, F8, F8, F8), cache=True)
 def _alpha_z_pair(h, am, an, L):
     """alpha_z for z = h x_m + (1-h) x_n (see module docstring)."""
     return am * math.exp(-L * (1.0 - h) * (1.0 - h)) + an * math.exp(-L * h * h)
 
 
-@njit(cache=True)
+@njit(PAIR(F8, F8, F8, I8), cache=True)
 def golden_pair(am, an, L, iters):
     """Best merge of two points along their line.
 
@@ -108,7 +105,7 @@ def golden_pair(am, an, L, iters):
     return h, az, max(total - az * az, 0.0)
 
 
-@njit(cache=True)
+@njit(F8(F8_2D, I8, F8_1D, F8, F8_1D), cache=True)
 def sqdist(sv, i, z, zsq, sqn):
     """|sv[i] - z|^2 from the stored norm sqn[i] and the dot product."""
     s = 0.0
@@ -117,105 +114,3 @@ def sqdist(sv, i, z, zsq, sqn):
     return max(sqn[i] + zsq - 2.0 * s, 0.0)
 
 
-@njit(cache=True)
-def _alpha_z_multi(P, a, z, gamma, kz):
-    """alpha_z = sum_i a_i k(P_i, z); kernel values written to kz."""
-    s = 0.0
-    for i in range(P.shape[0]):
-        d2 = 0.0
-        for f in range(P.shape[1]):
-            t = P[i, f] - z[f]
-            d2 += t * t
-        kz[i] = math.exp(-gamma * d2)
-        s += a[i] * kz[i]
-    return s
-
-
-@njit(cache=True)
-def gradient_merge(P, a, gamma, max_iters, tol):
-    """Merge the rows of P (coefficients a) into one point by gradient ascent on alpha_z^2.
-
-    Args:
-        P: (M, d) points; a: (M,) coefficients; gamma: kernel width.
-        max_iters: gradient steps at most; tol: stop when the relative gain is below tol.
-
-    Returns:
-        (z, alpha_z, kernel_evaluations).
-    """
-    M, d = P.shape
-    kz = np.empty(M)
-    evals = 0
-    # candidate start points
-    best_z = P[0].copy()
-    best_f = -1.0
-    sa = 0.0
-    sabs = 0.0
-    for i in range(M):
-        sa += a[i]
-        sabs += abs(a[i])
-    n_cand = M + 2
-    z = np.empty(d)
-    for c in range(n_cand):
-        if c < M:
-            for q in range(d):
-                z[q] = P[c, q]
-        elif c == M:
-            if abs(sa) <= 1e-8 * sabs:
-                continue
-            z[:] = 0.0
-            for i in range(M):
-                z += (a[i] / sa) * P[i]
-        else:
-            z[:] = 0.0
-            for i in range(M):
-                z += (abs(a[i]) / sabs) * P[i]
-        f = abs(_alpha_z_multi(P, a, z, gamma, kz))
-        evals += M
-        if f > best_f:
-            best_f = f
-            for q in range(d):
-                best_z[q] = z[q]
-    z = best_z
-    g = _alpha_z_multi(P, a, z, gamma, kz)
-    evals += M
-    F = g * g
-    grad = np.empty(d)
-    trial = np.empty(d)
-    step = 1.0
-    for _ in range(max_iters):
-        # grad of F = g^2 is 2 g * 2 gamma * sum_i a_i k_i (P_i - z)
-        grad[:] = 0.0
-        for i in range(M):
-            w = a[i] * kz[i]
-            for f in range(d):
-                grad[f] += w * (P[i, f] - z[f])
-        gn2 = 0.0
-        for f in range(d):
-            grad[f] *= 4.0 * gamma * g
-            gn2 += grad[f] * grad[f]
-        if gn2 == 0.0:
-            break
-        # natural scale: the fixed-point step 1 / (4 gamma g sum a_i k_i) ~ 1 / (4 gamma F)
-        step = max(step, 1.0 / (4.0 * gamma * max(F, 1e-300))) * 2.0
-        improved = False
-        for _ls in range(60):
-            for f in range(d):
-                trial[f] = z[f] + step * grad[f]
-            gt = _alpha_z_multi(P, a, trial, gamma, kz)
-            evals += M
-            if gt * gt >= F + 1e-4 * step * gn2:
-                improved = True
-                break
-            step *= 0.5
-        if not improved:
-            g = _alpha_z_multi(P, a, z, gamma, kz)
-            evals += M
-            break
-        gain = gt * gt - F
-        for f in range(d):
-            z[f] = trial[f]
-        g = gt
-        F = gt * gt
-        if gain <= tol * F:
-            break
-    return z, g, evals

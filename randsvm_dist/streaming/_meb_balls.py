@@ -212,7 +212,7 @@ def enclose_newest(rows, bb, Q, ee, rr, st, BX, By, Bf, Bn, Biw, nbuf, kmax, bet
     j = int(st[ST_NB]) - 1
     m = nbuf + 1
     K = np.zeros((m, m))
-    buffer_kernel(K, 1, BX, Bn, nbuf, kid, gamma, degree, coef0)
+    buffer_kernel(K, np.int64(1), BX, Bn, nbuf, kid, gamma, degree, coef0)  # not a literal
     ys = np.zeros(m)
     e2 = np.zeros(m)
     ys[1:] = By[:nbuf]

@@ -204,7 +204,7 @@ def _ramp_solve_v(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, cb, g,
     inact = np.zeros(n, dtype=np.bool_)
     all_idx = np.arange(n)
     while True:
-        na = 0
+        na = np.int64(0)  # not a literal: a literal 0 argument compiles _ramp_smo twice
         for k in range(n):
             inact[k] = False
             if state[k] == 2 and (alpha[k] > 0.0 or g[k] > -SHRINK_MARGIN):

@@ -11,7 +11,7 @@ them into one new point: the SV with the smallest ``|alpha|`` and its M-1 best p
 pairwise weight degradation, either by a chain of binary golden-section merges (MM-BSGD,
 ``merge_method='golden'``) or by gradient ascent over the merged point (MM-GD,
 ``merge_method='gradient'``). M=2 is plain BSGD-merge. The merge maths, including where the paper's
-printed algorithm is garbled, is derived in :mod:`._bsgd_merge`.
+printed algorithm is garbled, is derived in :mod:`._bsgd_merge` and :mod:`._bsgd_gradient`.
 
 Details the paper leaves open, as implemented:
 
@@ -69,12 +69,11 @@ from randsvm_dist.core.validation import (
     check_positive,
 )
 from randsvm_dist.exceptions import ParameterError, SchemaError
-from randsvm_dist.streaming import _bsgd_kernels as _k
-from randsvm_dist.streaming import _bsgd_merge as _m
+from randsvm_dist.streaming import _bsgd_types as _t
 from randsvm_dist.streaming.base import StreamingClassifier
 from randsvm_dist.streaming.bsgd_binary import _BinaryBSGD
 
-MERGE_METHODS = {"golden": _k.MERGE_GOLDEN, "gradient": _k.MERGE_GRADIENT}
+MERGE_METHODS = {"golden": _t.MERGE_GOLDEN, "gradient": _t.MERGE_GRADIENT}
 
 
 def merge_points(points: np.ndarray, alphas: np.ndarray, gamma: float,
@@ -104,9 +103,14 @@ def merge_points(points: np.ndarray, alphas: np.ndarray, gamma: float,
     gamma = check_positive(gamma, "gamma")
     if method not in MERGE_METHODS:
         raise ParameterError(f"method must be 'golden' or 'gradient'; got {method!r}")
-    if method == "gradient":
-        z, az, _ = _m.gradient_merge(P, a, gamma, _m.GD_MAX_ITERS, _m.GD_TOL)
+    if method == "gradient":  # the kernel modules compile on import (see _bsgd_compiled)
+        from randsvm_dist.streaming import _bsgd_gradient as _g
+
+        z, az, _ = _g.gradient_merge(P, np.arange(len(P), dtype=np.int64), a, gamma,
+                                     _g.GD_MAX_ITERS, _g.GD_TOL)
         return z, float(az)
+    from randsvm_dist.streaming import _bsgd_merge as _m
+
     z, az = P[0].copy(), a[0]
     for p in range(1, len(P)):
         L = gamma * float(np.sum((z - P[p]) ** 2))
@@ -219,22 +223,22 @@ class BudgetedSGD(StreamingClassifier):
     @property
     def n_kernel_evals_(self) -> int:
         """Kernel evaluations in training (margins, partner search, merges), all learners."""
-        return self._sum_counter(_k.C_KERNEL_EVALS)
+        return self._sum_counter(_t.C_KERNEL_EVALS)
 
     @property
     def n_maintenance_(self) -> int:
         """Budget maintenance events (each merges up to merge_size points into one)."""
-        return self._sum_counter(_k.C_MAINTENANCE)
+        return self._sum_counter(_t.C_MAINTENANCE)
 
     @property
     def n_merges_(self) -> int:
         """Points merged away (= binary merges; M-1 per maintenance event)."""
-        return self._sum_counter(_k.C_BINARY_MERGES)
+        return self._sum_counter(_t.C_BINARY_MERGES)
 
     @property
     def n_violations_(self) -> int:
         """Margin violations, i.e. support vectors added by SGD steps."""
-        return self._sum_counter(_k.C_VIOLATIONS)
+        return self._sum_counter(_t.C_VIOLATIONS)
 
     @property
     def n_support_(self) -> np.ndarray:

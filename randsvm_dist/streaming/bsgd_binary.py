@@ -12,7 +12,8 @@ import scipy.sparse as sp
 
 from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.numerics.kernels import Kernel, decision_values
-from randsvm_dist.streaming import _bsgd_kernels as _k
+from randsvm_dist.streaming import _bsgd_compiled as _c
+from randsvm_dist.streaming import _bsgd_types as _t
 from randsvm_dist.streaming.base import gamma_moments, learner_gamma
 
 # averaging: the iterate is folded into the averaged model every
@@ -160,7 +161,7 @@ class _BinaryBSGD:
         self.t = 0
         self.bias = 0.0
         self.n_rows_seen = 0
-        self.counters = np.zeros(_k.N_COUNTERS, dtype=np.int64)
+        self.counters = np.zeros(_t.N_COUNTERS, dtype=np.int64)
         self.average = bool(average)
         self.fold_every = max(FOLD_MIN_STEPS, min(FOLD_BUDGETS * budget, FOLD_MAX_STEPS))
         self.avg_sv = np.zeros((0, n_features))
@@ -168,7 +169,7 @@ class _BinaryBSGD:
         self.avg_b = 0.0
         self.avg_w = 0.0
         self.avg_t = 0  # step of the last fold
-        self.avg_counters = np.zeros(_k.N_COUNTERS, dtype=np.int64)  # folds' merges
+        self.avg_counters = np.zeros(_t.N_COUNTERS, dtype=np.int64)  # folds' merges
 
     # -- learning --------------------------------------------------------------------------
     def _resolve(self, X) -> None:
@@ -191,9 +192,12 @@ class _BinaryBSGD:
         n = X.shape[0]
         w = np.ones(n) if sample_weight is None else \
             np.ascontiguousarray(sample_weight, dtype=np.float64)
-        sparse = sp.issparse(X)
-        if sparse:
-            ip, ix = X.indptr.astype(np.int64), X.indices.astype(np.int64)
+        if sp.issparse(X):  # the pass's one signature: int64 indices, float32 values
+            rows = (X.indptr.astype(np.int64), X.indices.astype(np.int64),
+                    np.ascontiguousarray(X.data, dtype=np.float32))
+        else:
+            rows = (np.ascontiguousarray(X, dtype=np.float32),)
+        train = _c.training_pass(sp.issparse(X))
         for _ in range(self.epochs):
             order = (np.arange(n, dtype=np.int64) if self.epochs == 1
                      else self.rng.permutation(n).astype(np.int64))
@@ -202,20 +206,27 @@ class _BinaryBSGD:
                 step = n - at
                 if self.average:
                     step = min(step, self.avg_t + self.fold_every - self.t)
-                part = order[at:at + step]
-                args = (w, part, self.sv, self.sqn, self.beta, self.n_sv, self.t, self.lam,
-                        self.bias, self.fit_intercept, self.gamma, self.budget,
-                        self.merge_size, self.method, self.counters)
-                if sparse:
-                    out = _k.train_sparse(ip, ix, X.data, y, *args)
-                else:
-                    out = _k.train_dense(X, y, *args)
-                self.n_sv, self.t, self.bias = int(out[0]), int(out[1]), float(out[2])
+                self._steps(train, rows, y, w, order[at:at + step])
                 at += step
                 if self.average and self.t - self.avg_t >= self.fold_every:
                     self._fold_into(self)
         self.n_rows_seen += n
         return self
+
+    def _steps(self, train, rows: tuple, y: np.ndarray, w: np.ndarray,
+               order: np.ndarray) -> None:
+        """SGD steps on ``rows`` in ``order`` by the compiled pass ``train``; an M-point
+        gradient merge the pass leaves due (it stops there) runs here before the rest."""
+        done = 0
+        while done < len(order):
+            out = train(*rows, y, w, order[done:], self.sv, self.sqn, self.beta, self.n_sv,
+                        self.t, self.lam, self.bias, self.fit_intercept, self.gamma,
+                        self.budget, self.merge_size, self.method, self.counters)
+            self.n_sv, self.t, self.bias = int(out[0]), int(out[1]), float(out[2])
+            done += int(out[3])
+            if self.n_sv > self.budget:
+                self.n_sv = _c.maintain(self.sv, self.sqn, self.beta, self.n_sv, self.gamma,
+                                        self.merge_size, self.method, self.counters)
 
     def _fold_into(self, target: _BinaryBSGD) -> None:
         """Fold this learner's current iterate into ``target``'s averaged model with weight
@@ -240,7 +251,7 @@ class _BinaryBSGD:
             np.add.at(coef, idx[kept], old[kept])
             if not kept.all():
                 evals = _project_lost(target.avg_sv[~kept], old[~kept], S, self.gamma, coef)
-                target.avg_counters[_k.C_KERNEL_EVALS] += evals
+                target.avg_counters[_t.C_KERNEL_EVALS] += evals
         target.avg_b = target.avg_b * (target.avg_w / tot) + self.last_intercept * (wt / tot)
         target.avg_w = tot
         target.avg_t = self.t
@@ -254,7 +265,7 @@ class _BinaryBSGD:
         P = np.ascontiguousarray(P, dtype=np.float64)
         sqn = np.einsum("ij,ij->i", P, P)
         c = np.ascontiguousarray(c, dtype=np.float64).copy()
-        m = int(_k.shrink_to_budget(P, sqn, c, n, self.budget, self.gamma, 2, self.method,
+        m = int(_c.shrink_to_budget(P, sqn, c, n, self.budget, self.gamma, 2, self.method,
                                     counters))
         return P[:m].copy(), c[:m].copy()
 
@@ -369,7 +380,7 @@ class _BinaryBSGD:
         out.beta[:n_all] = c * scale
         out.bias = (s1 * self.last_intercept + s2 * other.last_intercept) * scale
         out.n_rows_seen = n1 + n2
-        out.n_sv = int(_k.shrink_to_budget(out.sv, out.sqn, out.beta, n_all, self.budget,
+        out.n_sv = int(_c.shrink_to_budget(out.sv, out.sqn, out.beta, n_all, self.budget,
                                            self.gamma, self.merge_size, self.method,
                                            out.counters))
         # back to the standard capacity for further training

@@ -1,0 +1,68 @@
+"""BudgetedSGD's way into its compiled kernels: each kernel module is imported on first use.
+
+Importing a kernel module compiles its kernels for their one signature each, or loads
+them from numba's cache (:mod:`._bsgd_types`), so a fit pays only for what it runs: a fit
+on CSR rows with the default golden-section merges imports :mod:`._bsgd_merge`,
+:mod:`._bsgd_kernels` and :mod:`._bsgd_pass_csr` alone (five kernels), never the dense
+pass or the gradient merge, and a program importing the streaming learners without
+fitting this one compiles nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from randsvm_dist.streaming._bsgd_types import MERGE_GOLDEN
+
+
+def training_pass(sparse: bool) -> Callable:
+    """The compiled SGD pass over CSR (``sparse``) or dense rows.
+
+    Returns:
+        :func:`._bsgd_pass_csr.train_sparse` or :func:`._bsgd_pass_dense.train_dense`.
+    """
+    if sparse:
+        from randsvm_dist.streaming._bsgd_pass_csr import train_sparse
+
+        return train_sparse
+    from randsvm_dist.streaming._bsgd_pass_dense import train_dense
+
+    return train_dense
+
+
+def maintain(sv: np.ndarray, sqn: np.ndarray, beta: np.ndarray, n_sv: int, gamma: float,
+             m: int, method: int, counters: np.ndarray) -> int:
+    """One budget maintenance step: merge m points (the smallest-|beta| SV and its m-1 best
+    partners) into one, by a chain of golden-section merges (``method`` golden, and any
+    merge of two points) or by the gradient merge. Modifies sv/sqn/beta/counters.
+
+    Args:
+        sv, sqn, beta: the budget (C-contiguous float64), first n_sv rows in use.
+        gamma: kernel width; m: points merged (2 <= m <= n_sv); method: ``MERGE_*``;
+        counters: the learner's int64 counters.
+
+    Returns:
+        the new number of SVs (n_sv - m + 1).
+    """
+    if method == MERGE_GOLDEN or m == 2:
+        from randsvm_dist.streaming._bsgd_kernels import maintain_golden as step
+    else:
+        from randsvm_dist.streaming._bsgd_gradient import maintain_gradient as step
+    return int(step(sv, sqn, beta, n_sv, gamma, m, counters))
+
+
+def shrink_to_budget(sv: np.ndarray, sqn: np.ndarray, beta: np.ndarray, n_sv: int,
+                     budget: int, gamma: float, merge_size: int, method: int,
+                     counters: np.ndarray) -> int:
+    """Multi-merge (:func:`maintain`) until at most ``budget`` SVs remain; the last merge
+    takes only as many points as needed.
+
+    Returns:
+        the new number of SVs.
+    """
+    while n_sv > budget:
+        m = min(merge_size, n_sv - budget + 1)
+        n_sv = maintain(sv, sqn, beta, n_sv, gamma, m, method, counters)
+    return n_sv

@@ -1,0 +1,47 @@
+"""The compiled SGD pass of :class:`~randsvm_dist.streaming.bsgd.BudgetedSGD` over dense rows
+(numba; compiled for its one signature, :mod:`._bsgd_types`, when imported: the learner
+imports it on its first fit on dense rows)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from randsvm_dist.streaming._bsgd_kernels import admit, violates
+from randsvm_dist.streaming._bsgd_types import F4_2D_IN, MERGE_GOLDEN, PASS_TAIL, PASSED
+
+
+@njit(cache=True, inline="always")
+def _dot_dense(sv, n_sv, x, out):
+    for j in range(n_sv):
+        s = 0.0
+        for f in range(x.shape[0]):
+            s += sv[j, f] * x[f]
+        out[j] = s
+
+
+@njit(PASSED(F4_2D_IN, *PASS_TAIL), cache=True)
+def train_dense(X, y, w, order, sv, sqn, beta, n_sv, t, lam, bias, fit_intercept, gamma,
+                budget, merge_size, method, counters):
+    """One pass of budgeted Pegasos over the dense float32 rows X[order]; the other
+    arguments and the result as :func:`._bsgd_pass_csr.train_sparse`'s."""
+    golden = method == MERGE_GOLDEN or merge_size == 2
+    d = X.shape[1]
+    dots = np.empty(sv.shape[0])
+    x = np.empty(d)
+    for q in range(order.shape[0]):
+        r = order[q]
+        t += 1
+        xsq = 0.0
+        for f in range(d):
+            x[f] = X[r, f]
+            xsq += x[f] * x[f]
+        _dot_dense(sv, n_sv, x, dots)
+        if violates(sqn, beta, n_sv, dots, xsq, y[r], t, lam, bias, gamma, counters):
+            for f in range(d):
+                sv[n_sv, f] = x[f]
+            n_sv, bias = admit(sv, sqn, beta, n_sv, xsq, y[r] * w[r], bias, fit_intercept,
+                               gamma, budget, merge_size, golden, counters)
+            if n_sv > budget:
+                return n_sv, t, bias, q + 1
+    return n_sv, t, bias, order.shape[0]

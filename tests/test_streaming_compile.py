@@ -1,0 +1,121 @@
+"""BudgetedSGD's compiled kernels: one signature per kernel whatever the input's dtypes,
+index types and layout (the same model bytes from each), and a first fit that compiles
+only the kernels it runs into numba's cache, which a second process loads."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_moons
+
+from randsvm_dist.streaming import BudgetedSGD
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNEL_MODULES = ("_bsgd_merge", "_bsgd_kernels", "_bsgd_gradient", "_bsgd_pass_csr",
+                  "_bsgd_pass_dense")
+# what a fit on CSR rows with the default golden-section merges compiles
+CSR_GOLDEN = {"_bsgd_merge._alpha_z_pair", "_bsgd_merge.golden_pair", "_bsgd_merge.sqdist",
+              "_bsgd_kernels.maintain_golden", "_bsgd_pass_csr.train_sparse"}
+
+
+def dispatchers(module: str) -> dict:
+    """The numba dispatchers defined in ``randsvm_dist.streaming.<module>``, by name."""
+    mod = importlib.import_module(f"randsvm_dist.streaming.{module}")
+    return {name: obj for name, obj in vars(mod).items()
+            if type(obj).__name__ == "CPUDispatcher" and obj.__module__ == mod.__name__}
+
+
+def input_variants(X: np.ndarray) -> dict:
+    """X as float64/float32, C/F order, CSR with int32/int64 indices, and read-only."""
+    csr = sp.csr_matrix(X)
+    wide = csr.copy()
+    wide.indices, wide.indptr = wide.indices.astype(np.int64), wide.indptr.astype(np.int64)
+    frozen = X.astype(np.float32)  # as validated: reaches the kernels without a copy
+    frozen.flags.writeable = False
+    frozen_csr = sp.csr_matrix(X.astype(np.float32))
+    for part in (frozen_csr.data, frozen_csr.indices, frozen_csr.indptr):
+        part.flags.writeable = False
+    return {"dense64": X, "dense32": X.astype(np.float32), "fortran": np.asfortranarray(X),
+            "readonly": frozen, "csr64": csr, "csr32": csr.astype(np.float32),
+            "csr_int64": wide, "csr_readonly": frozen_csr}
+
+
+def model_bytes(est: BudgetedSGD) -> bytes:
+    lr = est.learners_[0]
+    return b"".join(np.ascontiguousarray(a).tobytes() for a in (
+        lr.model_support_vectors, lr.coef, np.array([lr.intercept]), lr.support_vectors,
+        lr.last_coef, lr.counters))
+
+
+@pytest.mark.parametrize("params", [dict(), dict(merge_size=3),
+                                    dict(merge_size=4, merge_method="gradient"),
+                                    dict(merge_size=3, epochs=2, average=False,
+                                         fit_intercept=True)])
+def test_one_signature_per_kernel_and_one_model_whatever_the_input(params):
+    X, y = make_moons(400, noise=0.2, random_state=0)
+    X = np.hstack([X, np.zeros((len(X), 3))])  # zero columns: sparse rows
+    models = {}
+    for name, Xv in input_variants(X).items():
+        est = BudgetedSGD(budget=15, gamma=1.0, random_state=0, **params).fit(Xv, y)
+        half = BudgetedSGD(budget=15, gamma=1.0, random_state=0, **params)
+        merged = est.merge(half.fit(Xv[:200], y[:200]))  # the merge's shrink kernels
+        models[name] = model_bytes(est) + model_bytes(merged)
+    first = models["dense64"]
+    assert all(m == first for m in models.values()), [k for k, m in models.items()
+                                                      if m != first]
+    for module in KERNEL_MODULES:
+        for name, disp in dispatchers(module).items():
+            inlined = disp.targetoptions.get("inline") == "always"
+            assert len(disp.signatures) == (0 if inlined else 1), (module, name,
+                                                                   disp.signatures)
+
+
+FIRST_FIT = textwrap.dedent("""
+    import json, sys
+    import numpy as np, scipy.sparse as sp
+    from randsvm_dist.streaming import BudgetedSGD
+
+    X = sp.random(600, 30, density=0.2, random_state=0, format="csr")
+    y = np.random.default_rng(0).integers(0, 2, 600)
+    BudgetedSGD(budget=20, random_state=0).fit(X, y)
+    out = {}
+    for module in sys.argv[1:]:
+        name = "randsvm_dist.streaming." + module
+        if name not in sys.modules:
+            continue
+        for attr, obj in vars(sys.modules[name]).items():
+            if type(obj).__name__ == "CPUDispatcher" and obj.__module__ == name \\
+                    and obj.signatures:
+                out[module + "." + attr] = [sum(obj.stats.cache_hits.values()),
+                                            sum(obj.stats.cache_misses.values())]
+    print(json.dumps(out))
+""")
+
+
+def test_a_first_csr_fit_compiles_only_its_kernels_into_the_cache(tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+
+    def run() -> dict:
+        proc = subprocess.run([sys.executable, "-c", FIRST_FIT, *KERNEL_MODULES],
+                              capture_output=True, text=True, env=env, cwd=tmp_path,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    first, second = run(), run()
+    # no dense pass, no gradient merge: each compiled (a cache miss) once
+    assert set(first) == CSR_GOLDEN
+    assert all(hits == 0 and misses == 1 for hits, misses in first.values()), first
+    # the second process loads every kernel from the cache and compiles nothing
+    assert set(second) == CSR_GOLDEN
+    assert all(hits == 1 and misses == 0 for hits, misses in second.values()), second

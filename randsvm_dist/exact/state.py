@@ -72,6 +72,8 @@ class SupportModel:
         coef: dual coefficients (C-SVC: y alpha; SVR: alpha - alpha*; one-class: alpha).
         intercept: b (LIBSVM's -rho).
         dual_objective: the solve's dual objective (a lower bound of the optimum).
+        kernel_sums: the solve's ``BinarySolution.kernel_sums`` (the next warm start's
+            gradient on these rows), or None.
     """
 
     rows: np.ndarray = field(default_factory=_rows)
@@ -81,6 +83,7 @@ class SupportModel:
     coef: np.ndarray = field(default_factory=_values)
     intercept: float = 0.0
     dual_objective: float = -np.inf
+    kernel_sums: np.ndarray | None = None
 
     @property
     def n_support(self) -> int:

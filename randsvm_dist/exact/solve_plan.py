@@ -77,9 +77,9 @@ def choose_solve_plan(p: ProblemState, n_parts: int, threads: int,
     """
     ws, m = p.ws, len(p.ws.rows)
     if solving.warm_start(p) is not None:
-        return SolvePlan("warm", 1, f"{ws.n_fresh} of {m} rows fresh (<= "
-                         f"{solving.WARM_MAX_FRESH_SHARE:.0%}): warm start from the "
-                         "previous alphas")
+        share = solving.WARM_MAX_FRESH_SHARE * p.kind.warm_fresh_scale
+        return SolvePlan("warm", 1, f"{ws.n_fresh} of {m} rows fresh (<= {share:.0%}): "
+                         "warm start from the previous alphas")
     coef = coef or Coefficients()
     d = ws.X.nnz / max(m, 1) if sp.issparse(ws.X) else ws.X.shape[1]
     share = FRESH_SV_SHARE if p.model.n_support else FIRST_SV_SHARE

@@ -156,7 +156,8 @@ def warm_start(p: ProblemState) -> np.ndarray | None:
     ws = p.ws
     n = len(ws.rows)
     if (not p.kind.warm_startable or not p.model.n_support or len(ws.alpha0) != n
-            or ws.n_fresh > WARM_MAX_FRESH_SHARE * n or not warm_fits(ws.X)):
+            or ws.n_fresh > WARM_MAX_FRESH_SHARE * p.kind.warm_fresh_scale * n
+            or not warm_fits(ws.X)):
         return None
     return ws.alpha0
 

@@ -80,7 +80,8 @@ __all__ = ["WARM_SYNC_TERMS", "feasible_start", "needs_libsvm", "solve_warm",
 # dense copies of sparse working sets above this many bytes are not made (LIBSVM instead)
 MAX_DENSE_BYTES = 1 << 30
 # a solve's threads: ``libsvm_adapter.step_threads`` of the offered ones for its first
-# kernel row's length, with this wait per step and extra thread (numba's fork-join). It
+# kernel row's cost (the working set's rows), with this wait per step and extra thread
+# (numba's fork-join). It
 # fits both measurements there are: on 16 cores the warm re-solves of 16-22k rows were
 # fastest at 2-4 threads and 5-7x slower with all 16 (``exact.cost_model``); on 2 cores a
 # warm re-solve of 15.9k ringnorm rows took 3.8 s on one thread and 5.8 s on two
@@ -358,7 +359,8 @@ def solve_warm_counted(X, y: np.ndarray | None, params: SolverParams,
         return solve_libsvm(X, t, params, n_threads), 0
     dual = dual_for(params, t, Cb, alpha0)
     m = len(dual.y)
-    threads = step_threads(m * (X.shape[1] + KERNEL_ROW_TERMS), n_threads, WARM_SYNC_TERMS)
+    # a full row of Q costs the rows' kernel values: epsilon-SVR's 2n variables share n
+    threads = step_threads(n * (X.shape[1] + KERNEL_ROW_TERMS), n_threads, WARM_SYNC_TERMS)
     XT = XR = _dense64_t(X)
     if m != n:  # epsilon-SVR: variable v is row v mod n
         XT = np.ascontiguousarray(XT[:, dual.rows])  # the kernels take C order

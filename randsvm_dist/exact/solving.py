@@ -133,9 +133,10 @@ def solve_partitions(kind: ProblemKind, params: SolverParams, C: float, weighted
     return rows[s], X[s], t[s], w[s], sol
 
 
-# A solve starts from the previous alphas (solvers.warm_smo) when at most this share of the
-# working set is fresh rows: then most of the optimum is already there, and LIBSVM, which
-# cannot take a starting point, would spend its time finding it again. The gradient needs
+# A solve starts from the previous alphas (solvers.warm_smo) when at most this share (times
+# the kind's ``warm_fresh_scale``) of the working set is fresh rows: then most of the
+# optimum is already there, and LIBSVM, which cannot take a starting point, would spend
+# its time finding it again. The gradient needs
 # the working set in memory once more (dense float64), so it is used up to WARM_MAX_BYTES
 # of features. With LIBSVM's shrinking and an LRU cache in the warm solver it wins more the
 # larger the working set (20% fresh rows: 2-2.6x at 10-20k rows, 3-8x at 40k, 13.7x at

@@ -316,6 +316,32 @@ def _reusable(solved: _Solved, n: int) -> bool:
     return len(a) == n or not np.any((a[:n] > 0) & (a[n:] > 0))
 
 
+def _solve_dual(X, dual: WarmDual, params: SolverParams, n_threads: int, stats: dict,
+                sums: np.ndarray | None) -> _Solved:
+    """``_smo`` on the rows X (dense float64 copies, twinned for epsilon-SVR) with the
+    threads a kernel row's cost takes (``step_threads``); stats also gets ``threads``."""
+    from threadpoolctl import threadpool_limits
+
+    n, m = X.shape[0], len(dual.y)
+    # a full row of Q costs the rows' kernel values: epsilon-SVR's 2n variables share n
+    threads = step_threads(n * (X.shape[1] + KERNEL_ROW_TERMS), n_threads, WARM_SYNC_TERMS)
+    XT = XR = _dense64_t(X)
+    if m != n:  # epsilon-SVR: variable v is row v mod n
+        XT = np.ascontiguousarray(XT[:, dual.rows])  # the kernels take C order
+    else:
+        XR = None
+    before = nb.get_num_threads()
+    try:
+        nb.set_num_threads(min(threads, nb.config.NUMBA_NUM_THREADS))
+        with threadpool_limits(limits=threads):
+            solved = _smo(XT, dual, params, threads, max(10_000_000, 100 * m), stats, XR,
+                          None if sums is None else np.asarray(sums, dtype=np.float64))
+    finally:
+        nb.set_num_threads(before)
+    stats["threads"] = threads
+    return solved
+
+
 def solve_warm_counted(X, y: np.ndarray | None, params: SolverParams,
                        alpha0: np.ndarray | None = None,
                        n_threads: int = 1,
@@ -342,8 +368,6 @@ def solve_warm_counted(X, y: np.ndarray | None, params: SolverParams,
     Returns:
         (BinarySolution, with ``kernel_sums`` unless LIBSVM solved it; iterations).
     """
-    from threadpoolctl import threadpool_limits
-
     from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
 
     n = X.shape[0]
@@ -358,26 +382,8 @@ def solve_warm_counted(X, y: np.ndarray | None, params: SolverParams,
                              "solve with solvers.weighted.solve_weighted")
         return solve_libsvm(X, t, params, n_threads), 0
     dual = dual_for(params, t, Cb, alpha0)
-    m = len(dual.y)
-    # a full row of Q costs the rows' kernel values: epsilon-SVR's 2n variables share n
-    threads = step_threads(n * (X.shape[1] + KERNEL_ROW_TERMS), n_threads, WARM_SYNC_TERMS)
-    XT = XR = _dense64_t(X)
-    if m != n:  # epsilon-SVR: variable v is row v mod n
-        XT = np.ascontiguousarray(XT[:, dual.rows])  # the kernels take C order
-    else:
-        XR = None
     sums = start_sums if dual.as_given and start_sums is not None else None
-    before = nb.get_num_threads()
-    try:
-        nb.set_num_threads(min(threads, nb.config.NUMBA_NUM_THREADS))
-        with threadpool_limits(limits=threads):
-            solved = _smo(XT, dual, params, threads, max(10_000_000, 100 * m),
-                          {} if stats is None else stats, XR,
-                          None if sums is None else np.asarray(sums, dtype=np.float64))
-    finally:
-        nb.set_num_threads(before)
-    if stats is not None:
-        stats["threads"] = threads
+    solved = _solve_dual(X, dual, params, n_threads, {} if stats is None else stats, sums)
     support, coef = row_coefficients(dual, solved.alpha, n, params.svm_type)
     sums = _row_sums(dual, solved, n)[support]
     sol = finish_solution(X, t, support, coef, -solved.rho, params, sums[:, 0])

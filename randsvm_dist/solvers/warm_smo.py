@@ -14,11 +14,14 @@ LIBSVM's own algorithm (``svm.cpp``, ``Solver::Solve``) started from the previou
 - the kernel rows and LIBSVM's LRU cache of them (``warm_smo_kernels``,
   ``warm_smo_cache``);
 - here: the starting gradient G = Q alpha0 + p and G_bar (the gradient's part from
-  alphas at their upper bound) over the nonzero alphas (float64; dot products by BLAS, or
-  directly for few features), the exact rebuild of the shrunk rows' gradient (LIBSVM's
-  ``reconstruct_gradient``: a blocked kernel product, shrunk rows x free alphas) when the
-  loop asks for it and at the end, LIBSVM's rho (the mean of y_i G_i over free alphas,
-  else the middle of the bounds) and the solution in ``libsvm_adapter``'s convention.
+  alphas at their upper bound): from the previous solve's kernel sums on the rows that
+  have them (``BinarySolution.kernel_sums``: its own gradient), over the nonzero alphas
+  for the others (float64; dot products by BLAS, or directly for few features); the
+  exact rebuild of the shrunk rows' gradient (LIBSVM's ``reconstruct_gradient``: a
+  blocked kernel product, shrunk rows x free alphas) when the loop asks for it and at the
+  end; LIBSVM's rho (the mean of y_i G_i over free alphas, else the middle of the
+  bounds); the solution in ``libsvm_adapter``'s convention with its kernel sums, from
+  which its dual objective follows (no kernel product over the support vectors).
 
 Of the ``n_threads`` offered a solve takes ``libsvm_adapter.step_threads`` for its kernel
 rows' length (WARM_SYNC_TERMS: each parallel loop is short, and waiting for many threads

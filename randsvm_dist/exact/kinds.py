@@ -170,9 +170,9 @@ class EpsilonSVR:
     warm_startable = True
     # 2.4 x 25%: up to 60% fresh. Friedman #1 3e5 (C=10, epsilon=2): from the previous
     # alphas, re-solves of 22.6k rows with 48-53% fresh took 73-83k SMO iterations, as
-    # many as those with 9-25% fresh, and a fifth of LIBSVM's cold time; 92% fresh, the
-    # same time as LIBSVM's. Most of its support vectors sit at their bound and stay
-    # there, and most fresh rows (the fill) end inside the tube.
+    # many as those of 16-17k rows with 9-25% fresh (66-99k); 92% fresh, 140k. Most of
+    # its support vectors sit at their bound and stay there, and most fresh rows (the
+    # fill) end inside the tube.
     warm_fresh_scale = 2.4
     cascadable = True
 

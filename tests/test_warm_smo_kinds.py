@@ -287,3 +287,134 @@ def test_svr_on_two_threads_takes_the_same_path():
     assert it1 == it2 and s1["kernel_evals"] == s2["kernel_evals"]
     np.testing.assert_array_equal(one.support, two.support)
     np.testing.assert_allclose(one.dual_coef, two.dual_coef, rtol=0, atol=1e-12)
+
+
+# the solver's gradient is updated by float32 rows of Q (LIBSVM's Qfloat): its kernel sums
+# are float64 numpy's to about float32's precision times the steps' sizes
+SUMS_ATOL = 1e-4
+
+
+def exact_sums(X, sol, params, Cb):
+    """Each support vector's kernel sums in float64 numpy: over every support vector and
+    over those at their bound."""
+    K = gram(X[sol.support], X[sol.support], params)
+    at_bound = np.abs(sol.dual_coef) >= Cb[sol.support]
+    return np.stack([K @ sol.dual_coef, K[:, at_bound] @ sol.dual_coef[at_bound]], axis=1)
+
+
+def carried(X, t, params, fresh=0.2, seed=0, same_total=False):
+    """A previous warm solve on 80% of the rows and what it hands the next one: the start
+    (zeros on the fresh rows) and its kernel sums (NaN on the fresh rows)."""
+    n = X.shape[0]
+    old = np.sort(np.random.default_rng(seed).permutation(n)[: int((1 - fresh) * n)])
+    p_old = replace(params, nu=params.nu * n / len(old)) if same_total else params
+    prev, _ = solve_warm_counted(X[old], None if t is None else t[old], p_old)
+    start, sums = np.zeros(n), np.full((n, 2), np.nan)
+    start[old[prev.support]] = prev.dual_coef
+    sums[old[prev.support]] = prev.kernel_sums
+    return prev, start, sums
+
+
+C_SVC = SolverParams(C=10.0, kernel=Kernel("rbf", 1.0), tol=TOL)
+CARRIED = [("svr", SVR), ("one_class", ONE_CLASS), ("c_svc", C_SVC)]
+
+
+def c_svc_kkt_gap(X, y, sol, params, Cb) -> float:
+    b = coefs(sol, len(y))
+    return violating_pair_gap(y, y * (gram(X, X, params) @ b) - 1.0, np.abs(b), Cb)
+
+
+@pytest.mark.parametrize("name, params", CARRIED, ids=[c[0] for c in CARRIED])
+def test_a_carried_gradient_starts_from_the_fresh_rows_only(name, params):
+    """The previous solve's kernel sums (its gradient on its support vectors) are those
+    of float64 numpy; a re-solve given them computes kernel values for the fresh rows
+    only (rows x the previous support vectors, once per row for SVR's twins) and reaches
+    the same optimum as one that computes its whole starting gradient."""
+    if name == "svr":
+        X, z = friedman()
+    else:
+        X, labels = make_moons(600, noise=0.3, random_state=0)
+        X, z = X.astype(np.float32), (np.where(labels == 1, 1.0, -1.0) if name == "c_svc"
+                                      else None)
+    n = X.shape[0]
+    Cb = np.full(n, 1.0 if name == "one_class" else params.C)
+    prev, start, sums = carried(X, z, params, same_total=name == "one_class")
+    if name == "c_svc":
+        start = np.abs(start)  # the warm start takes C-SVC's alphas
+    old_sv = np.flatnonzero(~np.isnan(sums[:, 0]))
+    np.testing.assert_allclose(prev.kernel_sums, exact_sums(X[np.sort(
+        np.random.default_rng(0).permutation(n)[: int(0.8 * n)])], prev, params, Cb),
+        rtol=0, atol=SUMS_ATOL)
+    plain, with_sums = {}, {}
+    ref, _ = solve_warm_counted(X, z, params, start, stats=plain)
+    sol, _ = solve_warm_counted(X, z, params, start, stats=with_sums, start_sums=sums)
+    fresh_rows = n - len(old_sv)
+    assert plain["start_evals"] == n * len(old_sv)
+    assert with_sums["start_evals"] == fresh_rows * len(old_sv)
+    gap = {"svr": lambda: svr_kkt_gap(X, z, sol, params, Cb),
+           "one_class": lambda: one_class_kkt_gap(X, sol, params, Cb),
+           "c_svc": lambda: c_svc_kkt_gap(X, z, sol, params, Cb)}[name]()
+    assert_same_optimum(X, sol, ref, params, gap,
+                        scale=abs(ref.intercept) if name == "one_class" else params.C)
+    np.testing.assert_allclose(sol.kernel_sums, exact_sums(X, sol, params, Cb), rtol=0,
+                               atol=SUMS_ATOL)
+
+
+def test_the_dual_objective_comes_from_the_solvers_gradient():
+    """The dual objective of a warm solve is computed from its kernel sums, with no kernel
+    product over the support vectors: float64 numpy's value to 1e-7 relative (LIBSVM's
+    solutions get it from float32 kernel values: 2e-7 off here)."""
+    X, z = friedman()
+    sol, _ = solve_warm_counted(X, z, SVR, previous_plus_fresh(X, z, SVR))
+    K = gram(X[sol.support], X[sol.support], SVR)
+    b = sol.dual_coef
+    exact = -0.5 * b @ K @ b - SVR.epsilon * np.abs(b).sum() + z[sol.support] @ b
+    assert sol.dual_objective == pytest.approx(exact, rel=1e-7)
+
+
+def test_sums_of_a_repaired_start_are_not_used():
+    """A start that had to be repaired (clipped, rebalanced) is not the point the sums
+    were computed at: they are ignored and the gradient computed."""
+    X, z = friedman(300)
+    poor = svr_start("poor", X, z, SVR)
+    wrong = np.zeros((len(z), 2))  # would be far off if used
+    stats: dict = {}
+    sol, _ = solve_warm_counted(X, z, SVR, poor, stats=stats, start_sums=wrong)
+    ref = solve_libsvm(X, z, SVR)
+    assert stats["start_evals"] == len(z) * np.count_nonzero(poor)
+    assert_same_optimum(X, sol, ref, SVR, svr_kkt_gap(X, z, sol, SVR, np.full(len(z), SVR.C)),
+                        scale=SVR.C)
+
+
+def test_the_working_set_task_carries_the_sums_to_the_next_warm_solve():
+    """``solve_plan``: a warm plan's solve hands its kernel sums to the model, and the next
+    working set's start sums are them on the model's rows, NaN on the fresh rows; an SVR
+    working set with half its rows fresh is re-solved warm, a C-SVC one cold."""
+    from randsvm_dist.exact import solve_plan
+    from randsvm_dist.exact.kinds import CSVC, EpsilonSVR
+    from randsvm_dist.exact.state import ProblemState, SupportModel, WorkingSet
+
+    X, z = friedman()
+    n = len(z)
+    prev, start, sums = carried(X, z, SVR)
+    model_rows = np.flatnonzero(~np.isnan(sums[:, 0]))
+    model = SupportModel(model_rows, X[model_rows], z[model_rows], np.ones(len(model_rows)),
+                         start[model_rows], prev.intercept, prev.dual_objective,
+                         prev.kernel_sums)
+    ws = WorkingSet(np.arange(n), X, z, np.ones(n), start, n - len(model_rows))
+    p = ProblemState(EpsilonSVR(SVR.epsilon), SVR, n_rows=10 * n, size=10.0 * n, ws=ws,
+                     model=model)
+    got = solve_plan.start_sums(p)
+    np.testing.assert_array_equal(got, sums)
+    plan = solve_plan.choose_solve_plan(p, 2, 1)
+    assert plan.name == "warm"
+    s = solve_plan.solve_working_set_task(p.kind, X, z, None, ws.rows, SVR, 1, plan, 0,
+                                          start, got)
+    assert s.warm and s.solution.kernel_sums is not None
+    assert len(s.solution.kernel_sums) == len(s.support)
+    half = replace(p, ws=replace(ws, n_fresh=n // 2))
+    assert solve_plan.choose_solve_plan(half, 2, 1).name == "warm"
+    classifier = replace(half, kind=CSVC(1), solver=SolverParams(C=1.0))
+    assert solve_plan.choose_solve_plan(classifier, 2, 1).name != "warm"
+    lost = replace(p, model=replace(model, rows=model_rows + 1))  # rows not in the set
+    assert solve_plan.start_sums(replace(lost, ws=replace(ws, rows=np.arange(n) * 2))) is None

@@ -4,7 +4,9 @@ task, run by the plan the cost model picks for it.
 A working set is solved by one of these plans, each giving the working set's own optimum
 (the certificate that follows every solve decides, as ever):
 
-- 'warm': the previous alphas start the warm SMO (``solving.warm_start``: few fresh rows);
+- 'warm': the previous alphas start the warm SMO (``solving.warm_start``: few fresh rows),
+  with the last warm solve's kernel sums on its support vectors (``start_sums``), so the
+  starting gradient costs the fresh rows only;
 - 'whole': one cold solve on the cores the solve is offered;
 - 'cascade': the random-split cascade with feedback (``solving.solve_working_set``), where
   ``solving.plan_cascade`` allows one (large working sets of mostly fresh rows);
@@ -75,9 +77,9 @@ def choose_solve_plan(p: ProblemState, n_parts: int, threads: int,
     """
     ws, m = p.ws, len(p.ws.rows)
     if solving.warm_start(p) is not None:
-        return SolvePlan("warm", 1, f"{ws.n_fresh} of {m} rows fresh (<= "
-                         f"{solving.WARM_MAX_FRESH_SHARE:.0%}): warm start from the "
-                         "previous alphas")
+        share = solving.WARM_MAX_FRESH_SHARE * p.kind.warm_fresh_scale
+        return SolvePlan("warm", 1, f"{ws.n_fresh} of {m} rows fresh (<= {share:.0%}): "
+                         "warm start from the previous alphas")
     coef = coef or Coefficients()
     d = ws.X.nnz / max(m, 1) if sp.issparse(ws.X) else ws.X.shape[1]
     share = FRESH_SV_SHARE if p.model.n_support else FIRST_SV_SHARE
@@ -108,12 +110,27 @@ def choose_solve_plan(p: ProblemState, n_parts: int, threads: int,
                      f"{threads} threads a solve)")
 
 
+def start_sums(p: ProblemState) -> np.ndarray | None:
+    """The kernel sums a warm start of p's working set reuses: the last solve's
+    (``SupportModel.kernel_sums``) on its support vectors' rows, NaN on the fresh rows;
+    None when that solve left none (or its rows are not all in the working set)."""
+    m, ws = p.model, p.ws
+    pos = np.searchsorted(ws.rows, m.rows)
+    if m.kernel_sums is None or not np.array_equal(ws.rows[pos], m.rows):
+        return None
+    sums = np.full((len(ws.rows), 2), np.nan)
+    sums[pos] = m.kernel_sums
+    return sums
+
+
 def solve_working_set_task(kind: ProblemKind, X, t: np.ndarray, box: np.ndarray | None,
                            rows: np.ndarray, params: SolverParams, n_threads: int,
                            plan: SolvePlan, stream: int,
-                           alpha0: np.ndarray | None = None) -> solving.Solved:
+                           alpha0: np.ndarray | None = None,
+                           sums: np.ndarray | None = None) -> solving.Solved:
     """A working set's solve run from a task, by ``plan`` (its cut plans' parts are
-    tasks too): 'warm' from ``alpha0`` (``solvers.warm_smo``), 'whole', 'cascade'
+    tasks too): 'warm' from ``alpha0`` and the rows' kernel sums ``sums``
+    (``start_sums``; ``solvers.warm_smo``), 'whole', 'cascade'
     (``solving.solve_working_set``) or 'divide' (``divide.solve_divided``).
 
     Returns:
@@ -125,8 +142,8 @@ def solve_working_set_task(kind: ProblemKind, X, t: np.ndarray, box: np.ndarray 
         from randsvm_dist.solvers.warm_smo import solve_warm
         from randsvm_dist.solvers.weighted import solve_weighted_warm
 
-        sol = (solve_warm(X, t, params, alpha0, n_threads) if box is None
-               else solve_weighted_warm(X, t, params, box, alpha0, n_threads))
+        sol = (solve_warm(X, t, params, alpha0, n_threads, start_sums=sums) if box is None
+               else solve_weighted_warm(X, t, params, box, alpha0, n_threads, sums))
         return solving.Solved(sol.support, sol, warm=True)
     if plan.name == "whole":
         sol = solving.solve_rows(X, t, box, params, n_threads)
@@ -163,18 +180,19 @@ def solve_sampled(client, problems: list[ProblemState], it: int, cfg: RunConfig,
         params = p.kind.solver_params(p.solver, size, p.size)
         box = p.kind.row_box(p.solver.C, ws.t, ws.weight) if weighted else None
         plans.append(choose_solve_plan(p, n_parts, places[j].threads))
+        warm = plans[-1].name == "warm"
         futures.append(client.submit(
             solve_working_set_task, p.kind, ws.X, ws.t, box, ws.rows, params,
             places[j].threads, plans[-1], stream_id(cfg.random_state, it, j, 0xCA5C),
-            ws.alpha0 if plans[-1].name == "warm" else None, pure=False, retries=2,
-            **places[j].submit_options()))
+            ws.alpha0 if warm else None, start_sums(p) if warm else None, pure=False,
+            retries=2, **places[j].submit_options()))
     plan_of = iter(plans)
 
     def solved_state(p: ProblemState, s: solving.Solved) -> ProblemState:
         ws, k, plan = p.ws, s.support, next(plan_of)
         model = SupportModel(ws.rows[k], ws.X[k], ws.t[k], ws.weight[k],
                              s.solution.dual_coef, s.solution.intercept,
-                             s.solution.dual_objective)
+                             s.solution.dual_objective, s.solution.kernel_sums)
         return replace(p, model=model, prev_n_support=p.model.n_support, warm=s.warm,
                        cascade=s.parts, solve_plan=plan.name, solve_plan_reason=plan.reason)
 

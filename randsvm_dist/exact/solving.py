@@ -184,9 +184,10 @@ def direct_start(p: ProblemState, n_rows: int) -> tuple[np.ndarray, np.ndarray] 
     return p.model.rows, p.kind.warm_alphas(p.model.coef)
 
 
-# A solve starts from the previous alphas (solvers.warm_smo) when at most this share of the
-# working set is fresh rows: then most of the optimum is already there, and LIBSVM, which
-# cannot take a starting point, would spend its time finding it again. The gradient needs
+# A solve starts from the previous alphas (solvers.warm_smo) when at most this share (times
+# the kind's ``warm_fresh_scale``) of the working set is fresh rows: then most of the
+# optimum is already there, and LIBSVM, which cannot take a starting point, would spend
+# its time finding it again. The gradient needs
 # the working set in memory once more (dense float64), so it is used up to WARM_MAX_BYTES
 # of features. With LIBSVM's shrinking and an LRU cache in the warm solver it wins more the
 # larger the working set (20% fresh rows: 2-2.6x at 10-20k rows, 3-8x at 40k, 13.7x at
@@ -207,7 +208,8 @@ def warm_start(p: ProblemState) -> np.ndarray | None:
     ws = p.ws
     n = len(ws.rows)
     if (not p.kind.warm_startable or not p.model.n_support or len(ws.alpha0) != n
-            or ws.n_fresh > WARM_MAX_FRESH_SHARE * n or not warm_fits(ws.X)):
+            or ws.n_fresh > WARM_MAX_FRESH_SHARE * p.kind.warm_fresh_scale * n
+            or not warm_fits(ws.X)):
         return None
     return ws.alpha0
 

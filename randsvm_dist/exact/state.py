@@ -73,6 +73,8 @@ class SupportModel:
         intercept: b (LIBSVM's -rho).
         dual_objective: the solve's dual objective (a lower bound of the optimum); None
             from a oneDAL solve of ``exact.in_process`` until its scan gives it.
+        kernel_sums: the solve's ``BinarySolution.kernel_sums`` (the next warm start's
+            gradient on these rows), or None.
     """
 
     rows: np.ndarray = field(default_factory=_rows)
@@ -82,6 +84,7 @@ class SupportModel:
     coef: np.ndarray = field(default_factory=_values)
     intercept: float = 0.0
     dual_objective: float | None = -np.inf
+    kernel_sums: np.ndarray | None = None
 
     @property
     def n_support(self) -> int:

@@ -119,19 +119,26 @@ class BinarySolution:
         dual_objective: the dual objective at this point (maximisation form; see
             ``dual_objective``), or None when the solve left it to its caller, who scans
             every row right after (``finish_solution(objective=False)``).
+        kernel_sums: (n_SV, 2) float64 per support vector, when the solver knows them
+            (the warm SMO, from its gradient): sum_j coef_j K(x_i, x_j) over every support
+            vector (f(x_i) - b) and over those at their bound (|coef_j| = C_j); a warm
+            start from these coefficients reuses them (``warm_smo.solve_warm``). None:
+            unknown.
     """
 
     support: np.ndarray
     dual_coef: np.ndarray
     intercept: float
     dual_objective: float | None
+    kernel_sums: np.ndarray | None = None
 
 
 Solution = BinarySolution
 
 
 def dual_objective(sv, dual_coef: np.ndarray, kernel: Kernel, svm_type: int = C_SVC,
-                   targets: np.ndarray | None = None, epsilon: float = 0.0) -> float:
+                   targets: np.ndarray | None = None, epsilon: float = 0.0,
+                   kernel_sums: np.ndarray | None = None) -> float:
     """The dual objective (maximisation form) of a solution, from its support vectors.
 
     Rows that are not support vectors have zero coefficients and add nothing, so this is
@@ -161,6 +168,9 @@ def dual_objective(sv, dual_coef: np.ndarray, kernel: Kernel, svm_type: int = C_
         svm_type: 0 C-SVC, 2 one-class, 3 epsilon-SVR.
         targets: y_i of the support vectors (epsilon-SVR only).
         epsilon: the SVR's epsilon.
+        kernel_sums: K b over the support vectors when the solver has them (float64,
+            from its gradient: the warm SMO's), else None: computed here (float32
+            kernel values).
 
     Returns:
         D as a float (0.0 without support vectors).
@@ -171,7 +181,8 @@ def dual_objective(sv, dual_coef: np.ndarray, kernel: Kernel, svm_type: int = C_
     if not len(dual_coef):
         return 0.0
     coef = np.asarray(dual_coef, dtype=np.float64)
-    quad = float(coef @ decision_values(sv, sv, coef, 0.0, kernel))
+    quad = float(coef @ (decision_values(sv, sv, coef, 0.0, kernel) if kernel_sums is None
+                         else kernel_sums))
     return _objective(quad, coef, svm_type, targets, epsilon)
 
 
@@ -258,8 +269,8 @@ def from_libsvm_model(model, X, t: np.ndarray, params: SolverParams) -> BinarySo
 
 
 def finish_solution(X, t: np.ndarray, support: np.ndarray, coef: np.ndarray,
-                    intercept: float, params: SolverParams, objective: bool = True
-                    ) -> BinarySolution:
+                    intercept: float, params: SolverParams, objective: bool = True,
+                    kernel_sums: np.ndarray | None = None) -> BinarySolution:
     """Sort the support vectors ascending and compute the dual objective.
 
     Args:
@@ -271,6 +282,8 @@ def finish_solution(X, t: np.ndarray, support: np.ndarray, coef: np.ndarray,
         objective: compute the dual objective (a kernel pass over the support vectors);
             False leaves it None for a caller that scans every row right after and takes
             it from the scan's decision values (``dual_objective_from_values``).
+        kernel_sums: (n_SV,) sum_j coef_j K(x_i, x_j) per support vector, in ``support``'s
+            order, when the solver knows them (``dual_objective``); None: computed.
 
     Returns:
         BinarySolution.
@@ -282,9 +295,10 @@ def finish_solution(X, t: np.ndarray, support: np.ndarray, coef: np.ndarray,
         return BinarySolution(support, coef, float(intercept), None)
     targets = np.asarray(t, dtype=np.float64)[support] if params.svm_type == EPSILON_SVR \
         else None
+    sums = None if kernel_sums is None else np.asarray(kernel_sums, np.float64)[order]
     return BinarySolution(support, coef, float(intercept),
                           dual_objective(X[support], coef, params.kernel, params.svm_type,
-                                         targets, params.epsilon))
+                                         targets, params.epsilon, sums))
 
 
 def host_cores() -> int:

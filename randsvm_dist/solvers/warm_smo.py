@@ -14,11 +14,14 @@ LIBSVM's own algorithm (``svm.cpp``, ``Solver::Solve``) started from the previou
 - the kernel rows and LIBSVM's LRU cache of them (``warm_smo_kernels``,
   ``warm_smo_cache``);
 - here: the starting gradient G = Q alpha0 + p and G_bar (the gradient's part from
-  alphas at their upper bound) over the nonzero alphas (float64; dot products by BLAS, or
-  directly for few features), the exact rebuild of the shrunk rows' gradient (LIBSVM's
-  ``reconstruct_gradient``: a blocked kernel product, shrunk rows x free alphas) when the
-  loop asks for it and at the end, LIBSVM's rho (the mean of y_i G_i over free alphas,
-  else the middle of the bounds) and the solution in ``libsvm_adapter``'s convention.
+  alphas at their upper bound): from the previous solve's kernel sums on the rows that
+  have them (``BinarySolution.kernel_sums``: its own gradient), over the nonzero alphas
+  for the others (float64; dot products by BLAS, or directly for few features); the
+  exact rebuild of the shrunk rows' gradient (LIBSVM's ``reconstruct_gradient``: a
+  blocked kernel product, shrunk rows x free alphas) when the loop asks for it and at the
+  end; LIBSVM's rho (the mean of y_i G_i over free alphas, else the middle of the
+  bounds); the solution in ``libsvm_adapter``'s convention with its kernel sums, from
+  which its dual objective follows (no kernel product over the support vectors).
 
 Of the ``n_threads`` offered a solve takes ``libsvm_adapter.step_threads`` for its kernel
 rows' length (WARM_SYNC_TERMS: each parallel loop is short, and waiting for many threads
@@ -31,6 +34,7 @@ kernel values once, signed per variable (LIBSVM's ``SVR_Q``; ``warm_smo_kernels.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
@@ -79,7 +83,8 @@ __all__ = ["WARM_SYNC_TERMS", "feasible_start", "needs_libsvm", "solve_warm",
 # dense copies of sparse working sets above this many bytes are not made (LIBSVM instead)
 MAX_DENSE_BYTES = 1 << 30
 # a solve's threads: ``libsvm_adapter.step_threads`` of the offered ones for its first
-# kernel row's length, with this wait per step and extra thread (numba's fork-join). It
+# kernel row's cost (the working set's rows), with this wait per step and extra thread
+# (numba's fork-join). It
 # fits both measurements there are: on 16 cores the warm re-solves of 16-22k rows were
 # fastest at 2-4 threads and 5-7x slower with all 16 (``exact.cost_model``); on 2 cores a
 # warm re-solve of 15.9k ringnorm rows took 3.8 s on one thread and 5.8 s on two
@@ -101,18 +106,44 @@ def _dense64_t(X) -> np.ndarray:
     return out
 
 
-def _reconstruct(active: int, X, y, sq, alpha, G, G_bar, Cb, p, kp, threads: int) -> None:
+def _products(XT, y, sq, kp, threads: int, tw, rows_of: np.ndarray, cols: np.ndarray,
+              coefs: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, int]:
+    """(y_t sum_c Q-free kernel sums K(x_t, x_c) coefs[c] for t in targets as a
+    (len(targets), k) array, the kernel values computed). Variables are XT's columns;
+    with twins (tw's XR has l > 0 rows; variable v is row rows_of[v] of XR) the columns
+    are summed per row first and each target row is computed once, so the products cost
+    rows, not variables (epsilon-SVR's a_i and a*_i: half)."""
+    _, XR, ones, sqr = tw
+    if not XR.shape[1]:
+        acc = np.zeros((len(targets), coefs.shape[1]))
+        add_kernel_products(acc, targets, XT, y, sq, cols, coefs, kp, threads)
+        return acc, len(targets) * len(cols)
+    per_row = np.zeros((XR.shape[1], coefs.shape[1]))
+    np.add.at(per_row, rows_of[cols], coefs)
+    used = np.flatnonzero(per_row.any(axis=1))
+    rows, at = np.unique(rows_of[targets], return_inverse=True)
+    sums = np.zeros((len(rows), coefs.shape[1]))
+    add_kernel_products(sums, rows, XR, ones, sqr, used, per_row[used], kp, threads)
+    return y[targets, None] * sums[at], len(rows) * len(used)
+
+
+def _reconstruct(active: int, X, y, sq, alpha, G, G_bar, Cb, p, kp, threads: int, tw,
+                 rows_of: np.ndarray) -> int:
     """LIBSVM's ``reconstruct_gradient``: G of the shrunk variables from G_bar, p (in the
-    variables' current order) and the free alphas (all free alphas are active)."""
+    variables' current order) and the free alphas (all free alphas are active); returns
+    the kernel values computed."""
     n = len(y)
     if active >= n:
-        return
+        return 0
     a = alpha[:active]
     free = np.flatnonzero((a > 0) & (a < Cb[:active]))
-    g = (G_bar[active:] + p[active:])[:, None]
-    add_kernel_products(g, np.arange(active, n), X, y, sq, free,
-                        (alpha[free] * y[free])[:, None], kp, threads)
-    G[active:] = g[:, 0]
+    if not len(free):
+        G[active:] = G_bar[active:] + p[active:]
+        return 0
+    acc, evals = _products(X, y, sq, kp, threads, tw, rows_of, free,
+                           (alpha[free] * y[free])[:, None], np.arange(active, n))
+    G[active:] = G_bar[active:] + p[active:] + acc[:, 0]
+    return evals
 
 
 def _rho(y: np.ndarray, alpha: np.ndarray, G: np.ndarray, Cb: np.ndarray) -> float:
@@ -138,56 +169,68 @@ def _twins(XR: np.ndarray | None, perm: np.ndarray) -> tuple:
 
 
 def _gradients(XT, dual: WarmDual, sq, alpha, kp, cols, threads: int, G, G_bar, tw,
-               old: np.ndarray | None = None) -> None:
+               old: np.ndarray | None = None, targets: np.ndarray | None = None) -> int:
     """G += Q[:, cols] (alpha - old)[cols] and G_bar += the same for the alphas whose
-    upper-bound state changed (old None: from zeros), variables in the dual's order. With
-    twins (tw's XR has l > 0 rows) the columns are summed per row first: the products
-    cost l rows, not 2l."""
-    if not len(cols):
-        return
+    upper-bound state changed (old None: from zeros), on the variables ``targets`` (None:
+    all), variables in the dual's order; returns the kernel values computed."""
     y, Cb = dual.y, dual.Cb
+    targets = np.arange(len(y)) if targets is None else targets
+    if not len(cols) or not len(targets):
+        return 0
     a, c = alpha[cols], Cb[cols]
     up = np.where(a >= c, c, 0.0)
     if old is not None:
         a = a - old[cols]
         up = up - np.where(old[cols] >= c, c, 0.0)
     coefs = np.stack([a * y[cols], up * y[cols]], axis=1)
-    _, XR, ones, sqr = tw
-    if not XR.shape[1]:
-        acc = np.zeros((len(y), 2))
-        add_kernel_products(acc, np.arange(len(y)), XT, y, sq, cols, coefs, kp, threads)
-    else:
-        per_row = np.zeros((XR.shape[1], 2))
-        np.add.at(per_row, dual.rows[cols], coefs)
-        used = np.flatnonzero(per_row.any(axis=1))
-        rows = np.zeros((XR.shape[1], 2))
-        add_kernel_products(rows, np.arange(XR.shape[1]), XR, ones, sqr, used,
-                            per_row[used], kp, threads)
-        acc = y[:, None] * rows[dual.rows]
-    G += acc[:, 0]
-    G_bar += acc[:, 1]
+    acc, evals = _products(XT, y, sq, kp, threads, tw, dual.rows, cols, coefs, targets)
+    G[targets] += acc[:, 0]
+    G_bar[targets] += acc[:, 1]
+    return evals
 
 
-def _start(XT, dual: WarmDual, sq, kp, threads: int, tw):
-    """(alpha, G, G_bar) at the start: the gradients over the nonzero alphas, then (one-
-    class) the deficit filled by ``fill_to_total`` and the gradients updated by it."""
+def _start(XT, dual: WarmDual, sq, kp, threads: int, tw, sums: np.ndarray | None):
+    """(alpha, G, G_bar, kernel values computed) at the start: G and G_bar from the rows'
+    kernel sums where ``sums`` (rows x 2, NaN where unknown: ``KernelSums``) has them,
+    over the nonzero alphas for the other rows; then (one-class) the deficit filled by
+    ``fill_to_total`` and the gradients updated by it."""
     alpha = dual.alpha.copy()
     G, G_bar = dual.p.copy(), np.zeros(len(alpha))
-    _gradients(XT, dual, sq, alpha, kp, np.flatnonzero(alpha > 0), threads, G, G_bar, tw)
+    targets = None
+    if sums is not None:
+        per_var = dual.y[:, None] * sums[dual.rows]
+        known = ~np.isnan(per_var[:, 0])
+        G[known] += per_var[known, 0]
+        G_bar[known] = per_var[known, 1]
+        targets = np.flatnonzero(~known)
+    evals = _gradients(XT, dual, sq, alpha, kp, np.flatnonzero(alpha > 0), threads, G,
+                       G_bar, tw, targets=targets)
     if dual.deficit > 0:
         old = alpha.copy()
         changed = fill_to_total(alpha, G, dual.Cb, dual.deficit)
-        _gradients(XT, dual, sq, alpha, kp, changed, threads, G, G_bar, tw, old)
-    return alpha, G, G_bar
+        evals += _gradients(XT, dual, sq, alpha, kp, changed, threads, G, G_bar, tw, old)
+    return alpha, G, G_bar, evals
+
+
+@dataclass(frozen=True)
+class _Solved:
+    """The SMO's end, in the dual's variable order: the alphas, rho, the iterations, and
+    the gradient's parts Q alpha (= G - p) and G_bar."""
+
+    alpha: np.ndarray
+    rho: float
+    iterations: int
+    q_alpha: np.ndarray
+    g_bar: np.ndarray
 
 
 def _smo(XT: np.ndarray, dual: WarmDual, params: SolverParams, n_threads: int,
-         max_iter: int, stats: dict, XR: np.ndarray | None = None
-         ) -> tuple[np.ndarray, float, int]:
-    """Run the solver on permuted copies of the dual; returns (alpha in the dual's
-    variable order, rho, iterations) and fills ``stats``. XT ((d, m): the variables' rows
-    as columns) is permuted in place; XR: the distinct rows (d, l) when variable v is row
-    v mod l (epsilon-SVR), else None."""
+         max_iter: int, stats: dict, XR: np.ndarray | None = None,
+         sums: np.ndarray | None = None) -> _Solved:
+    """Run the solver on permuted copies of the dual and fill ``stats``. XT ((d, m): the
+    variables' rows as columns) is permuted in place; XR: the distinct rows (d, l) when
+    variable v is row v mod l (epsilon-SVR), else None; sums: the rows' known kernel
+    sums for the start (``_start``) or None."""
     t0 = time.perf_counter()
     n = len(dual.y)
     y, Cb = dual.y.copy(), dual.Cb.copy()
@@ -198,7 +241,7 @@ def _smo(XT: np.ndarray, dual: WarmDual, params: SolverParams, n_threads: int,
     par_threads = n_threads if par else 1
     perm = np.arange(n, dtype=np.int64)
     tw = _twins(XR, perm)
-    alpha, G, G_bar = _start(XT, dual, sq, kp, par_threads, tw)
+    alpha, G, G_bar, start_evals = _start(XT, dual, sq, kp, par_threads, tw, sums)
     pool_size = int(min(max(params.cache_size * (1 << 20) // 4, 2 * n), n * n))
     pool = np.empty(max(pool_size, 1), dtype=np.float32)
     cm = np.empty((6, n + 1), dtype=np.int64)
@@ -209,24 +252,25 @@ def _smo(XT: np.ndarray, dual: WarmDual, params: SolverParams, n_threads: int,
     fst = np.zeros(2)
     scratch = np.empty(n, dtype=np.float32)  # float32 like cached rows: same G_bar either way
     t1 = time.perf_counter()
-    t_rebuild = 0.0
+    t_rebuild, rebuild_evals = 0.0, 0
     while True:
         code = run_smo(XT, y, sq, alpha, G, G_bar, Cb, QD, perm, kp, float(params.tol),
                        bool(params.shrinking), pool, cm, cst, ist, fst, scratch, par, tw)
         if code in (UNSHRINK, FINAL_CHECK, MAX_ITER):
             tr = time.perf_counter()
-            _reconstruct(int(ist[ACTIVE]), XT, y, sq, alpha, G, G_bar, Cb, dual.p[perm], kp,
-                         par_threads)
+            rebuild_evals += _reconstruct(int(ist[ACTIVE]), XT, y, sq, alpha, G, G_bar, Cb,
+                                          dual.p[perm], kp, par_threads, tw, dual.rows[perm])
             t_rebuild += time.perf_counter() - tr
         if code in (DONE, MAX_ITER):
             break
         ist[RESUME] = code
-    out = np.empty(n)
-    out[perm] = alpha
+    out, q_alpha, g_bar = np.empty(n), np.empty(n), np.empty(n)
+    out[perm], q_alpha[perm], g_bar[perm] = alpha, G - dual.p[perm], G_bar
     stats.update(iterations=int(ist[ITER]), kernel_evals=int(cst[EVALS]),
+                 start_evals=start_evals, rebuild_evals=rebuild_evals,
                  mean_active=float(ist[SCANNED]) / max(int(ist[ITER]), 1),
                  start_s=t1 - t0, smo_s=time.perf_counter() - t1, rebuild_s=t_rebuild)
-    return out, _rho(y, alpha, G, Cb), int(ist[ITER])
+    return _Solved(out, _rho(y, alpha, G, Cb), int(ist[ITER]), q_alpha, g_bar)
 
 
 def needs_libsvm(X, y: np.ndarray, svm_type: int = C_SVC) -> bool:
@@ -261,28 +305,72 @@ def _targets(y, n: int, svm_type: int) -> np.ndarray:
     return np.where(np.asarray(y) > 0, 1.0, -1.0)
 
 
+def _row_sums(dual: WarmDual, solved: _Solved, n: int) -> np.ndarray:
+    """Every row's kernel sums (``BinarySolution.kernel_sums``) from the solver's gradient:
+    row i's first variable (a_i for SVR) has Q alpha = y_i f0_i and G_bar = y_i fb_i."""
+    y = dual.y[:n]
+    return np.stack([y * solved.q_alpha[:n], y * solved.g_bar[:n]], axis=1)
+
+
+def _reusable(solved: _Solved, n: int) -> bool:
+    """A start from this solution's coefficients has the solver's alphas (epsilon-SVR:
+    no row with a_i and a*_i both nonzero), so its kernel sums hold for it."""
+    a = solved.alpha
+    return len(a) == n or not np.any((a[:n] > 0) & (a[n:] > 0))
+
+
+def _solve_dual(X, dual: WarmDual, params: SolverParams, n_threads: int, stats: dict,
+                sums: np.ndarray | None) -> _Solved:
+    """``_smo`` on the rows X (dense float64 copies, twinned for epsilon-SVR) with the
+    threads a kernel row's cost takes (``step_threads``); stats also gets ``threads``."""
+    from threadpoolctl import threadpool_limits
+
+    n, m = X.shape[0], len(dual.y)
+    # a full row of Q costs the rows' kernel values: epsilon-SVR's 2n variables share n
+    threads = step_threads(n * (X.shape[1] + KERNEL_ROW_TERMS), n_threads, WARM_SYNC_TERMS)
+    XT = XR = _dense64_t(X)
+    if m != n:  # epsilon-SVR: variable v is row v mod n
+        XT = np.ascontiguousarray(XT[:, dual.rows])  # the kernels take C order
+    else:
+        XR = None
+    before = nb.get_num_threads()
+    try:
+        nb.set_num_threads(min(threads, nb.config.NUMBA_NUM_THREADS))
+        with threadpool_limits(limits=threads):
+            solved = _smo(XT, dual, params, threads, max(10_000_000, 100 * m), stats, XR,
+                          None if sums is None else np.asarray(sums, dtype=np.float64))
+    finally:
+        nb.set_num_threads(before)
+    stats["threads"] = threads
+    return solved
+
+
 def solve_warm_counted(X, y: np.ndarray | None, params: SolverParams,
                        alpha0: np.ndarray | None = None,
                        n_threads: int = 1,
                        row_C: np.ndarray | None = None,
-                       stats: dict | None = None) -> tuple[BinarySolution, int]:
+                       stats: dict | None = None,
+                       start_sums: np.ndarray | None = None) -> tuple[BinarySolution, int]:
     """``solve_warm`` that also returns the SMO iteration count (0 when LIBSVM solved it).
 
     Args: as ``solve_warm``, and
         stats: a dict that receives ``iterations``, ``kernel_evals`` (kernel values the
-            SMO loop computed), ``mean_active`` (the active set's mean size over the
-            iterations), ``start_s`` (seconds for the starting gradient), ``smo_s``
-            (seconds in the SMO loop with its gradient rebuilds), ``rebuild_s``
-            (seconds of those rebuilds) and ``threads`` (the threads it took of the
-            offered); None: none.
+            SMO loop computed), ``start_evals`` and ``rebuild_evals`` (those of the
+            starting gradient and of the shrunk gradient's rebuilds), ``mean_active`` (the
+            active set's mean size over the iterations), ``start_s`` (seconds for the
+            starting gradient), ``smo_s`` (seconds in the SMO loop with its gradient
+            rebuilds), ``rebuild_s`` (seconds of those rebuilds) and ``threads`` (the
+            threads it took of the offered); None: none.
+        start_sums: (n, 2) the rows' kernel sums at alpha0 as a previous solve's
+            ``BinarySolution.kernel_sums`` gives them, NaN for rows without (fresh rows:
+            computed); the starting gradient then costs the unknown rows only. Ignored
+            when alpha0 had to be repaired.
 
     Raises: as ``solve_warm``.
 
     Returns:
-        (BinarySolution, iterations).
+        (BinarySolution, with ``kernel_sums`` unless LIBSVM solved it; iterations).
     """
-    from threadpoolctl import threadpool_limits
-
     from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
 
     n = X.shape[0]
@@ -297,30 +385,19 @@ def solve_warm_counted(X, y: np.ndarray | None, params: SolverParams,
                              "solve with solvers.weighted.solve_weighted")
         return solve_libsvm(X, t, params, n_threads), 0
     dual = dual_for(params, t, Cb, alpha0)
-    m = len(dual.y)
-    threads = step_threads(m * (X.shape[1] + KERNEL_ROW_TERMS), n_threads, WARM_SYNC_TERMS)
-    XT = XR = _dense64_t(X)
-    if m != n:  # epsilon-SVR: variable v is row v mod n
-        XT = np.ascontiguousarray(XT[:, dual.rows])  # the kernels take C order
-    else:
-        XR = None
-    before = nb.get_num_threads()
-    try:
-        nb.set_num_threads(min(threads, nb.config.NUMBA_NUM_THREADS))
-        with threadpool_limits(limits=threads):
-            alpha, rho, it = _smo(XT, dual, params, threads, max(10_000_000, 100 * m),
-                                  {} if stats is None else stats, XR)
-    finally:
-        nb.set_num_threads(before)
-    if stats is not None:
-        stats["threads"] = threads
-    support, coef = row_coefficients(dual, alpha, n, params.svm_type)
-    return finish_solution(X, t, support, coef, -rho, params), int(it)
+    sums = start_sums if dual.as_given and start_sums is not None else None
+    solved = _solve_dual(X, dual, params, n_threads, {} if stats is None else stats, sums)
+    support, coef = row_coefficients(dual, solved.alpha, n, params.svm_type)
+    sums = _row_sums(dual, solved, n)[support]
+    sol = finish_solution(X, t, support, coef, -solved.rho, params, sums[:, 0])
+    sol.kernel_sums = sums if _reusable(solved, n) else None
+    return sol, solved.iterations
 
 
 def solve_warm(X, y: np.ndarray | None, params: SolverParams,
                alpha0: np.ndarray | None = None, n_threads: int = 1,
-               row_C: np.ndarray | None = None) -> BinarySolution:
+               row_C: np.ndarray | None = None,
+               start_sums: np.ndarray | None = None) -> BinarySolution:
     """Solve C-SVC, epsilon-SVR or one-class (``params.svm_type``) on (X, y) from a
     starting point, with LIBSVM's SMO and conventions.
 
@@ -341,11 +418,15 @@ def solve_warm(X, y: np.ndarray | None, params: SolverParams,
             (SVR) or 1 (one-class) (sample weights; ``params.C`` and the class weights
             are then not applied). Rows with C_i <= 0 must be dropped by the caller
             (``weighted.solve_weighted_warm``).
+        start_sums: (n, 2) the rows' kernel sums at alpha0 (``solve_warm_counted``) or
+            None.
 
     Returns:
-        BinarySolution, as ``libsvm_adapter.solve_libsvm`` returns it for that kind.
+        BinarySolution, as ``libsvm_adapter.solve_libsvm`` returns it for that kind, with
+        ``kernel_sums`` for the next warm start (unless LIBSVM solved it).
 
     Raises:
         ValueError: row_C of the wrong length or with an entry <= 0.
     """
-    return solve_warm_counted(X, y, params, alpha0, n_threads, row_C)[0]
+    return solve_warm_counted(X, y, params, alpha0, n_threads, row_C,
+                              start_sums=start_sums)[0]

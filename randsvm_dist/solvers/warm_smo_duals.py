@@ -43,6 +43,8 @@ class WarmDual:
         alpha: (m,) the start, feasible except for ``deficit``.
         deficit: what ``fill_to_total`` must still add to sum alpha (one-class; else 0).
         warm: the start came from the caller (not LIBSVM's initial point).
+        as_given: the start is the caller's point unrepaired (nothing clipped or
+            scaled), so gradients the caller knows for it hold.
     """
 
     rows: np.ndarray
@@ -52,6 +54,7 @@ class WarmDual:
     alpha: np.ndarray
     deficit: float = 0.0
     warm: bool = False
+    as_given: bool = False
 
 
 def feasible_start(alpha0: np.ndarray, y: np.ndarray, Cb: np.ndarray) -> np.ndarray:
@@ -136,7 +139,8 @@ def c_svc_dual(y: np.ndarray, Cb: np.ndarray, alpha0: np.ndarray | None) -> Warm
     """C-SVC's dual (labels y in {-1, +1}, boxes Cb) from alpha0 (repaired) or zeros."""
     n = len(y)
     alpha = np.zeros(n) if alpha0 is None else feasible_start(alpha0, y, Cb)
-    return WarmDual(np.arange(n), y, -np.ones(n), Cb, alpha, 0.0, bool((alpha > 0).any()))
+    return WarmDual(np.arange(n), y, -np.ones(n), Cb, alpha, 0.0, bool((alpha > 0).any()),
+                    alpha0 is not None and np.array_equal(alpha, alpha0))
 
 
 def svr_dual(z: np.ndarray, Cb: np.ndarray, epsilon: float,
@@ -153,15 +157,16 @@ def svr_dual(z: np.ndarray, Cb: np.ndarray, epsilon: float,
     n = len(z)
     y = np.concatenate([np.ones(n), -np.ones(n)])
     C2 = np.concatenate([Cb, Cb])
-    if coef0 is None:
-        alpha = np.zeros(2 * n)
-    else:
+    given = None
+    alpha = np.zeros(2 * n)
+    if coef0 is not None:
         c = np.asarray(coef0, dtype=np.float64)
-        alpha = feasible_start(np.concatenate([np.maximum(c, 0.0), np.maximum(-c, 0.0)]),
-                               y, C2)
+        given = np.concatenate([np.maximum(c, 0.0), np.maximum(-c, 0.0)])
+        alpha = feasible_start(given, y, C2)
     rows = np.concatenate([np.arange(n), np.arange(n)])
     return WarmDual(rows, y, np.concatenate([epsilon - z, epsilon + z]), C2, alpha, 0.0,
-                    bool((alpha > 0).any()))
+                    bool((alpha > 0).any()),
+                    given is not None and np.array_equal(alpha, given))
 
 
 def one_class_dual(Cb: np.ndarray, nu: float, alpha0: np.ndarray | None) -> WarmDual:
@@ -170,7 +175,8 @@ def one_class_dual(Cb: np.ndarray, nu: float, alpha0: np.ndarray | None) -> Warm
     n = len(Cb)
     alpha, deficit = one_class_start(alpha0, Cb, nu)
     return WarmDual(np.arange(n), np.ones(n), np.zeros(n), Cb, alpha, deficit,
-                    alpha0 is not None)
+                    alpha0 is not None,
+                    alpha0 is not None and np.array_equal(alpha, alpha0))
 
 
 def dual_for(params: SolverParams, t: np.ndarray, Cb: np.ndarray,

@@ -151,7 +151,8 @@ def solve_weighted(X, t: np.ndarray | None, params: SolverParams, row_C,
 
 def solve_weighted_warm(X, y: np.ndarray | None, params: SolverParams, row_C,
                         alpha0: np.ndarray | None = None,
-                        n_threads: int = 1) -> BinarySolution:
+                        n_threads: int = 1,
+                        start_sums: np.ndarray | None = None) -> BinarySolution:
     """Any kind with per-row boxes, warm-started (``warm_smo`` with per-row upper bounds).
 
     Same problem and result as ``solve_weighted`` (rows with C_i <= 0 dropped), starting
@@ -165,6 +166,8 @@ def solve_weighted_warm(X, y: np.ndarray | None, params: SolverParams, row_C,
         alpha0: (n,) the start as ``warm_smo.solve_warm`` takes it (alphas; SVR: signed
             dual coefficients) or None.
         n_threads: threads for the starting gradient and long kernel rows.
+        start_sums: (n, 2) the rows' kernel sums at alpha0 (``warm_smo.solve_warm``) or
+            None.
 
     Returns:
         BinarySolution.
@@ -187,13 +190,15 @@ def solve_weighted_warm(X, y: np.ndarray | None, params: SolverParams, row_C,
     if needs_libsvm(X[keep], y[keep], params.svm_type):
         return solve_weighted(X, y, params, c, n_threads)
     a0 = None if alpha0 is None else np.asarray(alpha0, dtype=np.float64)[keep]
-    return _on_rows(solve_warm(X[keep], y[keep], params, a0, n_threads, row_C=c[keep]), keep)
+    sums = None if start_sums is None else np.asarray(start_sums)[keep]
+    return _on_rows(solve_warm(X[keep], y[keep], params, a0, n_threads, row_C=c[keep],
+                               start_sums=sums), keep)
 
 
 def _on_rows(sol: BinarySolution, keep: np.ndarray) -> BinarySolution:
     """A solution on the rows ``keep`` (ascending) re-indexed to all rows."""
     return BinarySolution(keep[sol.support], sol.dual_coef, sol.intercept,
-                          sol.dual_objective)
+                          sol.dual_objective, sol.kernel_sums)
 
 
 def as_unweighted(t: np.ndarray, row_C: np.ndarray, params: SolverParams):

@@ -269,7 +269,7 @@ def from_libsvm_model(model, X, t: np.ndarray, params: SolverParams) -> BinarySo
 
 
 def finish_solution(X, t: np.ndarray, support: np.ndarray, coef: np.ndarray,
-                    intercept: float, params: SolverParams, objective: bool = True,
+                    intercept: float, params: SolverParams, *, objective: bool = True,
                     kernel_sums: np.ndarray | None = None) -> BinarySolution:
     """Sort the support vectors ascending and compute the dual objective.
 

@@ -389,7 +389,7 @@ def solve_warm_counted(X, y: np.ndarray | None, params: SolverParams,
     solved = _solve_dual(X, dual, params, n_threads, {} if stats is None else stats, sums)
     support, coef = row_coefficients(dual, solved.alpha, n, params.svm_type)
     sums = _row_sums(dual, solved, n)[support]
-    sol = finish_solution(X, t, support, coef, -solved.rho, params, sums[:, 0])
+    sol = finish_solution(X, t, support, coef, -solved.rho, params, kernel_sums=sums[:, 0])
     sol.kernel_sums = sums if _reusable(solved, n) else None
     return sol, solved.iterations
 

@@ -138,3 +138,22 @@ def test_reference_check_skips_cleanly_without_the_file(tmp_path, capsys):
 
     assert main(["--reference", str(tmp_path / "absent.jsonl")]) == 0
     assert "skipped" in capsys.readouterr().out
+
+
+def test_rows_in_memory_charge_sampling_the_cluster_setup():
+    """Arrays in the client's memory are solved directly where they are, while sampling
+    first places them on the workers: the sampling side pays ``setup_seconds`` (an
+    ijcnn1-sized set flips to one solve), and the direct side its certifying scan."""
+    coef = Coefficients()
+    args = (49_990, 6_248, 22, 2, 2, 0.1, coef)
+    on_workers = choose_route(*args, backend="onedal")
+    in_memory = choose_route(*args, backend="onedal", in_memory=True)
+    assert on_workers[0] == "sample" and in_memory[0] == "direct"
+    no_setup = replace(coef, setup_seconds=0.0)
+    assert choose_route(*args[:-1], no_setup, backend="onedal", in_memory=True) == \
+        choose_route(*args[:-1], no_setup, backend="onedal")
+    cheap_scan = replace(coef, scan_per_term=0.0, scan_seconds=0.0)
+    direct_only = float(choose_route(*args[:-1], cheap_scan, backend="onedal")[1]
+                        .split(" rows ")[1].split(" s ")[0])
+    direct_with_scan = float(on_workers[1].split(" rows ")[1].split(" s ")[0])
+    assert direct_with_scan > direct_only

@@ -188,7 +188,7 @@ def fit_in_process(est, data, y, sample_weight) -> bool:
     if shape is not None and len(shape) == 2 and shape[0] > 0:  # before any copy
         cfg = RunConfig(k=None, sample_size=est._sample_sizes(shape[0])[1], route=est.route)
         if plan_route(cfg, [], shape[0], cfg.sample_size, shape[1], machine(),
-                      "onedal")[0] != "direct":  # not even at oneDAL's speed
+                      "onedal", in_memory=True)[0] != "direct":  # not even at oneDAL's speed
             return False
     est.phases_ = {}
     rows = in_memory_rows(data, y, est._task, sample_weight, est._may_collapse())
@@ -197,7 +197,7 @@ def fit_in_process(est, data, y, sample_weight) -> bool:
     route, why = plan_route(setup.cfg, setup.problems, rows.n_rows, setup.r,
                             rows.n_features, machine(),
                             cold_backend(setup.problems, rows.weighted, rows.is_sparse,
-                                         rows.n_features))
+                                         rows.n_features), in_memory=True)
     if route != "direct":
         return False
     est.phases_ = {**rows.phases, "setup": time.perf_counter() - t}

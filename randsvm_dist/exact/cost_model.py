@@ -370,16 +370,20 @@ def coefficients_dict(coef: Coefficients) -> dict:
 
 def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
                  threads: int, sv_share: float, coef: Coefficients,
-                 backend: str = "libsvm", iterations: int = 3, warm: bool = True
-                 ) -> tuple[str, str]:
+                 backend: str = "libsvm", iterations: int = 3, warm: bool = True,
+                 in_memory: bool = False) -> tuple[str, str]:
     """'direct' (one cold solve of all rows) or 'sample', whichever the model predicts
     faster, and why.
 
-    Sampling is modelled as a cold solve of ``sample_size`` rows and then ``iterations``
-    rounds of a full scan against the support vectors and a re-solve of them plus
-    WARM_MAX_FRESH_SHARE fresh rows (warm, or cold for kinds without a warm start); the
-    support vectors are ``sv_share`` of the rows solved (the first solve's share once
-    known).
+    The direct route is modelled as the cold solve of all rows and the scan of every row
+    that certifies it. Sampling is modelled as a cold solve of ``sample_size`` rows and
+    then ``iterations`` rounds of a full scan against the support vectors and a re-solve
+    of them plus WARM_MAX_FRESH_SHARE fresh rows (warm, or cold for kinds without a warm
+    start); the support vectors are ``sv_share`` of the rows solved (the first solve's
+    share once known). Rows in the client's memory (``in_memory``) are solved directly
+    where they are (``exact.in_process``), while sampling needs them on the workers: the
+    sampling side then also pays the cluster route's setup (``setup_seconds``: placement,
+    final assembly).
 
     Args:
         n_rows, sample_size, n_features: the data and the first sample.
@@ -388,6 +392,7 @@ def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
         coef: Coefficients; backend: the cold solver ('libsvm' or 'onedal').
         iterations: rounds after the first solve.
         warm: the re-solves start from the previous alphas (``solvers.warm_smo``).
+        in_memory: the rows are in the client's memory (arrays passed to ``fit``).
 
     Returns:
         (route, reason).
@@ -399,7 +404,8 @@ def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
         p = solve_threads(it, n_features, threads, coef, backend, "chosen")
         return _solve_seconds(it, shape, p, coef)
 
-    t_direct = solve(IterationSizes(n_rows, s, 0, n_rows, False, 0, 0, 0, 0))
+    every_row = IterationSizes(n_rows, s, 0, n_rows, False, n_rows, 0, 0, 0)
+    t_direct = solve(every_row) + _scan_seconds(every_row, n_features, workers, coef)
     fresh = int(WARM_MAX_FRESH_SHARE * s)
     rounds = [IterationSizes(sample_size, max(1, int(sv_share * sample_size)), 0,
                              sample_size, False, n_rows, 0, 0, 0)] + \
@@ -407,6 +413,8 @@ def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
                         n_rows, 0, 0, 0)] * iterations
     t_sample = sum(solve(it) + _scan_seconds(it, n_features, workers, coef)
                    + coef.iteration_seconds + coef.iteration_per_row * it.m for it in rounds)
+    if in_memory:
+        t_sample += coef.setup_seconds
     route = "direct" if t_direct <= t_sample else "sample"
     return route, (f"cost model: one solve of {n_rows} rows {t_direct:.1f} s vs sampling "
                    f"{t_sample:.1f} s ({workers} workers, {threads} threads a solve, "

@@ -81,7 +81,7 @@ class Machine:
 
 def plan_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
                n_features: int, machine: Machine, backend: str,
-               sv_share: float | None = None) -> tuple[str, str]:
+               sv_share: float | None = None, in_memory: bool = False) -> tuple[str, str]:
     """(route, why): 'direct' (one solve of all rows) or 'sample', by the cost model.
 
     Args:
@@ -94,6 +94,8 @@ def plan_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
         backend: the cold solver ('libsvm' or 'onedal', see ``cold_backend``).
         sv_share: support vectors over rows solved, measured by the first solve; None
             before it (SV_SHARE_GUESS is assumed).
+        in_memory: the rows are in the client's memory, where the direct route solves
+            them (``exact.in_process``); sampling would place them on the workers first.
 
     Returns:
         (route, reason), the reason naming both predicted times.
@@ -105,7 +107,7 @@ def plan_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
     warm = all(p.kind.warm_startable for p in problems)
     route, why = choose_route(min(rows, n), min(r, n), n_features, machine.workers,
                               machine.threads, share, Coefficients(), backend=backend,
-                              warm=warm)
+                              warm=warm, in_memory=in_memory)
     when = ("before the first solve (support vectors guessed)" if sv_share is None
             else "after the first solve")
     return route, f"{when}, {why}, {backend}"

@@ -375,15 +375,11 @@ def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
     """'direct' (one cold solve of all rows) or 'sample', whichever the model predicts
     faster, and why.
 
-    The direct route is modelled as the cold solve of all rows and the scan of every row
-    that certifies it. Sampling is modelled as a cold solve of ``sample_size`` rows and
-    then ``iterations`` rounds of a full scan against the support vectors and a re-solve
-    of them plus WARM_MAX_FRESH_SHARE fresh rows (warm, or cold for kinds without a warm
-    start); the support vectors are ``sv_share`` of the rows solved (the first solve's
-    share once known). Rows in the client's memory (``in_memory``) are solved directly
-    where they are (``exact.in_process``), while sampling needs them on the workers: the
-    sampling side then also pays the cluster route's setup (``setup_seconds``: placement,
-    final assembly).
+    Direct: the cold solve of all rows and its certifying scan. Sampling: a cold solve of
+    ``sample_size`` rows, ``iterations`` rounds of a full scan and a re-solve of the
+    support vectors plus WARM_MAX_FRESH_SHARE fresh rows (warm if the kind has a warm
+    start), and for rows in the client's memory the cluster route's ``setup_seconds``
+    (the direct route solves them there). Support vectors: ``sv_share`` of rows solved.
 
     Args:
         n_rows, sample_size, n_features: the data and the first sample.
@@ -419,7 +415,6 @@ def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
     return route, (f"cost model: one solve of {n_rows} rows {t_direct:.1f} s vs sampling "
                    f"{t_sample:.1f} s ({workers} workers, {threads} threads a solve, "
                    f"{100 * sv_share:.0f}% support vectors)")
-
 
 
 def plan_seconds(m: int, n_support: int, n_features: float, parts: int, threads: int,

@@ -52,7 +52,7 @@ from randsvm_dist.exact.solving import (
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.numerics.kernels import moments_variance
 from randsvm_dist.solvers.libsvm_adapter import host_cores
-from randsvm_dist.solvers.onedal_backend import onedal_threads_pinned
+from randsvm_dist.solvers.onedal_runtime import onedal_threads_pinned
 
 
 @dataclass
@@ -243,7 +243,7 @@ def concurrent_solves(n_problems: int, threads: int) -> int:
     keeps one core busy, where a solve on several waits at every step for the slowest;
     problems that were solved one at a time on every core give the same models: LIBSVM's
     do not depend on its threads, oneDAL's count is pinned to the share,
-    ``solvers.onedal_backend.onedal_threads_pinned``)."""
+    ``solvers.onedal_runtime.onedal_threads_pinned``)."""
     return max(1, min(n_problems, threads))
 
 

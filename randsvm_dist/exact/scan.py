@@ -195,11 +195,7 @@ def scan_partition(part: Partition, model: ScanModel, requests: list[ProblemRequ
         kernel_evals += full_evals
         centre[full] = f_full
         radius[full] = 0.0
-    bounds = np.empty((2, n, P), dtype=np.float32)
-    bounds[0] = 0.0
-    bounds[1] = np.inf
-    bounds[0][:, rows.active] = centre
-    bounds[1][:, rows.active] = np.where(rows.members, radius, np.inf)
+    bounds = _bounds(n, P, rows, centre, radius)
     n_screened = (int(rows.need.sum()) - len(full) if model.support_vectors is not None
                   else 0)
     # -s of the evaluated rows; every other row of a problem is screened (-s >= threshold)
@@ -357,6 +353,18 @@ def row_range(part: Partition, lo: int, hi: int) -> Partition:
     """Rows lo..hi-1 of a partition as a partition of their own (same global rows)."""
     return Partition(part.X[lo:hi], part.y[lo:hi], part.offset + lo,
                      None if part.weight is None else part.weight[lo:hi])
+
+
+def _bounds(n: int, P: int, rows: _Membership, centre: np.ndarray,
+            radius: np.ndarray) -> np.ndarray:
+    """The scan's screening bounds (2, n, P) float32: each row's decision value and its
+    radius under every problem (value 0 and radius inf where a row takes no part)."""
+    bounds = np.empty((2, n, P), dtype=np.float32)
+    bounds[0] = 0.0
+    bounds[1] = np.inf
+    bounds[0][:, rows.active] = centre
+    bounds[1][:, rows.active] = np.where(rows.members, radius, np.inf)
+    return bounds
 
 
 def scan_partition_task(part: Partition, inputs: ScanInputs, key: int,

@@ -118,6 +118,13 @@ def run_scan(client, parts: PartitionSet, model: ScanModel | None,
     names = [f"partition {t.partition} rows {t.lo}-{t.hi}" for t in tasks]
     answers: list[ScanAnswer] = gather(client, futures, "the violator scan", names)
     delta_evals = model.delta.kernel_evals if model and model.delta is not None else 0
+    return _scan_result(parts, tasks, answers, delta_evals, time.perf_counter() - t0,
+                        max(1, sum(threads.values())))
+
+
+def _scan_result(parts: PartitionSet, tasks: list, answers: list[ScanAnswer],
+                 delta_evals: int, wall_seconds: float, threads: int) -> ScanResult:
+    """The scan tasks' answers summed into one ScanResult (``run_scan``)."""
     task_rows: dict = {}
     for t, a in zip(tasks, answers):
         task_rows[a.ran_on] = task_rows.get(a.ran_on, 0) + t.hi - t.lo
@@ -127,8 +134,7 @@ def run_scan(client, parts: PartitionSet, model: ScanModel | None,
                       sum(a.n_evaluated for a in answers), sum(a.seconds for a in answers),
                       sum(a.n_screened for a in answers),
                       delta_evals + sum(a.kernel_evals for a in answers),
-                      sum(a.cpu_seconds for a in answers), time.perf_counter() - t0,
-                      max(1, sum(threads.values())), task_rows,
+                      sum(a.cpu_seconds for a in answers), wall_seconds, threads, task_rows,
                       sum(a.full_evals for a in answers))
 
 

@@ -123,10 +123,8 @@ rule above rests on the one-thread rows and the whole fits of bench_ahead.py.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import warnings
-from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
@@ -144,7 +142,12 @@ from randsvm_dist.solvers.libsvm_adapter import (
     kernel_row_terms,
     step_threads,
 )
-from randsvm_dist.solvers.onedal_runtime import THREADS, capture_start, capture_stop
+from randsvm_dist.solvers.onedal_runtime import (
+    THREADS,
+    capture_start,
+    capture_stop,
+    onedal_available,
+)
 from randsvm_dist.solvers.weighted import check_row_C
 
 log = logging.getLogger("randsvm_dist")
@@ -172,15 +175,6 @@ AUTO_MIN_DENSE_FEATURES = 10
 AUTO_MIN_SPARSE_NNZ = 5  # mean non-zeros per row
 
 _ACCELERATED = "running accelerated version"
-
-
-def onedal_available() -> bool:
-    """Whether scikit-learn-intelex (oneDAL) is installed, without importing it.
-
-    Returns:
-        True when the ``sklearnex`` package can be imported.
-    """
-    return importlib.util.find_spec("sklearnex") is not None
 
 
 def check_backend(backend: str) -> None:
@@ -233,26 +227,6 @@ def prefer_onedal(X, params: SolverParams, weighted: bool = False) -> bool:
     heavy = weighted or (X.nnz >= AUTO_MIN_SPARSE_NNZ * n if sp.issparse(X)
                          else X.shape[1] >= AUTO_MIN_DENSE_FEATURES)
     return heavy and onedal_available()
-
-
-@contextmanager
-def onedal_threads_pinned(n_threads: int):
-    """oneDAL's process-wide thread count held at n_threads while the block runs (nothing
-    when oneDAL is not installed). oneDAL's solution depends on that count at fit time, not
-    on which solves share the pool: solves run concurrently inside the block give the bytes
-    each gives alone with n_threads.
-
-    Args:
-        n_threads: the count (>= 1).
-    """
-    if not onedal_available():
-        yield
-        return
-    THREADS.pin(n_threads)
-    try:
-        yield
-    finally:
-        THREADS.pin(None)
 
 
 def _estimator(params: SolverParams, C: float):
@@ -329,13 +303,8 @@ def solve_onedal(X, t: np.ndarray, params: SolverParams, row_C=None,
     weights, C = (None, params.C) if box is None else (box[keep], 1.0)
     est, refusal = _solved(rows, t[keep], weights, params, C, n_threads)
     if refusal is None:
-        # sklearn's public binary dual_coef_/intercept_ point towards classes_[1] = +1
-        coef = est.dual_coef_
-        coef = np.asarray(coef.toarray() if sp.issparse(coef) else coef, dtype=np.float64)[0]
-        sv = np.asarray(est.support_, dtype=np.int64)
-        coef = _on_box(coef, (box[keep] if box is not None else
-                              np.full(len(keep), params.C))[sv])
-        intercept = float(np.ravel(est.intercept_)[0])
+        sv, coef, intercept = _fitted_solution(
+            est, box[keep] if box is not None else np.full(len(keep), params.C))
         if params.svm_type == C_SVC and not scanned:
             worst = kkt_violation(rows, t[keep], sv, coef, intercept, params,
                                   None if box is None else box[keep])
@@ -388,6 +357,16 @@ def _solved(rows, t: np.ndarray, weights: np.ndarray | None, params: SolverParam
             return est, None
     return None, (f"oneDAL stopped at its iteration cap ({MAX_ITER}) without reaching "
                   f"tol={params.tol:g}; solving this working set with LIBSVM")
+
+
+def _fitted_solution(est, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """(support, coefficients put on their box ``upper`` when within rounding, intercept)
+    of a fitted sklearnex SVC/SVR (sklearn's public binary dual_coef_ and intercept_ point
+    towards classes_[1] = +1)."""
+    coef = est.dual_coef_
+    coef = np.asarray(coef.toarray() if sp.issparse(coef) else coef, dtype=np.float64)[0]
+    sv = np.asarray(est.support_, dtype=np.int64)
+    return sv, _on_box(coef, upper[sv]), float(np.ravel(est.intercept_)[0])
 
 
 def _fit(rows, t: np.ndarray, weights: np.ndarray | None, params: SolverParams, C: float,

@@ -1,6 +1,7 @@
-"""oneDAL's process-wide state around a fit (``onedal_backend``): its thread pool, shared
-by the oneDAL solves running in this process, and the capture of sklearnex's log records
-of the calling thread (the fit is checked by them).
+"""oneDAL's process-wide state around a fit (``onedal_backend``): whether it is installed,
+its thread pool, shared by the oneDAL solves running in this process (or pinned to one
+count while a batch of solves runs side by side), and the capture of sklearnex's log
+records of the calling thread (the fit is checked by them).
 
 oneDAL runs on TBB, which ignores OMP_NUM_THREADS and threadpoolctl, and
 sklearnex's ``n_jobs`` is ignored off the main thread (a Dask task's thread). A solve sets
@@ -12,8 +13,19 @@ per process, and concurrent solves share it).
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import threading
+from contextlib import contextmanager
+
+
+def onedal_available() -> bool:
+    """Whether scikit-learn-intelex (oneDAL) is installed, without importing it.
+
+    Returns:
+        True when the ``sklearnex`` package can be imported.
+    """
+    return importlib.util.find_spec("sklearnex") is not None
 
 
 class ThreadBudget:
@@ -73,6 +85,26 @@ class ThreadBudget:
 
 
 THREADS = ThreadBudget()
+
+
+@contextmanager
+def onedal_threads_pinned(n_threads: int):
+    """oneDAL's process-wide thread count held at n_threads while the block runs (nothing
+    when oneDAL is not installed). oneDAL's solution depends on that count at fit time, not
+    on which solves share the pool: solves run concurrently inside the block give the bytes
+    each gives alone with n_threads.
+
+    Args:
+        n_threads: the count (>= 1).
+    """
+    if not onedal_available():
+        yield
+        return
+    THREADS.pin(n_threads)
+    try:
+        yield
+    finally:
+        THREADS.pin(None)
 
 
 class LogCapture(logging.Filter):

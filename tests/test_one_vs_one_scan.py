@@ -121,23 +121,29 @@ def _fit(X, y, solver, threads, monkeypatch):
     return RandSVMClassifier(C=3.0, gamma=0.05, random_state=0, solver=solver).fit(X, y)
 
 
-@pytest.mark.parametrize("solver", [
-    "libsvm",
-    pytest.param("onedal", marks=pytest.mark.skipif(not onedal_available(),
-                                                    reason="oneDAL not installed")),
-])
-def test_pairs_solved_side_by_side_give_the_bytes_of_one_at_a_time(solver, monkeypatch):
-    """Two pairs at a time on one core each (oneDAL's count pinned to 1) against one at a
-    time on one core: the same models to the byte, the same certificates."""
+def test_pairs_solved_side_by_side_give_the_bytes_of_one_at_a_time(monkeypatch):
+    """LIBSVM: two pairs at a time on one core each against one at a time on one core:
+    the same models to the byte, the same certificates."""
     X, y = _classes(n=1200, k=4, seed=1)
-    if solver == "onedal":
-        pytest.importorskip("sklearnex")
-    one = _fit(X, y, solver, 1, monkeypatch)
-    two = _fit(X, y, solver, 2, monkeypatch)
+    one = _fit(X, y, "libsvm", 1, monkeypatch)
+    two = _fit(X, y, "libsvm", 2, monkeypatch)
     assert in_process.concurrent_solves(6, 2) == 2 and in_process.concurrent_solves(6, 1) == 1
     assert one.history_[0]["solved_in"] == two.history_[0]["solved_in"] == "client"
     assert {h["solve_threads"] for h in two.history_} == {1}
     assert _bytes_and_certificates(one) == _bytes_and_certificates(two)
+
+
+@pytest.mark.skipif(not onedal_available(), reason="oneDAL not installed")
+def test_cold_onedal_pairs_are_solved_one_at_a_time_on_every_core(monkeypatch):
+    """oneDAL's cold solves of the pairs do not run side by side (they ran at half speed
+    so): each first solve gets both cores; the certificate is that of LIBSVM's pairs."""
+    X, y = _classes(n=1200, k=4, seed=1)
+    fit = _fit(X, y, "onedal", 2, monkeypatch)
+    ref = _fit(X, y, "libsvm", 2, monkeypatch)
+    first = [h for h in fit.history_ if h["iteration"] == 1]
+    assert len(first) == 6 and {h["solve_threads"] for h in first} == {2}
+    assert fit.certified_ and ref.certified_
+    np.testing.assert_allclose(fit.decision_function(X), ref.decision_function(X), atol=2e-2)
 
 
 def _bytes_and_certificates(est) -> tuple:

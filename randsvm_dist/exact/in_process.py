@@ -4,15 +4,15 @@ The route for data in the client's memory (arrays passed to ``fit``, never a Par
 set or a Dask collection) when the cost model says one solve of all rows beats sampling
 (``exact.route.plan_route`` with the machine's cores): no cluster is started and nothing
 makes a Dask round trip. The arrays are checked and built into one partition here by the
-rules the workers use (``engine.partition_build``: duplicates collapsed when that pays,
-the layout by density; float32 rows, which every backend takes as they are), solved with
-every core of the machine (``exact.solving.solve_partitions``; several problems, as the
-pairs of one-vs-one, one per core at a time), and scanned here, on every core too, for the
-certificate over all rows (``exact.scan.scan_partition``: each row against the models of
-the active problems it belongs to). The loop's certify-and-decide step and its records are
-the driver's (``exact.driver.decide_step``): a tightened solver tolerance solves the
-problems that missed it again from the last solve's alphas (``exact.solving.direct_start``),
-as on the workers, so the model and its certificate are
+rules the workers use (``engine.partition_build``: duplicates collapsed when that pays, the
+layout by density; float32 rows, which every backend takes as they are), solved with every
+core of the machine (``exact.solving.solve_partitions``; several problems, as the pairs of
+one-vs-one, one per core at a time unless oneDAL solves them cold), and scanned here, on
+every core too, for the certificate over all rows (``exact.scan.scan_partition``: each row
+against the models of the active problems it belongs to). The loop's certify-and-decide
+step and its records are the driver's (``exact.driver.decide_step``): a tightened solver
+tolerance solves the problems that missed it again from the last solve's alphas
+(``exact.solving.direct_start``), as on the workers, so the model and its certificate are
 those of the distributed direct route.
 
 The scan evaluates every row, so a oneDAL solve here runs no pass over decision values of
@@ -40,7 +40,7 @@ from randsvm_dist.engine.partition_build import finish, load_rows, survey
 from randsvm_dist.engine.partitions import Partition, make_array_partition
 from randsvm_dist.exact.cancellation import check
 from randsvm_dist.exact.driver import Loop, ScanStep, SolveStep, decide_step, scan_requests
-from randsvm_dist.exact.route import Machine
+from randsvm_dist.exact.route import Machine, cold_backend
 from randsvm_dist.exact.scan import scan_partition
 from randsvm_dist.exact.scan_dispatch import ScanResult, scan_model
 from randsvm_dist.exact.solving import (
@@ -52,7 +52,6 @@ from randsvm_dist.exact.solving import (
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.numerics.kernels import moments_variance
 from randsvm_dist.solvers.libsvm_adapter import host_cores
-from randsvm_dist.solvers.onedal_runtime import onedal_threads_pinned
 
 
 @dataclass
@@ -197,7 +196,9 @@ def _solve_all(rows: InMemoryRows, problems: list[ProblemState], threads: int,
                ) -> tuple[list[ProblemState], SolveStep]:
     """One solve of all rows of every active problem: ``concurrent_solves`` at a time,
     each on its share of the ``threads`` cores (largest first; the results in the
-    problems' order, each the bytes of its solve alone with that share), oneDAL's checks
+    problems' order, each the bytes of its solve alone with that share), or one at a time
+    on every core when oneDAL solves them cold (measured: 6 Fashion-MNIST pairs side by
+    side on one thread each took 10.8 s, one at a time on two 5.7 s), oneDAL's checks
     and dual objectives left to the scan that follows (``solving.finish_scanned``), each
     from its last solve's alphas when it solved every row before (``solving.direct_start``);
     with ``redo``, only the problems at those indices, cold by LIBSVM, into ``solved`` (the
@@ -207,10 +208,12 @@ def _solve_all(rows: InMemoryRows, problems: list[ProblemState], threads: int,
     tols = [p.solver.tol for p in problems]
     t0 = time.perf_counter()
     todo = [j for j, p in enumerate(problems) if p.active and (redo is None or j in redo)]
-    at_once = concurrent_solves(len(todo), threads)
-    share = max(1, threads // at_once)
     starts = {j: direct_start(problems[j], rows.n_rows) if redo is None else None
               for j in todo}
+    cold_onedal = redo is None and any(starts[j] is None for j in todo) and cold_backend(
+        problems, rows.weighted, rows.is_sparse, rows.n_features) == "onedal"
+    at_once = 1 if cold_onedal else concurrent_solves(len(todo), threads)
+    share = max(1, threads // at_once)
 
     def solve(j: int):
         p = problems[j]
@@ -226,8 +229,7 @@ def _solve_all(rows: InMemoryRows, problems: list[ProblemState], threads: int,
         # the solves set BLAS's count (process-wide, unlike OpenMP's) and put it back
         # concurrently, so one may put back another's: the batch's limit restores the
         # caller's count once they are all done
-        with onedal_threads_pinned(share), threadpool_limits(share, user_api="blas"), \
-                ThreadPoolExecutor(at_once) as pool:
+        with threadpool_limits(share, user_api="blas"), ThreadPoolExecutor(at_once) as pool:
             done = dict(zip(order, pool.map(solve, order)))
         results = [done[j] for j in todo]
     out = list(problems if solved is None else solved)
@@ -241,9 +243,8 @@ def concurrent_solves(n_problems: int, threads: int) -> int:
     """How many problems' solves run at once on ``threads`` cores: one per core, each on
     one core, while there are more problems than one (a solve of a few thousand rows
     keeps one core busy, where a solve on several waits at every step for the slowest;
-    problems that were solved one at a time on every core give the same models: LIBSVM's
-    do not depend on its threads, oneDAL's count is pinned to the share,
-    ``solvers.onedal_runtime.onedal_threads_pinned``)."""
+    LIBSVM's and the warm SMO's models do not depend on their threads, so problems solved
+    one at a time on every core give the same models)."""
     return max(1, min(n_problems, threads))
 
 

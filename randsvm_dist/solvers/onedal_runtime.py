@@ -1,7 +1,6 @@
 """oneDAL's process-wide state around a fit (``onedal_backend``): whether it is installed,
-its thread pool, shared by the oneDAL solves running in this process (or pinned to one
-count while a batch of solves runs side by side), and the capture of sklearnex's log
-records of the calling thread (the fit is checked by them).
+its thread pool, shared by the oneDAL solves running in this process, and the capture of
+sklearnex's log records of the calling thread (the fit is checked by them).
 
 oneDAL runs on TBB, which ignores OMP_NUM_THREADS and threadpoolctl, and
 sklearnex's ``n_jobs`` is ignored off the main thread (a Dask task's thread). A solve sets
@@ -16,7 +15,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 import threading
-from contextlib import contextmanager
 
 
 def onedal_available() -> bool:
@@ -30,14 +28,13 @@ def onedal_available() -> bool:
 
 class ThreadBudget:
     """oneDAL's process-wide thread count while oneDAL solves run in this process: the sum
-    of their n_threads (TBB has one pool per process), or the count ``pin`` holds; the
-    previous count is put back when the last one ends and nothing is pinned."""
+    of their n_threads (TBB has one pool per process), the previous count put back when
+    the last one ends."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._active: dict[int, int] = {}
         self._saved: int | None = None
-        self._pinned: int | None = None
         self._next = 0
 
     def enter(self, n_threads: int) -> int:
@@ -45,7 +42,8 @@ class ThreadBudget:
         import daal4py
 
         with self._lock:
-            self._save(daal4py)
+            if not self._active:
+                self._saved = int(daal4py.num_threads())
             key, self._next = self._next, self._next + 1
             self._active[key] = max(1, int(n_threads))
             self._apply(daal4py)
@@ -53,58 +51,24 @@ class ThreadBudget:
 
     def leave(self, key: int) -> None:
         """The solve ``key`` ended: the pool shrinks by its threads (the count from before
-        the first solve is put back after the last, unless pinned)."""
+        the first solve is put back after the last)."""
         import daal4py
 
         with self._lock:
             self._active.pop(key, None)
-            self._apply(daal4py)
-
-    def pin(self, n_threads: int | None) -> None:
-        """Hold the count at n_threads whatever the solves ask (None: release it)."""
-        import daal4py
-
-        with self._lock:
-            self._save(daal4py)
-            self._pinned = None if n_threads is None else max(1, int(n_threads))
-            self._apply(daal4py)
-
-    def _save(self, daal4py) -> None:
-        if not self._active and self._pinned is None and self._saved is None:
-            self._saved = int(daal4py.num_threads())
-
-    def _apply(self, daal4py) -> None:
-        if self._pinned is None and not self._active:
-            if self._saved is not None:
+            if self._active:
+                self._apply(daal4py)
+            elif self._saved is not None:
                 daal4py.daalinit(self._saved)
                 self._saved = None
-            return
-        total = self._pinned or sum(self._active.values())
+
+    def _apply(self, daal4py) -> None:
+        total = sum(self._active.values())
         if total != daal4py.num_threads():
             daal4py.daalinit(total)
 
 
 THREADS = ThreadBudget()
-
-
-@contextmanager
-def onedal_threads_pinned(n_threads: int):
-    """oneDAL's process-wide thread count held at n_threads while the block runs (nothing
-    when oneDAL is not installed). oneDAL's solution depends on that count at fit time, not
-    on which solves share the pool: solves run concurrently inside the block give the bytes
-    each gives alone with n_threads.
-
-    Args:
-        n_threads: the count (>= 1).
-    """
-    if not onedal_available():
-        yield
-        return
-    THREADS.pin(n_threads)
-    try:
-        yield
-    finally:
-        THREADS.pin(None)
 
 
 class LogCapture(logging.Filter):

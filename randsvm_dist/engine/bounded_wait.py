@@ -13,6 +13,7 @@ Defaults come from the environment: ``RANDSVM_DIST_EMPTY_TIMEOUT`` (seconds, 60)
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Sequence
 
@@ -78,6 +79,27 @@ def gather(client, futures: Sequence, what: str, labels: Sequence[str] | None = 
     return client.gather(futures)
 
 
+def _all_done_event(futures: list) -> threading.Event:
+    """An event set once every future is done (finished, failed or cancelled).
+
+    It is set by the futures' own done callbacks, so a wait on it ends when the last
+    future finishes (no polling interval rounds the wait up).
+    """
+    event, lock, remaining = threading.Event(), threading.Lock(), [len(futures)]
+
+    def one_done(_future) -> None:
+        with lock:
+            remaining[0] -= 1
+            if remaining[0] <= 0:
+                event.set()
+
+    if not futures:
+        event.set()
+    for f in futures:
+        f.add_done_callback(one_done)
+    return event
+
+
 def _wait_bounded(client, futures: list, what: str, timeout: float | None,
                   empty_timeout: float) -> None:
     """Wait until every future is done (finished, failed or cancelled).
@@ -87,14 +109,9 @@ def _wait_bounded(client, futures: list, what: str, timeout: float | None,
             ``empty_timeout`` seconds.
     """
     t0 = time.monotonic()
-    empty_since, pause, checked = None, 0.01, t0
-    while not all(f.done() for f in futures):
-        time.sleep(pause)  # f.done() is the client's own state: no round trip
-        pause = min(2 * pause, 0.25)
+    empty_since, all_done = None, _all_done_event(futures)
+    while not (all_done.wait(POLL_SECONDS) or all(f.done() for f in futures)):
         now = time.monotonic()
-        if now - checked < POLL_SECONDS:
-            continue
-        checked = now
         unfinished = sum(not f.done() for f in futures)
         address = client.scheduler.address
         if n_workers(client) == 0:

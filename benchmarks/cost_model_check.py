@@ -87,6 +87,27 @@ def check(fits: list[dict], coef) -> list[dict]:
     return rows
 
 
+def speedups(fits: list[dict], coef, target: int = 16) -> list[dict]:
+    """Per reference data set and solver: the predicted T(1) / T(target) of its largest-W
+    fit's iterations, with today's thread rule (the issue's 16-core target, predicted)."""
+    from randsvm_dist.exact.cost_model import predict_fit
+
+    best: dict[tuple, dict] = {}
+    for r in fits:
+        key = (r["data"], r["solver"])
+        if not r.get("numba_cache_cold") and (key not in best
+                                              or r["fit"].workers > best[key]["fit"].workers):
+            best[key] = r
+    out = []
+    for (data, solver), r in sorted(best.items()):
+        one = predict_fit(r["fit"], 1, coef, "chosen")
+        many = predict_fit(r["fit"], target, coef, "chosen")
+        out.append({"data": data, "solver": solver, "from_workers": r["fit"].workers,
+                    "predicted_1": one, f"predicted_{target}": many,
+                    "speedup": one / many, "efficiency": one / (target * many)})
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -132,10 +153,15 @@ def main(argv=None) -> int:
     if warm:
         print(f"mean |error| over {len(warm)} fits with a warm numba cache: "
               f"{100 * sum(warm) / len(warm):.0f}%")
+    ahead = speedups(fits, coef)
+    for r in ahead:
+        print(f"predicted {r['data'][:34]} {r['solver']}: W=1 {r['predicted_1']:.1f} s, "
+              f"W=16 {r['predicted_16']:.1f} s, {r['speedup']:.2f}x, efficiency "
+              f"{r['efficiency']:.2f} (iterations of its W={r['from_workers']} fit)")
     if args.out:
         with open(args.out, "a") as f:
             f.write(json.dumps({"source": source, "coefficients": coefficients_dict(coef),
-                                "fits": rows}) + "\n")
+                                "fits": rows, "speedups": ahead}) + "\n")
     return 0
 
 

@@ -141,13 +141,12 @@ def section_exact() -> list[str]:
             "--out benchmarks/results/ahead.jsonl",
             "python benchmarks/bench_warm_solver.py --sizes 10000,20000,40000 "
             "--sets ringnorm,checkerboard --threads 2 --out benchmarks/results/warm_solver.jsonl"),
-        "The warm solver alone (alpha0: the optimum of 80% of the rows; tol 1e-3; 2 threads):",
-        "",
-        *table(["set", "rows", "cold LIBSVM s", "warm s", "speed-up", "dual objectives agree to"],
-               [(r["set"], f"{r['n']:,}", f"{r['cold_s']:.2f}", f"{r['warm_s']:.2f}",
-                 f"{r['speedup']:.2f}x",
-                 f"{abs(r['dual_cold'] - r['dual_warm']) / abs(r['dual_cold']):.0e}")
-                for r in warm]),
+        ("The warm solver alone (alpha0: the optimum of 80% of the rows; tol 1e-3; 2 "
+              "threads), cold LIBSVM s / warm s (speed-up, dual objectives agree to): " +
+              "; ".join(f"{r['set']} {r['n']:,} rows {r['cold_s']:.2f} / {r['warm_s']:.2f} "
+                        f"({r['speedup']:.2f}x, "
+                        f"{abs(r['dual_cold'] - r['dual_warm']) / abs(r['dual_cold']):.0e})"
+                        for r in warm) + "."),
     ]
 
 
@@ -457,13 +456,12 @@ def section_checkpoint() -> list[str]:
         "## Checkpoint and resume", "",
         f"{r['rows']:,} checkerboard rows, {r['iterations']} iterations, sample size "
         f"{r['sample_size']:,}: checkpoints of {min(c['bytes'] for c in cps):,}-"
-        f"{max(c['bytes'] for c in cps):,} bytes, at most "
-        f"{1000 * max(c['seconds'] for c in cps):.0f} ms per iteration; the fit took "
-        f"{r['fit_seconds_checkpointed']} s "
-        f"with checkpoints, {r['fit_seconds_plain']} s without. Killed after iteration "
-        f"{r['resumed_after_iteration']} and resumed: {r['resume_seconds']} s against "
-        f"{r['restart_seconds']} s from scratch; resumed model equals the uninterrupted "
-        f"one: {r['resumed_equals_uninterrupted']}.",
+        f"{max(c['bytes'] for c in cps):,} bytes, <= "
+        f"{1000 * max(c['seconds'] for c in cps):.0f} ms each; fit "
+        f"{r['fit_seconds_checkpointed']} s with them, {r['fit_seconds_plain']} s without. "
+        f"Killed after iteration {r['resumed_after_iteration']}, resumed: "
+        f"{r['resume_seconds']} s vs {r['restart_seconds']} s from scratch; same model: "
+        f"{r['resumed_equals_uninterrupted']}.",
         *command(r["command"].replace("/work/bin/timed ", "")),
     ]
 
@@ -492,9 +490,8 @@ def section_scaleout() -> list[str]:
         return "-"
 
     out = ["## Scale-out: the same fit at W workers (issue 26)", "",
-           "Each fit alone in a fresh process: RandSVM on W single-threaded workers (start and "
-           "compiles excluded), LIBSVM and scikit-learn-intelex on W threads, before any "
-           "cluster. Efficiency: T(1) / (W T(W)) of the same engine.",
+           "Each fit alone in a fresh process: RandSVM on W single-threaded workers (start, "
+           "compiles excluded), peers on W threads. Efficiency: T(1) / (W T(W)).",
            "", *table(["set", "rows", "engine", "W", "seconds", "efficiency",
                        "solve / scan s", "certified gap", "quality", "load at start"],
                       [(r["set"], f"{r['rows']:,}", r["engine"], r["workers"],
@@ -512,15 +509,49 @@ def section_scaleout() -> list[str]:
         key = (r["set"], r["rows"], "randsvm")
         if r["engine"] == "randsvm" and r["workers"] == 2 and key in t1:
             speed[r["set"]] = t1[key] / r["result"]["seconds"]
-    out += targets([(f"{name}: W=2 at least 1.8x W=1", f"{x:.2f}x", x >= 1.8)
-                    for name, x in sorted(speed.items())])
+    model, goals = _cost_model_lines()
+    out += model + targets([(f"{name}: W=2 at least 1.8x W=1", f"{x:.2f}x", x >= 1.8)
+                            for name, x in sorted(speed.items())] + goals)
     out += command("python benchmarks/bench_scaleout.py --sets ringnorm checkerboard "
                    "--workers 1,2 --no-peers --out benchmarks/results/scaleout.jsonl",
                    "python benchmarks/bench_scaleout.py --sets ringnorm --workers 2 --peers "
                    "--max-seconds 400 --out benchmarks/results/scaleout.jsonl",
                    "python benchmarks/cost_model_check.py --local "
-                   "benchmarks/results/scaleout.jsonl")
+                   "benchmarks/results/scaleout.jsonl --out "
+                   "benchmarks/results/cost_model_check.jsonl")
     return out
+
+
+def _cost_model_lines() -> tuple[list[str], list[tuple[str, str, bool]]]:
+    """The cost model's predictions beside the 16-core reference fits (the last record of
+    cost_model_check.jsonl), and the targets of its predicted 16-core speed-up."""
+    checks = [r for r in load("cost_model_check.jsonl") if "speedups" in r]
+    if not checks:
+        return [], []
+    last = checks[-1]
+    warm = [r for r in last["fits"] if not r["numba_cache_cold"]]
+    cells: dict[tuple, dict] = {}
+    for r in warm:
+        cells.setdefault((r["data"].split(" (")[0], r["solver"]), {})[r["workers"]] = (
+            f"{r['measured']:.1f} / {r['predicted']:.1f}")
+    ahead = {(r["data"].split(" (")[0], r["solver"]): r for r in last["speedups"]}
+    lines = ["", f"Cost model (`exact/cost_model.py`, fitted to the local fits above) beside "
+             "the 16-core reference, measured / predicted s (warm numba cache; mean |error| "
+             f"{100 * sum(abs(r['error']) for r in warm) / max(len(warm), 1):.0f}%); W=1 and "
+             "W=16 predicted (no 16-core machine was available):", "",
+             *table(["fit", "solver", *(f"W={w}" for w in (2, 4, 8, 16)), "predicted W=1 / "
+                     "W=16 s", "predicted speed-up"],
+                    [(name, solver, *(got.get(w, "-") for w in (2, 4, 8, 16)),
+                      f"{ahead[key]['predicted_1']:.1f} / {ahead[key]['predicted_16']:.1f}"
+                      if key in ahead else "-",
+                      f"{ahead[key]['speedup']:.2f}x" if key in ahead else "-")
+                     for key, got in cells.items() for name, solver in [key]])]
+    big = [(name, r["speedup"]) for (name, solver), r in ahead.items()
+           if name.startswith(("ringnorm", "checkerboard")) and solver == "auto"]
+    goals = [(" / ".join(n for n, _ in big) + " (auto): W=16 at least 8x W=1, predicted",
+              " / ".join(f"{x:.2f}x" for _, x in big), min(x for _, x in big) >= 8)
+             ] if big else []
+    return lines, goals
 
 
 def section_bsgd_average() -> list[str]:
@@ -540,13 +571,11 @@ def section_restructure() -> list[str]:
     rows = load("restructure_same_model.jsonl")
     return ["## Same model, same time across the codebase restructuring (issue 25)", "",
             "The 1e6 checkerboard fit (C 100, gamma 1, solver='libsvm', 2 workers), before and "
-            "after:", "",
-            *table(["commit", "fit s", "iterations", "#SV", "gap", "test accuracy %",
-                    "support / dual_coef / intercept digests"],
-                   [(r["commit"], f"{r['seconds']:.1f}", r["iterations"],
-                     f"{r['n_support']:,}", f"{r['relative_gap']:.3e}", pct(r["accuracy"]),
-                     f"{r['support']} / {r['dual_coef']} / {r['intercept']}")
-                    for r in rows]),
+            "after (commit: fit s, iterations, #SV, gap, test accuracy %, support / dual_coef "
+            "/ intercept digests): " + "; ".join(
+                f"{r['commit']}: {r['seconds']:.1f} s, {r['iterations']}, "
+                f"{r['n_support']:,}, {r['relative_gap']:.3e}, {pct(r['accuracy'])}, "
+                f"{r['support']} / {r['dual_coef']} / {r['intercept']}" for r in rows) + ".",
             *command("python benchmarks/bench_same_model.py BEFORE_CHECKOUT AFTER_CHECKOUT "
                      "--rows 1000000 --out benchmarks/results/restructure_same_model.jsonl")]
 

@@ -536,7 +536,8 @@ def _cost_model_lines() -> tuple[list[str], list[tuple[str, str, bool]]]:
             f"{r['measured']:.1f} / {r['predicted']:.1f}")
     ahead = {(r["data"].split(" (")[0], r["solver"]): r for r in last["speedups"]}
     lines = ["", f"Cost model (`exact/cost_model.py`, fitted to the local fits above) beside "
-             "the 16-core reference, measured / predicted s (warm numba cache; mean |error| "
+             "the 16-core reference (measured on earlier code), measured / predicted s (warm "
+             "numba cache; mean |error| "
              f"{100 * sum(abs(r['error']) for r in warm) / max(len(warm), 1):.0f}%); W=1 and "
              "W=16 predicted (no 16-core machine was available):", "",
              *table(["fit", "solver", *(f"W={w}" for w in (2, 4, 8, 16)), "predicted W=1 / "

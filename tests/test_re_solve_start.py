@@ -141,3 +141,11 @@ def test_tightening_asks_for_what_the_gap_needs():
     assert certificate.tightened(p, 5e-4, 1e-3).solver.tol == pytest.approx(5e-4)  # >= 2x
     assert certificate.tightened(p, 10.0, 1e-3).solver.tol == pytest.approx(1e-6)  # <= 1000x
     assert certificate.tightened(p).solver.tol == pytest.approx(1e-4)  # gap unknown: 10x
+
+
+def test_small_arrays_that_may_collapse_are_judged_by_their_distinct_rows():
+    from randsvm_dist.exact.route import SURVEY_MAX_BYTES, judged_by_shape
+
+    assert not judged_by_shape(2 << 20, may_collapse=True)      # skin_nonskin: 2 MB
+    assert judged_by_shape(SURVEY_MAX_BYTES + 1, may_collapse=True)
+    assert judged_by_shape(2 << 20, may_collapse=False)

@@ -42,9 +42,7 @@ import scipy.sparse as sp
 
 from randsvm_dist.solvers.libsvm_adapter import (
     C_SVC,
-    EPSILON_SVR,
     KERNEL_ROW_TERMS,
-    ONE_CLASS,
     BinarySolution,
     SolverParams,
     degenerate_solution,
@@ -55,8 +53,11 @@ from randsvm_dist.solvers.warm_smo_cache import EVALS, cache_reset
 from randsvm_dist.solvers.warm_smo_duals import (
     WarmDual,
     dual_for,
+    dual_targets,
     feasible_start,
     fill_to_total,
+    rebalanced,
+    row_boxes,
     row_coefficients,
 )
 from randsvm_dist.solvers.warm_smo_kernels import (
@@ -96,7 +97,6 @@ WARM_SYNC_TERMS = 230_000.0
 # (ringnorm and checkerboard, 20k rows, 20% fresh)
 SHRINK_EVERY = 1000
 WARM_SHRINK_EVERY = 100
-FIRST_SHRINK_AT_ONCE = True
 
 
 def _dense64_t(X) -> np.ndarray:
@@ -205,36 +205,16 @@ def _upper_sums(XT, dual: WarmDual, sq, alpha, kp, threads: int, G_bar, tw,
     return evals
 
 
-def _rebalanced(alpha0: np.ndarray, y: np.ndarray, Cb: np.ndarray) -> np.ndarray:
-    """C-SVC's alpha0 clipped to its boxes with y'a = 0 restored by lowering the alphas of
-    the heavier side, free ones first, largest first: a solver's rounding (oneDAL's
-    float32 sums) changes one or a few alphas, so a gradient known at alpha0 follows for
-    the kernel columns of those few (``feasible_start`` scales a whole side instead)."""
-    a = np.clip(np.asarray(alpha0, dtype=np.float64), 0.0, Cb)
-    excess = float(a[y > 0].sum() - a[y < 0].sum())
-    side = y > 0 if excess > 0 else y < 0
-    order = np.flatnonzero(side & (a > 0))
-    order = order[np.lexsort((-a[order], a[order] >= Cb[order]))]
-    left = abs(excess)
-    for i in order:
-        if left <= 0:
-            break
-        cut = min(a[i], left)
-        a[i] -= cut
-        left -= cut
-    return a
-
-
 def _start(XT, dual: WarmDual, sq, kp, threads: int, tw, sums: np.ndarray | None,
            given: np.ndarray | None = None):
     """(alpha, G, G_bar, kernel values computed) at the start: G and G_bar from the rows'
     kernel sums where ``sums`` (rows x 2, NaN where unknown: ``KernelSums``) has them;
     rows with the first sum only (a scan's decision values, ``exact.solving``) get G from
     it and G_bar over the alphas at their upper bound only; the other rows both over the
-    nonzero alphas; ``given``: the alphas the sums are of, where the start differs from
-    them (``_rebalanced``; the known rows' gradients are moved by the difference); then
-    (one-class) the deficit filled by ``fill_to_total`` and the gradients updated by
-    it."""
+    nonzero alphas; ``given``: the alphas the sums are of, where the start differs
+    from them (``warm_smo_duals.rebalanced``: the known rows' gradients move by the
+    difference); then (one-class) the deficit filled by ``fill_to_total`` and the
+    gradients updated by it."""
     alpha = dual.alpha.copy()
     G, G_bar = dual.p.copy(), np.zeros(len(alpha))
     targets, evals = None, 0
@@ -297,7 +277,7 @@ def _smo(XT: np.ndarray, dual: WarmDual, params: SolverParams, n_threads: int,
     every = WARM_SHRINK_EVERY if dual.warm else SHRINK_EVERY
     # a start whose gradient was given (``sums``) is an optimum at a looser tol: its
     # gradient tells the final bounds at once, so the first shrink comes at once too
-    first = 1 if dual.warm and sums is not None and FIRST_SHRINK_AT_ONCE else min(n, every) + 1
+    first = 1 if dual.warm and sums is not None else min(n, every) + 1
     ist = np.array([n, 0, first, 0, max_iter, DONE, every, 0], dtype=np.int64)
     fst = np.zeros(2)
     scratch = np.empty(n, dtype=np.float32)  # float32 like cached rows: same G_bar either way
@@ -329,30 +309,6 @@ def needs_libsvm(X, y: np.ndarray, svm_type: int = C_SVC) -> bool:
     nbytes = X.shape[0] * X.shape[1] * 8
     one_class_only = svm_type == C_SVC and len(np.unique(y)) < 2
     return one_class_only or (sp.issparse(X) and nbytes > MAX_DENSE_BYTES)
-
-
-def _row_boxes(t: np.ndarray, params: SolverParams, row_C: np.ndarray | None) -> np.ndarray:
-    """The box of each row: row_C (checked), else C x class weight (C-SVC), C (SVR) or 1
-    (one-class, LIBSVM's scaling)."""
-    n = len(t)
-    if row_C is not None:
-        Cb = np.array(row_C, dtype=np.float64)
-        if Cb.shape != (n,) or not (Cb > 0).all():
-            raise ValueError("row_C must hold one C_i > 0 per row (drop rows with C_i <= 0 "
-                             "first: solvers.weighted.solve_weighted_warm does)")
-        return Cb
-    if params.svm_type == C_SVC:
-        return np.where(t > 0, params.C * params.weight_pos, params.C * params.weight_neg)
-    return np.full(n, float(params.C) if params.svm_type == EPSILON_SVR else 1.0)
-
-
-def _targets(y, n: int, svm_type: int) -> np.ndarray:
-    """C-SVC: labels as {-1, +1}; SVR: the real targets; one-class: ones (y ignored)."""
-    if svm_type == ONE_CLASS:
-        return np.ones(n)
-    if svm_type == EPSILON_SVR:
-        return np.asarray(y, dtype=np.float64)
-    return np.where(np.asarray(y) > 0, 1.0, -1.0)
 
 
 def _row_sums(dual: WarmDual, solved: _Solved, n: int) -> np.ndarray:
@@ -428,8 +384,8 @@ def solve_warm_counted(X, y: np.ndarray | None, params: SolverParams,
     from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
 
     n = X.shape[0]
-    t = _targets(y, n, params.svm_type)
-    Cb = _row_boxes(t, params, row_C)
+    t = dual_targets(y, n, params.svm_type)
+    Cb = row_boxes(t, params, row_C)
     degenerate = None if params.svm_type == C_SVC else degenerate_solution(t, params)
     if degenerate is not None:
         return degenerate, 0
@@ -441,7 +397,7 @@ def solve_warm_counted(X, y: np.ndarray | None, params: SolverParams,
     given = None
     if start_sums is not None and alpha0 is not None and params.svm_type == C_SVC:
         given = np.asarray(alpha0, dtype=np.float64)
-        alpha0 = _rebalanced(given, t, Cb)
+        alpha0 = rebalanced(given, t, Cb)
     dual = dual_for(params, t, Cb, alpha0)
     sums = start_sums if dual.as_given and start_sums is not None else None
     solved = _solve_dual(X, dual, params, n_threads, {} if stats is None else stats, sums,

@@ -275,9 +275,11 @@ def _smo(XT: np.ndarray, dual: WarmDual, params: SolverParams, n_threads: int,
     cst = np.zeros(4, dtype=np.int64)
     cache_reset(cm, cst, len(pool), n)
     every = WARM_SHRINK_EVERY if dual.warm else SHRINK_EVERY
-    # a start whose gradient was given (``sums``) is an optimum at a looser tol: its
-    # gradient tells the final bounds at once, so the first shrink comes at once too
-    first = 1 if dual.warm and sums is not None else min(n, every) + 1
+    # a start with every row's gradient given is an optimum of these rows at a looser tol
+    # (a re-solve of every row): it tells the final bounds at once, so the first shrink
+    # comes at once (Fashion-MNIST's re-solved pairs: 11.9 s -> 4.9 s)
+    again = sums is not None and not np.isnan(sums[:, 0]).any()
+    first = 1 if dual.warm and again else min(n, every) + 1
     ist = np.array([n, 0, first, 0, max_iter, DONE, every, 0], dtype=np.int64)
     fst = np.zeros(2)
     scratch = np.empty(n, dtype=np.float32)  # float32 like cached rows: same G_bar either way

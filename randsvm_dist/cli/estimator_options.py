@@ -71,8 +71,8 @@ HELP = {
     "max_iter": "most solve/scan iterations per problem.",
     "tol": "LIBSVM's tolerance of the first solve (its -e); also the slack of a violator. "
            "When the working set's own gap keeps the certified gap above gap_tol, the next "
-           "solve divides tol by 10, or by the ratio of that gap to a quarter of gap_tol "
-           "when larger (at most 1000x at once, never below 1e-7; "
+           "solve divides tol by the ratio of that gap to 0.35 x gap_tol (at least 2x, "
+           "at most 1000x at once, never below 1e-7; "
            "``exact.certificate.tightened``). ``history_`` records the tol of every solve.",
     "violator_tol": "stop when at most this fraction of rows are violators (0: off). Not "
                     "certified: warns.",

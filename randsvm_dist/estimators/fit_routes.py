@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from randsvm_dist.exact.cancellation import cancel_check
-from randsvm_dist.exact.route import cold_backend, plan_route
+from randsvm_dist.exact.route import cold_backend, judged_by_shape, plan_route
 from randsvm_dist.exact.state import RunConfig
 from randsvm_dist.numerics.kernels import Kernel
 
@@ -185,7 +185,8 @@ def fit_in_process(est, data, y, sample_weight) -> bool:
             or is_dask_collection(data) or is_dask_collection(y)):
         return False
     shape = getattr(data, "shape", None)
-    if shape is not None and len(shape) == 2 and shape[0] > 0:  # before any copy
+    if shape is not None and len(shape) == 2 and shape[0] > 0 and judged_by_shape(
+            getattr(data, "nbytes", np.inf), est._may_collapse()):  # before any copy
         cfg = RunConfig(k=None, sample_size=est._sample_sizes(shape[0])[1], route=est.route)
         if plan_route(cfg, [], shape[0], cfg.sample_size, shape[1], machine(),
                       "onedal", in_memory=True)[0] != "direct":  # not even at oneDAL's speed

@@ -31,6 +31,12 @@ SV_SHARE_GUESS = 0.1
 # r = 3,000 35.0 s, one direct solve 66.6 s, same optimum).
 AUTO_SHARE = 8
 AUTO_FLOOR = 5_000
+# In-memory arrays whose duplicates may collapse are built (checked and hashed, ~4 ms a
+# MB: 1.0 s for 494k x 118 float32) and the route chosen on their distinct rows when they
+# hold at most this many bytes; larger ones are judged by their shape first, where a build
+# thrown away for the cluster's route would cost a second or more. skin_nonskin (2 MB):
+# 163k rows by shape chose sampling (36 s), its 40k distinct rows one solve here (25.5 s).
+SURVEY_MAX_BYTES = 64 << 20
 
 
 
@@ -48,6 +54,14 @@ def auto_sample_size(n_rows: int, k: int) -> int:
         k: the paper's support-set bound (``exact.bounds.support_bound``).
     """
     return int(min(2 * k, max(AUTO_FLOOR, n_rows // AUTO_SHARE)))
+
+
+def judged_by_shape(n_bytes: int, may_collapse: bool) -> bool:
+    """Whether in-memory arrays of ``n_bytes`` get their route from their shape before any
+    copy (``estimators.fit_routes.fit_in_process``): always, unless duplicates may collapse
+    and the arrays are small enough (SURVEY_MAX_BYTES) to count their distinct rows
+    first."""
+    return not may_collapse or n_bytes > SURVEY_MAX_BYTES
 
 
 def cold_backend(problems: list[ProblemState], weighted: bool, sparse: bool,

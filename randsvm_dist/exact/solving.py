@@ -121,9 +121,25 @@ def total_threads(client) -> int:
                       for w in client.scheduler_info().get("workers", {}).values()))
 
 
+@dataclass(frozen=True)
+class DirectStart:
+    """Where a re-solve of all rows starts (``direct_start``).
+
+    Attributes:
+        rows: global rows of the last solve's support vectors, ascending.
+        alphas: their alphas as ``kind.warm_alphas`` gives them.
+        row_values: f - b of every row under the last model (``SupportModel.row_values``:
+            the certifying scan's), or None: the warm SMO computes its starting gradient.
+    """
+
+    rows: np.ndarray
+    alphas: np.ndarray
+    row_values: np.ndarray | None = None
+
+
 def solve_partitions(kind: ProblemKind, params: SolverParams, C: float, weighted: bool,
                      n_threads: int, *parts: Partition,
-                     start: tuple[np.ndarray, np.ndarray] | None = None,
+                     start: DirectStart | None = None,
                      scanned: bool = False) -> tuple:
     """One solve on every row of the problem in the given partitions (runs on a worker, or
     in the client's process: ``exact.in_process``).
@@ -135,9 +151,9 @@ def solve_partitions(kind: ProblemKind, params: SolverParams, C: float, weighted
         weighted: rows carry sample weights (solve with per-row boxes).
         n_threads: cores of the solve.
         parts: the partitions, in row order.
-        start: (global rows, alphas as ``kind.warm_alphas`` gives them) of the last solve
-            of these rows (``direct_start``): the solve starts there (``solvers.warm_smo``)
-            instead of cold; None: a cold solve (``solve_rows``).
+        start: the last solve of these rows (``direct_start``): the solve starts from its
+            alphas (``solvers.warm_smo``), its gradient from the scan's values where
+            given, instead of cold; None: a cold solve (``solve_rows``).
         scanned: the caller scans every row right after (``solve_rows``).
 
     Returns:
@@ -161,17 +177,24 @@ def solve_partitions(kind: ProblemKind, params: SolverParams, C: float, weighted
         from randsvm_dist.solvers.weighted import solve_weighted_warm
 
         alpha0 = np.zeros(len(rows))
-        alpha0[np.searchsorted(rows, start[0])] = start[1]
-        sol = solve_warm(X, t, params, alpha0, n_threads) if box is None else \
-            solve_weighted_warm(X, t, params, box, alpha0, n_threads)
+        alpha0[np.searchsorted(rows, start.rows)] = start.alphas
+        sums = None
+        if start.row_values is not None:  # G_bar's column: computed (NaN)
+            sums = np.full((len(rows), 2), np.nan)
+            sums[:, 0] = start.row_values[rows]
+        sol = solve_warm(X, t, params, alpha0, n_threads, start_sums=sums) if box is None \
+            else solve_weighted_warm(X, t, params, box, alpha0, n_threads, sums)
     s = sol.support
     return rows[s], X[s], t[s], w[s], sol
 
 
-def direct_start(p: ProblemState, n_rows: int) -> tuple[np.ndarray, np.ndarray] | None:
+def direct_start(p: ProblemState, n_rows: int) -> DirectStart | None:
     """Where p's next solve of all rows starts: the alphas of its last solve when that
     solved all n_rows rows too (the certificate asked for a tighter tol) and its kind has
-    a warm start; else None (cold).
+    a warm start, with every row's f - b from the scan that certified it where the model
+    has them (``finish_scanned``: the starting gradient then costs the rows' kernel values
+    against the alphas at their bound only, not against every support vector); else None
+    (cold).
 
     Why: a tightened re-solve of every row is the last one's optimum made more exact.
     skin_nonskin's 40,053 weighted rows (oneDAL at tol 1e-3: relative gap 2e-2; the
@@ -181,7 +204,7 @@ def direct_start(p: ProblemState, n_rows: int) -> tuple[np.ndarray, np.ndarray] 
     """
     if not (p.kind.warm_startable and p.model.n_support and len(p.ws.rows) == n_rows):
         return None
-    return p.model.rows, p.kind.warm_alphas(p.model.coef)
+    return DirectStart(p.model.rows, p.kind.warm_alphas(p.model.coef), p.model.row_values)
 
 
 # A solve starts from the previous alphas (solvers.warm_smo) when at most this share (times
@@ -273,7 +296,9 @@ def finish_scanned(p: ProblemState, f: np.ndarray, part: Partition, weighted: bo
     A solve with ``scanned`` (oneDAL's) leaves its dual objective None and its C-SVC point
     unchecked; the scan's decision values give both without another kernel pass: the dual
     objective from the support vectors' own values (``dual_objective_from_values``), the
-    check (the one ``solve_onedal`` makes otherwise) from every row's margin.
+    check (the one ``solve_onedal`` makes otherwise) from every row's margin. Every model
+    of a warm-startable kind keeps the values (f - b, ``SupportModel.row_values``) for the
+    start of a tightened re-solve (``direct_start``).
 
     Args:
         p: an active problem after ``directly_solved`` on ``part`` (its model's rows are
@@ -284,14 +309,16 @@ def finish_scanned(p: ProblemState, f: np.ndarray, part: Partition, weighted: bo
         weighted: rows carry sample weights (the solve's per-row boxes).
 
     Returns:
-        (p with its model's dual objective, None), or (p, the warning to give) when its
-        C-SVC point misses the optimality conditions (``onedal_backend.missed_optimum``):
-        the caller solves it again with LIBSVM. A model that has its dual objective comes
-        back as it is.
+        (p with its model's dual objective and row values, None), or (p, the warning to
+        give) when its C-SVC point misses the optimality conditions
+        (``onedal_backend.missed_optimum``): the caller solves it again with LIBSVM. A
+        model that has its dual objective keeps it.
     """
     m = p.model
+    if p.kind.warm_startable:
+        m = replace(m, row_values=np.asarray(f, dtype=np.float64) - m.intercept)
     if m.dual_objective is not None:
-        return p, None
+        return replace(p, model=m), None
     params = p.kind.solver_params(p.solver, p.size, p.size)
     if params.svm_type == C_SVC:
         t, mask = p.kind.targets(part.y)

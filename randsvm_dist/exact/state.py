@@ -75,6 +75,10 @@ class SupportModel:
             from a oneDAL solve of ``exact.in_process`` until its scan gives it.
         kernel_sums: the solve's ``BinarySolution.kernel_sums`` (the next warm start's
             gradient on these rows), or None.
+        row_values: f - b of every row of the data (0 outside the problem), from the
+            scan that certified this model on the direct route (``exact.in_process``):
+            a re-solve of all rows starts its gradient from them
+            (``exact.solving.direct_start``); None: not scanned so.
     """
 
     rows: np.ndarray = field(default_factory=_rows)
@@ -85,6 +89,7 @@ class SupportModel:
     intercept: float = 0.0
     dual_objective: float | None = -np.inf
     kernel_sums: np.ndarray | None = None
+    row_values: np.ndarray | None = None
 
     @property
     def n_support(self) -> int:

@@ -15,7 +15,9 @@ Q_ij = y_i y_j K(x_{r_i}, x_{r_j}) (``svm.cpp``: ``solve_c_svc``, ``solve_epsilo
 
 Starting points outside the feasible set are repaired: clipped to the boxes, then (C-SVC,
 SVR) the larger side scaled down until y'a = 0, (one-class) scaled down to the total
-when it exceeds it.
+when it exceeds it; a C-SVC start whose gradient is known (a scan's values) is balanced
+by ``rebalanced`` instead, which moves a few alphas. Here too: each row's box and target
+(``row_boxes``, ``dual_targets``).
 """
 
 from __future__ import annotations
@@ -80,6 +82,26 @@ def feasible_start(alpha0: np.ndarray, y: np.ndarray, Cb: np.ndarray) -> np.ndar
         a[y > 0] *= neg / pos
     elif neg > pos:
         a[y < 0] *= pos / neg
+    return a
+
+
+def rebalanced(alpha0: np.ndarray, y: np.ndarray, Cb: np.ndarray) -> np.ndarray:
+    """C-SVC's alpha0 clipped to its boxes with y'a = 0 restored by lowering the alphas of
+    the heavier side, free ones first, largest first: a solver's rounding (oneDAL's
+    float32 sums) changes one or a few alphas, so a gradient known at alpha0 follows for
+    the kernel columns of those few (``feasible_start`` scales a whole side instead)."""
+    a = np.clip(np.asarray(alpha0, dtype=np.float64), 0.0, Cb)
+    excess = float(a[y > 0].sum() - a[y < 0].sum())
+    side = y > 0 if excess > 0 else y < 0
+    order = np.flatnonzero(side & (a > 0))
+    order = order[np.lexsort((-a[order], a[order] >= Cb[order]))]
+    left = abs(excess)
+    for i in order:
+        if left <= 0:
+            break
+        cut = min(a[i], left)
+        a[i] -= cut
+        left -= cut
     return a
 
 
@@ -206,3 +228,27 @@ def row_coefficients(dual: WarmDual, alpha: np.ndarray, n: int, svm_type: int
     support = np.flatnonzero(alpha > 0)
     coef = dual.y[support] * alpha[support] if svm_type == C_SVC else alpha[support]
     return support, coef
+
+
+def row_boxes(t: np.ndarray, params: SolverParams, row_C: np.ndarray | None) -> np.ndarray:
+    """The box of each row: row_C (checked), else C x class weight (C-SVC), C (SVR) or 1
+    (one-class, LIBSVM's scaling)."""
+    n = len(t)
+    if row_C is not None:
+        Cb = np.array(row_C, dtype=np.float64)
+        if Cb.shape != (n,) or not (Cb > 0).all():
+            raise ValueError("row_C must hold one C_i > 0 per row (drop rows with C_i <= 0 "
+                             "first: solvers.weighted.solve_weighted_warm does)")
+        return Cb
+    if params.svm_type == C_SVC:
+        return np.where(t > 0, params.C * params.weight_pos, params.C * params.weight_neg)
+    return np.full(n, float(params.C) if params.svm_type == EPSILON_SVR else 1.0)
+
+
+def dual_targets(y, n: int, svm_type: int) -> np.ndarray:
+    """C-SVC: labels as {-1, +1}; SVR: the real targets; one-class: ones (y ignored)."""
+    if svm_type == ONE_CLASS:
+        return np.ones(n)
+    if svm_type == EPSILON_SVR:
+        return np.asarray(y, dtype=np.float64)
+    return np.where(np.asarray(y) > 0, 1.0, -1.0)

@@ -44,8 +44,12 @@ DIRECT_MAX_FEATURES = 4
 
 
 @nb.njit(fastmath=True, cache=True, nogil=True, inline="always")
-def _exp_dot_row(dd, g, coef, e, bits, out, i):
-    """out[i, q] += sum_j coef[j, q] exp(-g dd[j]) (dd: squared distances, >= 0)."""
+def _exp_dot_row(dd, g, coefT, e, bits, out, i):
+    """out[i, q] += sum_j coefT[q, j] exp(-g dd[j]) (dd: squared distances, >= 0).
+
+    The sums run over contiguous slices indexed from 0: indexed from a block's start,
+    LLVM cannot rule out numba's negative-index wraparound and gathers every element
+    (a third of the kernel's time at d=10, measured); the values are the same bits."""
     m = dd.shape[0]
     for j in range(m):
         t = max(-g * dd[j], np.float32(-87.0)) * LOG2E
@@ -62,26 +66,29 @@ def _exp_dot_row(dd, g, coef, e, bits, out, i):
     scale = bits.view(np.float32)
     for j in range(m):
         e[j] *= scale[j]
-    for q in range(coef.shape[1]):
+    for q in range(coefT.shape[0]):
         total = 0.0
         for s in range(0, m, SUM_BLOCK):
+            hi = min(s + SUM_BLOCK, m)
+            e_block = e[s:hi]
+            c_block = coefT[q, s:hi]
             acc = np.float32(0.0)
-            for j in range(s, min(s + SUM_BLOCK, m)):
-                acc += e[j] * coef[j, q]
+            for j in range(hi - s):
+                acc += e_block[j] * c_block[j]
             total += acc
         out[i, q] += total
 
 
 @nb.njit(nb.void(_F4_2D, _F4_1D, _F4_1D, _F4_2D, nb.float64, _OUT), fastmath=True,
          cache=True, nogil=True)
-def rbf_accumulate(G: np.ndarray, x_sq: np.ndarray, s_sq: np.ndarray, coef: np.ndarray,
+def rbf_accumulate(G: np.ndarray, x_sq: np.ndarray, s_sq: np.ndarray, coefT: np.ndarray,
                    gamma: float, out: np.ndarray) -> None:
-    """out[i, p] += sum_j coef[j, p] exp(-gamma max(x_sq[i] + s_sq[j] - 2 G[i, j], 0)).
+    """out[i, p] += sum_j coefT[p, j] exp(-gamma max(x_sq[i] + s_sq[j] - 2 G[i, j], 0)).
 
     Args:
         G: (n, m) float32 dot products x_i . s_j.
         x_sq, s_sq: (n,), (m,) float32 squared row norms of X and S.
-        coef: (m, P) float32 coefficients.
+        coefT: (P, m) float32 coefficients, one row per model.
         gamma: the RBF width (> 0).
         out: (n, P) float64, accumulated into.
     """
@@ -94,19 +101,19 @@ def rbf_accumulate(G: np.ndarray, x_sq: np.ndarray, s_sq: np.ndarray, coef: np.n
         xi = x_sq[i]
         for j in range(m):
             dd[j] = max(xi + s_sq[j] - np.float32(2.0) * G[i, j], np.float32(0.0))
-        _exp_dot_row(dd, g, coef, e, bits, out, i)
+        _exp_dot_row(dd, g, coefT, e, bits, out, i)
 
 
 @nb.njit(nb.void(_F4_2D, _F4_2D, _F4_2D, nb.float64, _OUT), fastmath=True, cache=True,
          nogil=True)
-def rbf_direct_accumulate(X: np.ndarray, ST: np.ndarray, coef: np.ndarray, gamma: float,
+def rbf_direct_accumulate(X: np.ndarray, ST: np.ndarray, coefT: np.ndarray, gamma: float,
                           out: np.ndarray) -> None:
-    """out[i, p] += sum_j coef[j, p] exp(-gamma ||X[i] - ST[:, j]||^2), no GEMM.
+    """out[i, p] += sum_j coefT[p, j] exp(-gamma ||X[i] - ST[:, j]||^2), no GEMM.
 
     Args:
         X: (n, d) float32 rows, d >= 1 (meant for d <= DIRECT_MAX_FEATURES).
         ST: (d, m) float32 support vectors, transposed (C-contiguous).
-        coef: (m, P) float32 coefficients.
+        coefT: (P, m) float32 coefficients, one row per model.
         gamma: the RBF width (> 0).
         out: (n, P) float64, accumulated into.
     """
@@ -126,4 +133,4 @@ def rbf_direct_accumulate(X: np.ndarray, ST: np.ndarray, coef: np.ndarray, gamma
             for j in range(m):
                 t = xk - ST[k, j]
                 dd[j] += t * t
-        _exp_dot_row(dd, g, coef, e, bits, out, i)
+        _exp_dot_row(dd, g, coefT, e, bits, out, i)

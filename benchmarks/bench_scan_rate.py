@@ -82,7 +82,7 @@ def main() -> None:
           "fused, 1 core (G/s) | fused x cores (G/s) | fused x cores / GEMM+numpy | "
           "scan_partition, 1 core (G/s) |")
     print("|---|---|---|---|---|---|---|---|")
-    for d, m in ((2, 20_000), (2, 100_000), (20, 5_000), (20, 15_000)):
+    for d, m in ((2, 20_000), (2, 100_000), (10, 12_000), (20, 5_000), (20, 15_000)):
         n = 200_000
         X = rng.normal(size=(n, d)).astype(np.float32)
         S = rng.normal(size=(m, d)).astype(np.float32)

@@ -228,3 +228,48 @@ def test_one_vs_one_pairs_screen_each_row_for_its_own_problems():
             assert getattr(a, name) == getattr(b, name), name
         np.testing.assert_array_equal(a.rows, b.rows)
         np.testing.assert_array_equal(a.keys, b.keys)
+
+
+def test_residuals_run_over_the_coefficients_that_moved():
+    """A model whose coefficients mostly stay put (an SVR's or C-SVC's bounded SVs): the
+    residual norms cost only the moved coefficients' kernel evaluations, the largest
+    candidate size takes all of them (exact partial values: residual 0 up to the padding),
+    the norms are those of a float64 reference over the whole union, and a screened scan
+    answers as the full one for the rows both evaluate."""
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    X, y = make_arrays("checkerboard", 6000, seed=13)
+    sol = solve_binary(X[:1500], y[:1500], SolverParams(10.0, KERNEL))
+    rows = sol.support
+    old = SupportModel(rows, X[rows], coef=sol.dual_coef, intercept=sol.intercept)
+    coef = sol.dual_coef.copy()
+    moved = np.arange(0, len(rows), 9)[:40]
+    coef[moved] *= 0.5
+    new = SupportModel(rows, X[rows], coef=coef, intercept=sol.intercept + 1e-3)
+    delta = model_delta([old], [new], KERNEL, False, X.shape[1], np.inf)
+    n = len(moved)
+    assert delta.sizes[-1] == n and len(delta.vectors) == n
+    assert delta.kernel_evals == n * n + n * n
+    assert delta.residual[-1, 0] <= 1e-3
+    dc = (coef - sol.dual_coef).astype(np.float64)
+    K = rbf_kernel(X[rows].astype(np.float64), gamma=KERNEL.gamma)
+    order = np.argsort(-np.abs(dc), kind="stable")
+    for i, t in enumerate(delta.sizes):
+        r = dc.copy()
+        r[order[:t]] = 0.0
+        exact = np.sqrt(max(r @ K @ r, 0.0))
+        assert exact <= delta.residual[i, 0] <= exact * (1 + 2e-3) + 2e-3, t
+    part = Partition(X, (y > 0).astype(np.int32), 0)
+    req = [ProblemRequest(CSVC(1), np.sort(rows), 300, 5, band=0.5, C=10.0)]
+    first = scan_partition(part, scan_model_of([old]), req)
+    model = scan_model_of([new])
+    model.delta = delta
+    screened = scan_partition(part, model, req, first.bounds)
+    model.delta = None
+    full = scan_partition(part, model, req)
+    assert screened.n_screened > 1000
+    for name in FIELDS:
+        assert getattr(screened.problems[0], name) == getattr(full.problems[0], name), name
+    np.testing.assert_array_equal(screened.problems[0].rows, full.problems[0].rows)
+    both = screened.bounds[1][:, 0] == 0
+    np.testing.assert_array_equal(screened.bounds[0][both, 0], full.bounds[0][both, 0])

@@ -326,11 +326,11 @@ def _accumulate(X, support_vectors, coef2: np.ndarray, kernel: Kernel, chunk_row
             rbf_direct_accumulate,
         )
 
-        coef2 = np.ascontiguousarray(coef2)
+        coefT = np.ascontiguousarray(coef2.T)
         if (not sp.issparse(X) and not sp.issparse(support_vectors)
                 and 1 <= X.shape[1] <= DIRECT_MAX_FEATURES):
             ST = np.ascontiguousarray(np.asarray(support_vectors, dtype=np.float32).T)
-            rbf_direct_accumulate(np.ascontiguousarray(X, dtype=np.float32), ST, coef2,
+            rbf_direct_accumulate(np.ascontiguousarray(X, dtype=np.float32), ST, coefT,
                                   float(kernel.gamma), out)
             return
     yn = row_sq_norms(support_vectors)
@@ -338,7 +338,7 @@ def _accumulate(X, support_vectors, coef2: np.ndarray, kernel: Kernel, chunk_row
     for s in range(0, n, chunk_rows):
         block = X[s:s + chunk_rows]
         if kernel.name == "rbf":
-            rbf_accumulate(np.ascontiguousarray(dots(block)), row_sq_norms(block), yn, coef2,
+            rbf_accumulate(np.ascontiguousarray(dots(block)), row_sq_norms(block), yn, coefT,
                            float(kernel.gamma), out[s:s + chunk_rows])
         else:
             out[s:s + chunk_rows] = _kernel_of_dots(dots(block), block, support_vectors,

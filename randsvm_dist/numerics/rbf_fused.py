@@ -9,9 +9,9 @@ Two ways to get a row's squared distances ||x - s_j||^2 to every support vector:
 - ``rbf_direct_accumulate``: directly from the features, for data with at most
   ``DIRECT_MAX_FEATURES`` features. There the GEMM has an inner dimension of 2-4, so it
   only writes G to memory for the exp pass to read back; computing the distances in the
-  same loop skips that round trip (one core, 93,000 support vectors: 0.75 vs 0.50 G
-  evaluations/s at d=2, 0.66 vs 0.49 at d=4, 0.46 vs 0.54 at d=8; ``benchmarks/
-  bench_scan_rate.py`` measures both kernels).
+  same loop skips that round trip (one core, 20,000 rows x 12,000 support vectors: 1.83
+  vs 1.12 G evaluations/s at d=2, 1.45 vs 1.11 at d=4, 0.92 vs 1.01 at d=8, 0.84 vs 0.98
+  at d=10; ``benchmarks/bench_scan_rate.py`` measures both kernels).
 
 Either way each row's kernel values are formed, exponentiated and summed against the
 coefficients while they are in cache, with an ``exp`` the compiler vectorises:
@@ -24,6 +24,16 @@ The arguments are -gamma ||x - s||^2 <= 0, clipped at -87 (e^-87 ~ 1.6e-38, the 
 normal float32), so the exponent bits never underflow. Partial sums run in float32 over
 blocks of ``SUM_BLOCK`` coefficients and are added in float64, which keeps the rounding of a
 sum over tens of thousands of support vectors at float32's relative precision.
+
+Accuracy (why float32 serves): a kernel value's error is the exp's (1.3e-7 relative) plus
+that of the float32 squared distance (a few float32 ulps of |x|^2 + |s|^2 in the GEMM
+form, times gamma; of |x - s|^2 in the direct one); on scaled data every value is within
+``exact.screening.KERNEL_VALUE_ERROR`` (1e-6 absolute) of the float64 one, so a decision
+value is within 1e-6 sum_j |coef_j| of it (``tests/test_rbf_fused.py`` checks both forms
+and CSR one-hot rows against a float64 reference). The scan's decisions allow for that:
+screening pads its residual norms by it and keeps rows SCREEN_SLACK clear of every
+threshold (``exact.scan``). Each row's value is computed on its own (one row of G, one
+pass), so it is the same bytes whatever rows, tasks or threads it is scanned with.
 """
 
 from __future__ import annotations
@@ -44,8 +54,12 @@ DIRECT_MAX_FEATURES = 4
 
 
 @nb.njit(fastmath=True, cache=True, nogil=True, inline="always")
-def _exp_dot_row(dd, g, coef, e, bits, out, i):
-    """out[i, q] += sum_j coef[j, q] exp(-g dd[j]) (dd: squared distances, >= 0)."""
+def _exp_dot_row(dd, g, coefT, e, bits, out, i):
+    """out[i, q] += sum_j coefT[q, j] exp(-g dd[j]) (dd: squared distances, >= 0).
+
+    The sums run over contiguous slices indexed from 0: indexed from a block's start,
+    LLVM cannot rule out numba's negative-index wraparound and gathers every element
+    (a third of the kernel's time at d=10, measured); the values are the same bits."""
     m = dd.shape[0]
     for j in range(m):
         t = max(-g * dd[j], np.float32(-87.0)) * LOG2E
@@ -62,26 +76,29 @@ def _exp_dot_row(dd, g, coef, e, bits, out, i):
     scale = bits.view(np.float32)
     for j in range(m):
         e[j] *= scale[j]
-    for q in range(coef.shape[1]):
+    for q in range(coefT.shape[0]):
         total = 0.0
         for s in range(0, m, SUM_BLOCK):
+            hi = min(s + SUM_BLOCK, m)
+            e_block = e[s:hi]
+            c_block = coefT[q, s:hi]
             acc = np.float32(0.0)
-            for j in range(s, min(s + SUM_BLOCK, m)):
-                acc += e[j] * coef[j, q]
+            for j in range(hi - s):
+                acc += e_block[j] * c_block[j]
             total += acc
         out[i, q] += total
 
 
 @nb.njit(nb.void(_F4_2D, _F4_1D, _F4_1D, _F4_2D, nb.float64, _OUT), fastmath=True,
          cache=True, nogil=True)
-def rbf_accumulate(G: np.ndarray, x_sq: np.ndarray, s_sq: np.ndarray, coef: np.ndarray,
+def rbf_accumulate(G: np.ndarray, x_sq: np.ndarray, s_sq: np.ndarray, coefT: np.ndarray,
                    gamma: float, out: np.ndarray) -> None:
-    """out[i, p] += sum_j coef[j, p] exp(-gamma max(x_sq[i] + s_sq[j] - 2 G[i, j], 0)).
+    """out[i, p] += sum_j coefT[p, j] exp(-gamma max(x_sq[i] + s_sq[j] - 2 G[i, j], 0)).
 
     Args:
         G: (n, m) float32 dot products x_i . s_j.
         x_sq, s_sq: (n,), (m,) float32 squared row norms of X and S.
-        coef: (m, P) float32 coefficients.
+        coefT: (P, m) float32 coefficients, one row per model.
         gamma: the RBF width (> 0).
         out: (n, P) float64, accumulated into.
     """
@@ -94,19 +111,19 @@ def rbf_accumulate(G: np.ndarray, x_sq: np.ndarray, s_sq: np.ndarray, coef: np.n
         xi = x_sq[i]
         for j in range(m):
             dd[j] = max(xi + s_sq[j] - np.float32(2.0) * G[i, j], np.float32(0.0))
-        _exp_dot_row(dd, g, coef, e, bits, out, i)
+        _exp_dot_row(dd, g, coefT, e, bits, out, i)
 
 
 @nb.njit(nb.void(_F4_2D, _F4_2D, _F4_2D, nb.float64, _OUT), fastmath=True, cache=True,
          nogil=True)
-def rbf_direct_accumulate(X: np.ndarray, ST: np.ndarray, coef: np.ndarray, gamma: float,
+def rbf_direct_accumulate(X: np.ndarray, ST: np.ndarray, coefT: np.ndarray, gamma: float,
                           out: np.ndarray) -> None:
-    """out[i, p] += sum_j coef[j, p] exp(-gamma ||X[i] - ST[:, j]||^2), no GEMM.
+    """out[i, p] += sum_j coefT[p, j] exp(-gamma ||X[i] - ST[:, j]||^2), no GEMM.
 
     Args:
         X: (n, d) float32 rows, d >= 1 (meant for d <= DIRECT_MAX_FEATURES).
         ST: (d, m) float32 support vectors, transposed (C-contiguous).
-        coef: (m, P) float32 coefficients.
+        coefT: (P, m) float32 coefficients, one row per model.
         gamma: the RBF width (> 0).
         out: (n, P) float64, accumulated into.
     """
@@ -126,4 +143,4 @@ def rbf_direct_accumulate(X: np.ndarray, ST: np.ndarray, coef: np.ndarray, gamma
             for j in range(m):
                 t = xk - ST[k, j]
                 dd[j] += t * t
-        _exp_dot_row(dd, g, coef, e, bits, out, i)
+        _exp_dot_row(dd, g, coefT, e, bits, out, i)

@@ -248,7 +248,8 @@ def _smo(XT: np.ndarray, dual: WarmDual, params: SolverParams, n_threads: int,
     cst = np.zeros(4, dtype=np.int64)
     cache_reset(cm, cst, len(pool), n)
     every = WARM_SHRINK_EVERY if dual.warm else SHRINK_EVERY
-    ist = np.array([n, 0, min(n, every) + 1, 0, max_iter, DONE, every, 0], dtype=np.int64)
+    ist = np.array([n, 0, min(n, every) + 1, 0, max_iter, DONE, every, 0, par_threads],
+                   dtype=np.int64)
     fst = np.zeros(2)
     scratch = np.empty(n, dtype=np.float32)  # float32 like cached rows: same G_bar either way
     t1 = time.perf_counter()
@@ -336,7 +337,10 @@ def _solve_dual(X, dual: WarmDual, params: SolverParams, n_threads: int, stats: 
     before = nb.get_num_threads()
     try:
         nb.set_num_threads(min(threads, nb.config.NUMBA_NUM_THREADS))
-        with threadpool_limits(limits=threads):
+        # BLAS on one thread: its threads spin after each product and then take the cores
+        # from numba's (a 2-thread starting gradient was no faster than one thread with
+        # both on; 1.6x with BLAS on one), and one BLAS thread gives the same bytes always
+        with threadpool_limits(limits=1):
             solved = _smo(XT, dual, params, threads, max(10_000_000, 100 * m), stats, XR,
                           None if sums is None else np.asarray(sums, dtype=np.float64))
     finally:

@@ -24,11 +24,13 @@ LIBSVM's own algorithm (``svm.cpp``, ``Solver::Solve``) started from the previou
   which its dual objective follows (no kernel product over the support vectors).
 
 Of the ``n_threads`` offered a solve takes ``libsvm_adapter.step_threads`` for its kernel
-rows' length (WARM_SYNC_TERMS: each parallel loop is short, and waiting for many threads
-cost more than they gave); the threads never change the result. A CSR working set is
-densified when its float64 copy fits MAX_DENSE_BYTES (else LIBSVM solves it). epsilon-SVR's
-2n variables hold each row twice; a row of Q over more than n positions costs the row's n
-kernel values once, signed per variable (LIBSVM's ``SVR_Q``; ``warm_smo_kernels.qrow``).
+rows' length (WARM_SYNC_TERMS: each step's parallel loops are short, and waiting for many
+threads costs more than they give); BLAS runs on one thread meanwhile. The threads never
+change the result: every value is computed the same way whatever the split. A CSR working
+set is densified when its float64 copy fits MAX_DENSE_BYTES (else LIBSVM solves it).
+epsilon-SVR's 2n variables hold each row twice; a row of Q over more than n positions
+costs the row's n kernel values once, signed per variable (LIBSVM's ``SVR_Q``;
+``warm_smo_kernels.qrow``).
 """
 
 from __future__ import annotations
@@ -83,13 +85,12 @@ __all__ = ["WARM_SYNC_TERMS", "feasible_start", "needs_libsvm", "solve_warm",
 # dense copies of sparse working sets above this many bytes are not made (LIBSVM instead)
 MAX_DENSE_BYTES = 1 << 30
 # a solve's threads: ``libsvm_adapter.step_threads`` of the offered ones for its first
-# kernel row's cost (the working set's rows), with this wait per step and extra thread
-# (numba's fork-join). It
-# fits both measurements there are: on 16 cores the warm re-solves of 16-22k rows were
-# fastest at 2-4 threads and 5-7x slower with all 16 (``exact.cost_model``); on 2 cores a
-# warm re-solve of 15.9k ringnorm rows took 3.8 s on one thread and 5.8 s on two
-# (benchmarks/bench_scaleout.py): one thread up to ~16k rows of 20 features, two beyond
-WARM_SYNC_TERMS = 230_000.0
+# kernel row's cost (the working set's rows), with this wait per step and extra thread:
+# a step forks and joins numba's threads for its scans and long kernel rows. On 2 cores
+# (benchmarks/bench_warm_threads.py) two threads re-solved a captured 15.9k-row ringnorm
+# working set 1.4x faster than one and an 11k-row one 1.2x: two threads from ~4k rows of
+# 20 features, a third from ~40k
+WARM_SYNC_TERMS = 60_000.0
 # iterations between shrinking passes: LIBSVM's min(n, 1000) from its initial point, where
 # the first gradients say little about the final bounds; from a warm start they do, and
 # shrinking every 100 iterations did 2-3x fewer kernel evaluations than every 1000

@@ -148,37 +148,35 @@ def _select_j_chunk(lo, hi, gmax, qdi, yi, bi, y, alpha, G, Cb, QD, pool):
     return gmax2, best, j
 
 
-@nb.njit(S.VOID(S.I8, S.I8, *[S.F8_1D] * 4, S.F4_1D, S.I8, S.I8, S.F8, S.F8, S.B1,
-                S.F8_1D, S.I8_1D), nogil=True, cache=True, parallel=True)
-def _step_i_parallel(active, nch, y, alpha, G, Cb, pool, bi, bj, di, dj, upd, cval, cidx):
-    """``_step_i_chunk`` over nch equal row ranges in parallel; chunk c's result in
-    cval[c], cidx[c]."""
+@nb.njit(S.VOID(S.B1, S.I8, S.I8, *[S.F8_1D] * 5, S.F4_1D, S.I8, S.I8, S.F8, S.F8, S.B1,
+                S.F8, S.F8, S.F8, S.F8_1D, S.F8_1D, S.I8_1D), nogil=True, cache=True,
+         parallel=True)
+def _scan_parallel(sel_j, active, nch, y, alpha, G, Cb, QD, pool, bi, bj, di, dj, upd,
+                   gmax, qdi, yi, cval, cbest, cidx):
+    """Over nch equal row ranges in parallel: ``_select_j_chunk`` (sel_j) or
+    ``_step_i_chunk``; range c's result in cval[c], cbest[c] (select j) and cidx[c].
+    One parallel function for both scans: each costs a compile of its own."""
     for c in nb.prange(nch):
-        cval[c], cidx[c] = _step_i_chunk(c * active // nch, (c + 1) * active // nch, y,
-                                         alpha, G, Cb, pool, bi, bj, di, dj, upd)
+        lo, hi = c * active // nch, (c + 1) * active // nch
+        if sel_j:
+            cval[c], cbest[c], cidx[c] = _select_j_chunk(lo, hi, gmax, qdi, yi, bi, y, alpha,
+                                                         G, Cb, QD, pool)
+        else:
+            cval[c], cidx[c] = _step_i_chunk(lo, hi, y, alpha, G, Cb, pool, bi, bj, di, dj,
+                                             upd)
 
 
-@nb.njit(S.VOID(S.I8, S.I8, S.F8, S.F8, S.F8, S.I8, *[S.F8_1D] * 5, S.F4_1D, S.F8_1D,
-                S.F8_1D, S.I8_1D), nogil=True, cache=True, parallel=True)
-def _select_j_parallel(active, nch, gmax, qdi, yi, bi, y, alpha, G, Cb, QD, pool, cval,
-                       cbest, cidx):
-    """``_select_j_chunk`` over nch equal row ranges in parallel; chunk c's result in
-    cval[c], cbest[c], cidx[c]."""
-    for c in nb.prange(nch):
-        cval[c], cbest[c], cidx[c] = _select_j_chunk(
-            c * active // nch, (c + 1) * active // nch, gmax, qdi, yi, bi, y, alpha, G, Cb,
-            QD, pool)
-
-
-@nb.njit(nb.types.Tuple((S.F8, S.I8))(S.I8, S.I8, *[S.F8_1D] * 4, S.F4_1D, S.I8, S.I8, S.F8,
-                                      S.F8, S.B1, S.F8_1D, S.I8_1D), nogil=True, cache=True)
-def _step_i(active, nch, y, alpha, G, Cb, pool, bi, bj, di, dj, upd, cval, cidx):
+@nb.njit(nb.types.Tuple((S.F8, S.I8))(S.I8, S.I8, *[S.F8_1D] * 5, S.F4_1D, S.I8, S.I8, S.F8,
+                                      S.F8, S.B1, S.F8_1D, S.F8_1D, S.I8_1D),
+         nogil=True, cache=True)
+def _step_i(active, nch, y, alpha, G, Cb, QD, pool, bi, bj, di, dj, upd, cval, cbest, cidx):
     """The gradient update (when upd) and select i over the active rows, in nch chunks
     (in parallel when nch > 1); the chunks' results combined in order with the scan's
     tie rule (the last maximum), so (gmax, i) and G are the same for any nch."""
     if nch == 1:
         return _step_i_chunk(0, active, y, alpha, G, Cb, pool, bi, bj, di, dj, upd)
-    _step_i_parallel(active, nch, y, alpha, G, Cb, pool, bi, bj, di, dj, upd, cval, cidx)
+    _scan_parallel(False, active, nch, y, alpha, G, Cb, QD, pool, bi, bj, di, dj, upd, 0.0,
+                   0.0, 0.0, cval, cbest, cidx)
     gmax, i = -np.inf, -1
     for c in range(nch):
         if cidx[c] >= 0 and cval[c] >= gmax:
@@ -196,8 +194,8 @@ def _select_j(active, nch, gmax, qdi, yi, bi, y, alpha, G, Cb, QD, pool, cval, c
         gmax2, _, j = _select_j_chunk(0, active, gmax, qdi, yi, bi, y, alpha, G, Cb, QD,
                                       pool)
         return gmax2, j
-    _select_j_parallel(active, nch, gmax, qdi, yi, bi, y, alpha, G, Cb, QD, pool, cval,
-                       cbest, cidx)
+    _scan_parallel(True, active, nch, y, alpha, G, Cb, QD, pool, bi, 0, 0.0, 0.0, False, gmax,
+                   qdi, yi, cval, cbest, cidx)
     gmax2, best, j = -np.inf, np.inf, -1
     for c in range(nch):
         gmax2 = max(gmax2, cval[c])
@@ -261,8 +259,8 @@ def run_smo(X, y, sq, alpha, G, G_bar, Cb, QD, perm, kp, eps, shrinking, pool, c
                                      perm, pool, cm, cst)
         nch = nth if active >= PARALLEL_MIN_ROWS else 1
         if not have_i:  # else the last step's gradient update selected it
-            gmax, i = _step_i(active, nch, y, alpha, G, Cb, pool, 0, 0, 0.0, 0.0, False,
-                              cval, cidx)
+            gmax, i = _step_i(active, nch, y, alpha, G, Cb, QD, pool, 0, 0, 0.0, 0.0, False,
+                              cval, cbest, cidx)
         have_i = False
         gmax2, j = -np.inf, -1
         if i >= 0:
@@ -329,8 +327,8 @@ def run_smo(X, y, sq, alpha, G, G_bar, Cb, QD, perm, kp, eps, shrinking, pool, c
                 alpha[i] = 0.0
                 alpha[j] = total
         # the gradient update, fused with the next step's select i
-        gmax, i_next = _step_i(active, nch, y, alpha, G, Cb, pool, bi, bj,
-                               alpha[i] - old_i, alpha[j] - old_j, True, cval, cidx)
+        gmax, i_next = _step_i(active, nch, y, alpha, G, Cb, QD, pool, bi, bj,
+                               alpha[i] - old_i, alpha[j] - old_j, True, cval, cbest, cidx)
         # --- G_bar: the gradient's part from alphas at their upper bound
         ui, uj = old_i >= Ci, old_j >= Cj
         if ui != (alpha[i] >= Ci):

@@ -18,6 +18,8 @@ declared signature when its module is imported (``warm_smo_types``).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numba as nb
 import numpy as np
 
@@ -283,14 +285,8 @@ def add_kernel_products(out: np.ndarray, rows: np.ndarray, XT: np.ndarray, y: np
                          out[a:a + step])
 
     starts = range(0, len(rows), step)
-    if threads > 1 and len(starts) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(min(threads, len(starts))) as pool:
-            list(pool.map(block, starts))
-    else:
-        for a in starts:
-            block(a)
+    with ThreadPoolExecutor(max(1, min(threads, len(starts)))) as pool:
+        list(pool.map(block, starts))
 
 
 def kernel_params(kernel: Kernel) -> np.ndarray:

@@ -44,8 +44,9 @@ from randsvm_dist.solvers.warm_smo_cache import (
 from randsvm_dist.solvers.warm_smo_kernels import qrow
 
 TAU = 1e-12
-# a step's scans split over its threads from this many active rows (below, one thread);
-# each split costs a fork and join of numba's threads, ~2 us with two
+# a step's scans split over its threads from this many active rows (below, one thread):
+# each split costs a fork and join of numba's threads (1.6 us with two, OpenMP), which a
+# scan of ~4k rows (1 ns a row) just pays for
 PARALLEL_MIN_ROWS = 4096
 # the cache's slots are repacked when the active set falls under this share of their length
 REPACK_SHARE = 0.8

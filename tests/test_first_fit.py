@@ -56,7 +56,7 @@ FIRST_FIT = textwrap.dedent("""
 # the kernels that must be there, each compiled once (the parallel loops included)
 KEY_KERNELS = ("solvers.warm_smo_loop.run_smo", "solvers.warm_smo_kernels.qrow",
                "solvers.warm_smo_kernels._qfill_parallel",
-               "solvers.warm_smo_kernels._accumulate_parallel",
+               "solvers.warm_smo_loop._scan_parallel",
                "numerics.rbf_fused.rbf_accumulate", "numerics.rbf_fused.rbf_direct_accumulate")
 
 

@@ -11,8 +11,7 @@ LIBSVM's own algorithm (``svm.cpp``, ``Solver::Solve``) started from the previou
 - the iterations (``warm_smo_loop``): WSS2 selection, LIBSVM's two-variable update, its
   stopping rule (m(alpha) - M(alpha) < tol, its -e) and its shrinking (every min(n, 1000)
   iterations, 100 from a warm start: WARM_SHRINK_EVERY);
-- the kernel rows and LIBSVM's LRU cache of them (``warm_smo_kernels``,
-  ``warm_smo_cache``);
+- the kernel rows and LIBSVM's LRU cache (``warm_smo_kernels``, ``warm_smo_cache``);
 - here: the starting gradient G = Q alpha0 + p and G_bar (the gradient's part from
   alphas at their upper bound): from the previous solve's kernel sums on the rows that
   have them (``BinarySolution.kernel_sums``: its own gradient), over the nonzero alphas
@@ -24,11 +23,13 @@ LIBSVM's own algorithm (``svm.cpp``, ``Solver::Solve``) started from the previou
   which its dual objective follows (no kernel product over the support vectors).
 
 Of the ``n_threads`` offered a solve takes ``libsvm_adapter.step_threads`` for its kernel
-rows' length (WARM_SYNC_TERMS: each parallel loop is short, and waiting for many threads
-cost more than they gave); the threads never change the result. A CSR working set is
-densified when its float64 copy fits MAX_DENSE_BYTES (else LIBSVM solves it). epsilon-SVR's
-2n variables hold each row twice; a row of Q over more than n positions costs the row's n
-kernel values once, signed per variable (LIBSVM's ``SVR_Q``; ``warm_smo_kernels.qrow``).
+rows' length (WARM_SYNC_TERMS: each step's parallel loops are short, and waiting for many
+threads costs more than they give); BLAS runs on one thread meanwhile. The threads never
+change the result: every value is computed the same way whatever the split. A CSR working
+set is densified when its float64 copy fits MAX_DENSE_BYTES (else LIBSVM solves it).
+epsilon-SVR's 2n variables hold each row twice; a row of Q over more than n positions
+costs the row's n kernel values once, signed per variable (LIBSVM's ``SVR_Q``;
+``warm_smo_kernels.qrow``).
 """
 
 from __future__ import annotations
@@ -84,13 +85,12 @@ __all__ = ["WARM_SYNC_TERMS", "feasible_start", "needs_libsvm", "solve_warm",
 # dense copies of sparse working sets above this many bytes are not made (LIBSVM instead)
 MAX_DENSE_BYTES = 1 << 30
 # a solve's threads: ``libsvm_adapter.step_threads`` of the offered ones for its first
-# kernel row's cost (the working set's rows), with this wait per step and extra thread
-# (numba's fork-join). It
-# fits both measurements there are: on 16 cores the warm re-solves of 16-22k rows were
-# fastest at 2-4 threads and 5-7x slower with all 16 (``exact.cost_model``); on 2 cores a
-# warm re-solve of 15.9k ringnorm rows took 3.8 s on one thread and 5.8 s on two
-# (benchmarks/bench_scaleout.py): one thread up to ~16k rows of 20 features, two beyond
-WARM_SYNC_TERMS = 230_000.0
+# kernel row's cost (the working set's rows), with this wait per step and extra thread:
+# a step forks and joins numba's threads for its scans and long kernel rows. On 2 cores
+# (benchmarks/bench_warm_threads.py) two threads re-solved a captured 15.9k-row ringnorm
+# working set 1.4x faster than one and an 11k-row one 1.2x: two threads from ~4k rows of
+# 20 features, a third from ~40k
+WARM_SYNC_TERMS = 60_000.0
 # iterations between shrinking passes: LIBSVM's min(n, 1000) from its initial point, where
 # the first gradients say little about the final bounds; from a warm start they do, and
 # shrinking every 100 iterations did 2-3x fewer kernel evaluations than every 1000
@@ -275,12 +275,11 @@ def _smo(XT: np.ndarray, dual: WarmDual, params: SolverParams, n_threads: int,
     cst = np.zeros(4, dtype=np.int64)
     cache_reset(cm, cst, len(pool), n)
     every = WARM_SHRINK_EVERY if dual.warm else SHRINK_EVERY
-    # a start with every row's gradient given is an optimum of these rows at a looser tol
-    # (a re-solve of every row): it tells the final bounds at once, so the first shrink
-    # comes at once (Fashion-MNIST's re-solved pairs: 11.9 s -> 4.9 s)
+    # a start with every row's gradient given (a re-solve of every row at a tighter tol)
+    # knows the final bounds: shrink at once (Fashion-MNIST's re-solved pairs 11.9 -> 4.9 s)
     again = sums is not None and not np.isnan(sums[:, 0]).any()
     first = 1 if dual.warm and again else min(n, every) + 1
-    ist = np.array([n, 0, first, 0, max_iter, DONE, every, 0], dtype=np.int64)
+    ist = np.array([n, 0, first, 0, max_iter, DONE, every, 0, par_threads], dtype=np.int64)
     fst = np.zeros(2)
     scratch = np.empty(n, dtype=np.float32)  # float32 like cached rows: same G_bar either way
     t1 = time.perf_counter()
@@ -334,8 +333,7 @@ def _solve_dual(X, dual: WarmDual, params: SolverParams, n_threads: int, stats: 
     sums, given: as ``_start``'s."""
     from threadpoolctl import threadpool_limits
 
-    n, m = X.shape[0], len(dual.y)
-    # a full row of Q costs the rows' kernel values: epsilon-SVR's 2n variables share n
+    n, m = X.shape[0], len(dual.y)  # a row of Q costs n kernel values: SVR's 2n share n
     threads = step_threads(n * (X.shape[1] + KERNEL_ROW_TERMS), n_threads, WARM_SYNC_TERMS)
     XT = XR = _dense64_t(X)
     if m != n:  # epsilon-SVR: variable v is row v mod n
@@ -345,7 +343,9 @@ def _solve_dual(X, dual: WarmDual, params: SolverParams, n_threads: int, stats: 
     before = nb.get_num_threads()
     try:
         nb.set_num_threads(min(threads, nb.config.NUMBA_NUM_THREADS))
-        with threadpool_limits(limits=threads):
+        # BLAS on one thread: its spinning threads took the cores from numba's (a 2-thread
+        # start was no faster than 1 with both on, 1.6x with BLAS on one); same bytes always
+        with threadpool_limits(limits=1):
             solved = _smo(XT, dual, params, threads, max(10_000_000, 100 * m), stats, XR,
                           None if sums is None else np.asarray(sums, dtype=np.float64),
                           given)

@@ -3,9 +3,10 @@
 The rows are held transposed and dense in float64 (XT, shape (d, n)), so a kernel row is
 summed feature by feature across positions (vectorised, no sum reordered), and exp is a
 vectorisable polynomial exact to 3e-16 (``exp_inplace``); LIBSVM walks sparse index/value
-pairs and calls libm's exp. Long rows and the products split over threads (numba
-``prange``, only when numba's threading layer is OpenMP or TBB: ``threadsafe_layer``);
-every value is computed the same way whatever the split, so threads never change a result.
+pairs and calls libm's exp. Long rows split over threads (numba ``prange``, only when
+numba's threading layer is OpenMP or TBB: ``threadsafe_layer``), the products' row blocks
+over Python threads (BLAS and the numba pass release the GIL); every value is computed
+the same way whatever the split, so threads never change a result.
 
 Q_pk = y_p y_k K(x_p, x_k): the SMO's variables are columns of XT with a sign y each (for
 epsilon-SVR each row appears twice, with y = +1 and -1: ``warm_smo_duals``; ``qrow``
@@ -16,6 +17,8 @@ declared signature when its module is imported (``warm_smo_types``).
 """
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 import numba as nb
 import numpy as np
@@ -206,10 +209,9 @@ def _direct_row(v, XR, XC, a, distances):
 @nb.njit(F8(F8_1D, F8_1D), nogil=True, cache=True, fastmath={"reassoc"})
 def _dot(v, w):
     """sum_c v[c] w[c], summed in this thread (reassociated so it vectorises). Not numpy's
-    dot, which calls BLAS: from the threads of ``_accumulate_parallel`` a BLAS allowed
-    more than one thread (``threadpool_limits`` in ``warm_smo``) ran 25x slower and took
-    35x the CPU (its threads wait on one another), and a per-row call pays BLAS's
-    overhead."""
+    dot, which calls BLAS: from numba's threads a BLAS allowed more than one thread ran
+    25x slower and took 35x the CPU (its threads wait on one another), and a per-row
+    call pays BLAS's overhead."""
     total = 0.0
     for c in range(v.shape[0]):
         total += v[c] * w[c]
@@ -247,21 +249,12 @@ def _accumulate_rows(lo, hi, D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out):
             out[a, m] += y_r[a] * _dot(v, coefs[m])
 
 
-@nb.njit(VOID(*_ACCUMULATE_ARGS, I8), nogil=True, cache=True, parallel=True)
-def _accumulate_parallel(D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out, parts):
-    """``_accumulate_rows`` over all rows, in ``parts`` row ranges run in parallel."""
-    n = XR.shape[1]
-    for q in nb.prange(parts):
-        _accumulate_rows(q * n // parts, (q + 1) * n // parts, D, XR, XC, sq_r, sq_c, y_r,
-                         coefs, kp, out)
-
-
 def add_kernel_products(out: np.ndarray, rows: np.ndarray, XT: np.ndarray, y: np.ndarray,
                         sq: np.ndarray, cols: np.ndarray, coefs: np.ndarray,
                         kp: np.ndarray, threads: int = 1) -> None:
     """out[:, m] += y_r sum_c K(x_r, x_c) coefs[c, m] for r in rows: dot products by BLAS
     in row blocks (directly for at most DIRECT_MAX_FEATURES features), the kernel and the
-    sums in one numba pass.
+    sums in one numba pass (which releases the GIL, as BLAS does: a block a thread).
 
     Args:
         out: (len(rows), m) float64, added to in place.
@@ -269,26 +262,31 @@ def add_kernel_products(out: np.ndarray, rows: np.ndarray, XT: np.ndarray, y: np
         XT: (d, n) float64 (the rows as columns); y: (n,) signs; sq: (n,) squared norms.
         coefs: (len(cols), m) float64.
         kp: ``kernel_params``.
-        threads: > 1: row ranges in parallel (numba), same values as one thread.
+        threads: > 1: row blocks on that many threads (the products by BLAS, which
+            should then be on one thread: ``warm_smo`` limits it), the same values as
+            one thread.
     """
     if not len(rows) or not len(cols):
         return
-    step = max(64, int(2**22 // len(cols)))
+    # row blocks of a fixed length whatever the threads (the same products, so the same
+    # bytes); at least 4 per thread of a 2-thread split
+    step = min(max(64, int(2**22 // len(cols))), max(64, -(-len(rows) // 8)))
     Xc = np.ascontiguousarray(XT[:, cols])
     sq_c = sq[cols]
     coefs = np.ascontiguousarray(np.asarray(coefs).T)
     direct = XT.shape[0] <= DIRECT_MAX_FEATURES
     none = np.empty((0, 0))
-    for a in range(0, len(rows), step):
+
+    def block(a: int) -> None:
         r = rows[a:a + step]
         XR = np.ascontiguousarray(XT[:, r])
         D = none if direct else XR.T @ Xc
-        if threads > 1:
-            _accumulate_parallel(D, XR, Xc, sq[r], sq_c, y[r], coefs, kp, out[a:a + step],
-                                 4 * threads)
-        else:
-            _accumulate_rows(0, len(r), D, XR, Xc, sq[r], sq_c, y[r], coefs, kp,
-                             out[a:a + step])
+        _accumulate_rows(0, len(r), D, XR, Xc, sq[r], sq_c, y[r], coefs, kp,
+                         out[a:a + step])
+
+    starts = range(0, len(rows), step)
+    with ThreadPoolExecutor(max(1, min(threads, len(starts)))) as pool:
+        list(pool.map(block, starts))
 
 
 def kernel_params(kernel: Kernel) -> np.ndarray:

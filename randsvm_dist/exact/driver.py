@@ -374,8 +374,8 @@ def _record(collapsed: tuple[int, int], loop: Loop, j: int, p: ProblemState, s: 
         rows_evaluated=result.n_evaluated, rows_screened=result.n_screened,
         kernel_evals=int(kernel_evals),
         screening_kernel_evals=int(result.kernel_evals - kernel_evals),
-        kernel_evals_per_second=kernel_evals / max(scan.seconds, 1e-9),
-        kernel_evals_per_core_second=kernel_evals / max(result.compute_seconds, 1e-9),
+        kernel_evals_per_second=result.kernel_evals / max(scan.seconds, 1e-9),
+        kernel_evals_per_core_second=result.kernel_evals / max(result.compute_seconds, 1e-9),
         seconds=time.perf_counter() - loop.t0,
         stop_reason=p.stop_reason,
     )

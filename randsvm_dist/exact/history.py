@@ -56,7 +56,7 @@ class IterationRecord:
             the problems it belongs to.
         screening_kernel_evals: what screening cost besides (rows x the changed
             coefficients computed for them, and the driver's for the model delta); the
-            rates below count kernel_evals only.
+            rates below count both.
         kernel_evals_per_second: over the scan's wall time.
         kernel_evals_per_core_second: over the scan tasks' compute time.
         seconds: since the start of the run.

@@ -32,8 +32,21 @@ def training_pass(sparse: bool) -> Callable:
     return train_dense
 
 
+def scratch(capacity: int, n_features: int, merge_size: int) -> tuple:
+    """The kernels' scratch arrays (they allocate nothing: numba's allocation code alone
+    compiled for a tenth of a second), for a budget of ``capacity`` slots.
+
+    Returns:
+        (dots, wd, z, partners): a pass's dots with the budget and the degradations
+        (``capacity`` float64 each), the merged point (``n_features`` float64), the partner
+        indices (``merge_size`` int64).
+    """
+    return (np.empty(capacity), np.empty(capacity), np.empty(n_features),
+            np.empty(max(merge_size, 1), dtype=np.int64))
+
+
 def maintain(sv: np.ndarray, sqn: np.ndarray, beta: np.ndarray, n_sv: int, gamma: float,
-             m: int, method: int, counters: np.ndarray) -> int:
+             m: int, method: int, counters: np.ndarray, work: tuple) -> int:
     """One budget maintenance step: merge m points (the smallest-|beta| SV and its m-1 best
     partners) into one, by a chain of golden-section merges (``method`` golden, and any
     merge of two points) or by the gradient merge. Modifies sv/sqn/beta/counters.
@@ -41,7 +54,8 @@ def maintain(sv: np.ndarray, sqn: np.ndarray, beta: np.ndarray, n_sv: int, gamma
     Args:
         sv, sqn, beta: the budget (C-contiguous float64), first n_sv rows in use.
         gamma: kernel width; m: points merged (2 <= m <= n_sv); method: ``MERGE_*``;
-        counters: the learner's int64 counters.
+        counters: the learner's int64 counters; work: :func:`scratch` for the budget
+        (its partner indices at least m - 1 long).
 
     Returns:
         the new number of SVs (n_sv - m + 1).
@@ -50,7 +64,7 @@ def maintain(sv: np.ndarray, sqn: np.ndarray, beta: np.ndarray, n_sv: int, gamma
         from randsvm_dist.streaming._bsgd_kernels import maintain_golden as step
     else:
         from randsvm_dist.streaming._bsgd_gradient import maintain_gradient as step
-    return int(step(sv, sqn, beta, n_sv, gamma, m, counters))
+    return int(step(sv, sqn, beta, n_sv, gamma, m, counters, *work[1:]))
 
 
 def shrink_to_budget(sv: np.ndarray, sqn: np.ndarray, beta: np.ndarray, n_sv: int,
@@ -62,7 +76,8 @@ def shrink_to_budget(sv: np.ndarray, sqn: np.ndarray, beta: np.ndarray, n_sv: in
     Returns:
         the new number of SVs.
     """
+    work = scratch(sv.shape[0], sv.shape[1], merge_size)
     while n_sv > budget:
         m = min(merge_size, n_sv - budget + 1)
-        n_sv = maintain(sv, sqn, beta, n_sv, gamma, m, method, counters)
+        n_sv = maintain(sv, sqn, beta, n_sv, gamma, m, method, counters, work)
     return n_sv

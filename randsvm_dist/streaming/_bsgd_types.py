@@ -27,13 +27,16 @@ F4_2D_IN = nb.types.Array(nb.float32, 2, "C", readonly=True)
 F8_1D_IN = nb.types.Array(nb.float64, 1, "C", readonly=True)
 I8_1D_IN = nb.types.Array(nb.int64, 1, "C", readonly=True)
 
-#: a budget maintenance step: (sv, sqn, beta, n_sv, gamma, m, counters) -> new n_sv
-MAINTAIN = I8(F8_2D, F8_1D, F8_1D, I8, F8, I8, I8_1D)
+#: a budget maintenance step: (sv, sqn, beta, n_sv, gamma, m, counters, *SCRATCH) -> new
+#: n_sv
+SCRATCH = (F8_1D, F8_1D, I8_1D)
+MAINTAIN = I8(F8_2D, F8_1D, F8_1D, I8, F8, I8, I8_1D, *SCRATCH)
 #: a training pass's arguments after its rows: labels, weights, row order, the budget
 #: (sv, sqn, beta, n_sv), t, lambda, bias, fit_intercept, gamma, budget, merge_size,
-#: method, counters; it returns (n_sv, t, bias, rows done)
+#: method, counters, its dots with the budget and the maintenance's SCRATCH (scratch:
+#: :func:`._bsgd_compiled.scratch`); it returns (n_sv, t, bias, rows done)
 PASS_TAIL = (F8_1D_IN, F8_1D_IN, I8_1D_IN, F8_2D, F8_1D, F8_1D, I8, I8, F8, F8, B1, F8, I8,
-             I8, I8, I8_1D)
+             I8, I8, I8_1D, F8_1D, *SCRATCH)
 PASSED = nb.types.Tuple((I8, I8, F8, I8))
 
 MERGE_GOLDEN = 0

@@ -197,19 +197,17 @@ def violates(sqn, beta, n_sv, dots, xsq, y, t, lam, bias, gamma, counters):
 
 @njit(cache=True, inline="always")
 def admit(sv, sqn, beta, n_sv, xsq, yr, bias, fit_intercept, gamma, budget, merge_size,
-          golden, counters, wd, z, partners):
+          maintain, counters, wd, z, partners):
     """Admit the point already copied into ``sv[n_sv]`` as a new SV with coefficient yr
-    (label x row weight); when it overflows the budget and ``golden``, merge back to the
-    budget (otherwise an M-point gradient merge is due, which the pass leaves to its
-    caller). Returns (n_sv, bias)."""
+    (label x row weight); when it overflows the budget, merge back to the budget by the
+    step ``maintain`` (:data:`._bsgd_types.MAINTAIN_FN`). Returns (n_sv, bias)."""
     sqn[n_sv] = xsq
     beta[n_sv] = yr
     n_sv += 1
     counters[C_VIOLATIONS] += 1
     if fit_intercept:
         bias += yr
-    if n_sv > budget and golden:
-        n_sv = maintain_golden(sv, sqn, beta, n_sv, gamma, merge_size, counters, wd, z,
-                               partners)
+    if n_sv > budget:
+        n_sv = maintain(sv, sqn, beta, n_sv, gamma, merge_size, counters, wd, z, partners)
     return n_sv, bias
 

@@ -8,7 +8,7 @@ import numpy as np
 from numba import njit
 
 from randsvm_dist.streaming._bsgd_kernels import admit, violates
-from randsvm_dist.streaming._bsgd_types import F4_2D_IN, MERGE_GOLDEN, PASS_TAIL, PASSED
+from randsvm_dist.streaming._bsgd_types import F4_2D_IN, PASS_TAIL, PASSED
 
 
 @njit(cache=True, inline="always")
@@ -23,10 +23,9 @@ def _dot_dense(sv, n_sv, X, r, out):
 
 @njit(PASSED(F4_2D_IN, *PASS_TAIL), cache=True)
 def train_dense(X, y, w, order, sv, sqn, beta, n_sv, t, lam, bias, fit_intercept, gamma,
-                budget, merge_size, method, counters, dots, wd, z, partners):
+                budget, merge_size, maintain, counters, dots, wd, z, partners):
     """One pass of budgeted Pegasos over the dense float32 rows X[order]; the other
     arguments and the result as :func:`._bsgd_pass_csr.train_sparse`'s."""
-    golden = method == MERGE_GOLDEN or merge_size == 2
     d = X.shape[1]
     for q in range(order.shape[0]):
         r = order[q]
@@ -40,7 +39,5 @@ def train_dense(X, y, w, order, sv, sqn, beta, n_sv, t, lam, bias, fit_intercept
             for f in range(d):
                 sv[n_sv, f] = X[r, f]
             n_sv, bias = admit(sv, sqn, beta, n_sv, xsq, y[r] * w[r], bias, fit_intercept,
-                               gamma, budget, merge_size, golden, counters, wd, z, partners)
-            if n_sv > budget:
-                return n_sv, t, bias, q + 1
-    return n_sv, t, bias, order.shape[0]
+                               gamma, budget, merge_size, maintain, counters, wd, z, partners)
+    return n_sv, t, bias

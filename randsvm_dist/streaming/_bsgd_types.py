@@ -31,13 +31,16 @@ I8_1D_IN = nb.types.Array(nb.int64, 1, "C", readonly=True)
 #: n_sv
 SCRATCH = (F8_1D, F8_1D, I8_1D)
 MAINTAIN = I8(F8_2D, F8_1D, F8_1D, I8, F8, I8, I8_1D, *SCRATCH)
+#: a maintenance step as a pass's argument: called through its address, so a pass's
+#: machine code does not embed (and its compilation does not optimise again) the step's
+MAINTAIN_FN = nb.types.FunctionType(MAINTAIN)
 #: a training pass's arguments after its rows: labels, weights, row order, the budget
 #: (sv, sqn, beta, n_sv), t, lambda, bias, fit_intercept, gamma, budget, merge_size,
-#: method, counters, its dots with the budget and the maintenance's SCRATCH (scratch:
-#: :func:`._bsgd_compiled.scratch`); it returns (n_sv, t, bias, rows done)
+#: the maintenance step (MAINTAIN_FN), counters, its dots with the budget and the
+#: step's SCRATCH (scratch: :func:`._bsgd_compiled.scratch`); it returns (n_sv, t, bias)
 PASS_TAIL = (F8_1D_IN, F8_1D_IN, I8_1D_IN, F8_2D, F8_1D, F8_1D, I8, I8, F8, F8, B1, F8, I8,
-             I8, I8, I8_1D, F8_1D, *SCRATCH)
-PASSED = nb.types.Tuple((I8, I8, F8, I8))
+             I8, MAINTAIN_FN, I8_1D, F8_1D, *SCRATCH)
+PASSED = nb.types.Tuple((I8, I8, F8))
 
 MERGE_GOLDEN = 0
 MERGE_GRADIENT = 1

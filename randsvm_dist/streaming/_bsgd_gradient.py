@@ -40,7 +40,7 @@ GD_TOL = 1e-10
 MERGED = types.Tuple((F8_1D, F8, I8))
 
 
-@njit(F8(F8_2D, I8_1D, F8_1D, F8_1D, F8, F8_1D), cache=True)
+@njit(F8(F8_2D, I8_1D, F8_1D, F8_1D, F8, F8_1D), cache=True, no_cfunc_wrapper=True)
 def _alpha_z_multi(S, rows, a, z, gamma, kz):
     """alpha_z = sum_i a_i k(S[rows[i]], z); kernel values written to kz."""
     s = 0.0
@@ -90,7 +90,7 @@ def _best_start(S, rows, a, gamma, kz, z, best_z):
     return tried
 
 
-@njit(MERGED(F8_2D, I8_1D, F8_1D, F8, I8, F8), cache=True)
+@njit(MERGED(F8_2D, I8_1D, F8_1D, F8, I8, F8), cache=True, no_cfunc_wrapper=True)
 def gradient_merge(S, rows, a, gamma, max_iters, tol):
     """Merge the points S[rows] (coefficients a) into one point by gradient ascent on
     alpha_z^2.

@@ -42,13 +42,13 @@ GOLDEN_ITERS_MERGE = np.int64(40)  # ~ 4e-9: the executed merge is solved to nea
 PAIR = types.UniTuple(F8, 3)
 
 
-@njit(F8(F8, F8, F8, F8), cache=True)
+@njit(F8(F8, F8, F8, F8), cache=True, no_cfunc_wrapper=True)
 def _alpha_z_pair(h, am, an, L):
     """alpha_z for z = h x_m + (1-h) x_n (see module docstring)."""
     return am * math.exp(-L * (1.0 - h) * (1.0 - h)) + an * math.exp(-L * h * h)
 
 
-@njit(PAIR(F8, F8, F8, I8), cache=True)
+@njit(PAIR(F8, F8, F8, I8), cache=True, no_cfunc_wrapper=True)
 def golden_pair(am, an, L, iters):
     """Best merge of two points along their line.
 
@@ -110,7 +110,7 @@ def golden_pair(am, an, L, iters):
     return h, az, 0.0 if 0.0 > lost else lost
 
 
-@njit(F8(F8_2D, I8, F8_1D, F8, F8_1D), cache=True)
+@njit(F8(F8_2D, I8, F8_1D, F8, F8_1D), cache=True, no_cfunc_wrapper=True)
 def sqdist(sv, i, z, zsq, sqn):
     """|sv[i] - z|^2 from the stored norm sqn[i] and the dot product."""
     s = 0.0

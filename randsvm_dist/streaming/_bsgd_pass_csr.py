@@ -26,7 +26,7 @@ def _dot_sparse(sv, n_sv, indices, data, start, end, out):
         out[j] = s
 
 
-@njit(PASSED(I8_1D_IN, I8_1D_IN, F4_1D_IN, *PASS_TAIL), cache=True)
+@njit(PASSED(I8_1D_IN, I8_1D_IN, F4_1D_IN, *PASS_TAIL), cache=True, no_cfunc_wrapper=True)
 def train_sparse(indptr, indices, data, y, w, order, sv, sqn, beta, n_sv, t, lam, bias,
                  fit_intercept, gamma, budget, merge_size, maintain, counters, dots, wd, z,
                  partners):

@@ -21,7 +21,7 @@ def _dot_dense(sv, n_sv, X, r, out):
         out[j] = s
 
 
-@njit(PASSED(F4_2D_IN, *PASS_TAIL), cache=True)
+@njit(PASSED(F4_2D_IN, *PASS_TAIL), cache=True, no_cfunc_wrapper=True)
 def train_dense(X, y, w, order, sv, sqn, beta, n_sv, t, lam, bias, fit_intercept, gamma,
                 budget, merge_size, maintain, counters, dots, wd, z, partners):
     """One pass of budgeted Pegasos over the dense float32 rows X[order]; the other

@@ -6,8 +6,11 @@ Each kernel declares its one signature and is compiled for it when its module is
 float32 or float64, dense or CSR rows with int32 or int64 indices runs the same machine
 code: the learner hands the kernels C-contiguous float32 rows, int64 CSR indices and
 float64 labels and weights. Arrays the kernels only read are declared read-only (a
-writable array converts to one; a read-only input needs no copy). Importing this module
-compiles nothing: the learner imports the kernels on its first fit.
+writable array converts to one; a read-only input needs no copy). The kernels allocate
+nothing (scratch arrays come from the caller) and only the maintenance steps, which a
+pass calls through their address (:data:`MAINTAIN_FN`), get numba's C-ABI wrapper
+(``no_cfunc_wrapper`` on the others). Importing this module compiles nothing: the
+learner imports the kernels on its first fit.
 """
 
 from __future__ import annotations

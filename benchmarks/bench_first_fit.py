@@ -13,7 +13,14 @@ Learners:
   every other parameter its default) on ``--rows`` checkerboard rows (numpy arrays, the
   embedded cluster started by the fit, as a user runs it); its ``phases_`` are recorded;
 - ``bsgd``: ``BudgetedSGD()`` with defaults on ``--bsgd-rows`` sparse rows (CSR: the two
-  checkerboard features and their one-hot bins), in-process.
+  checkerboard features and their one-hot bins), in-process;
+- ``streamsvm``, ``blurred_ball``, ``ramp``: the other streaming learners
+  (``StreamSVM()``, ``BlurredBallSVM()``, ``OnlineRampSVM()``, defaults) on
+  ``--stream-rows`` of the same sparse rows, in-process.
+
+Every fit also records ``compiled_kernels``: the numba compilations of this package's
+kernels during the fit (one per kernel and signature: a warm fit loads them all from the
+cache and compiles none), and ``compile_seconds``, their wall time.
 
 Each child process stops when this one ends, even if killed (``engine.parent_watch``: it
 closes its embedded cluster and exits), so no fit and no workers outlive the benchmark.
@@ -23,7 +30,8 @@ ratio of the two fits' wall seconds (issue 27's target: at most 1.5). Run it alo
 machine (other load makes compilation, and so the ratio, meaningless)::
 
     python benchmarks/bench_first_fit.py --label after
-    python benchmarks/bench_first_fit.py --rows 2000 --bsgd-rows 2000 --out /tmp/smoke.jsonl
+    python benchmarks/bench_first_fit.py --rows 2000 --bsgd-rows 2000 --stream-rows 2000 \
+        --out /tmp/smoke.jsonl
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "first_fit.jsonl"
-LEARNERS = ("randsvm", "bsgd")
+LEARNERS = ("randsvm", "bsgd", "streamsvm", "blurred_ball", "ramp")
 BINS = 20  # one-hot bins per checkerboard feature in the sparse set
 
 
@@ -90,32 +98,74 @@ def _exit_with_parent(parent: int) -> None:
     watch_parent(parent, close_embedded, exit_after=0.0)
 
 
-def child(learner: str, rows: int) -> dict:
-    """Fit ``learner`` once in this process; returns its timings (see the module doc)."""
+class _CompileCount:
+    """Counts numba's compilations of this package's kernels (outermost ones: a kernel's
+    compilation that compiles a callee counts both, its seconds only once)."""
+
+    def __init__(self) -> None:
+        self.kernels, self.seconds, self._open = 0, 0.0, []
+
+    def on_start(self, event) -> None:
+        self._open.append(time.perf_counter())
+
+    def on_end(self, event) -> None:
+        t0 = self._open.pop()
+        disp = event.data.get("dispatcher")
+        if getattr(disp, "__module__", "").startswith("randsvm_dist"):
+            self.kernels += 1
+        if not self._open:
+            self.seconds += time.perf_counter() - t0
+
+
+def _listen() -> _CompileCount:
+    from numba.core import event
+
+    count = _CompileCount()
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            count.on_start(ev)
+
+        def on_end(self, ev):
+            count.on_end(ev)
+
+    event.register("numba:compile", Listener())
+    return count
+
+
+def _learner(learner: str, rows: int):
+    """(model, X, y) of one benchmark fit (see the module doc)."""
     if learner == "randsvm":
         from randsvm_dist.data.generators import make_arrays
-        from randsvm_dist.engine.embedded import close_embedded
         from randsvm_dist.estimators import RandSVMClassifier
 
         X, y = make_arrays("checkerboard", rows, seed=1)
-        model = RandSVMClassifier(C=100.0, gamma=1.0, random_state=0)
-    else:
-        from randsvm_dist.streaming import BudgetedSGD
+        return RandSVMClassifier(C=100.0, gamma=1.0, random_state=0), X, y
+    from randsvm_dist.streaming import LEARNERS as STREAMING
 
-        X, y = _sparse_rows(rows)
-        model = BudgetedSGD(random_state=0)
+    X, y = _sparse_rows(rows)
+    return STREAMING[learner](random_state=0), X, y
+
+
+def child(learner: str, rows: int) -> dict:
+    """Fit ``learner`` once in this process; returns its timings (see the module doc)."""
+    model, X, y = _learner(learner, rows)
+    compiled = _listen()
     cpu0, wall0 = _cpu(resource.RUSAGE_SELF), time.perf_counter()
     model.fit(X, y)
     wall = time.perf_counter() - wall0
-    rec = {"fit_wall_seconds": wall, "fit_cpu_seconds": _cpu(resource.RUSAGE_SELF) - cpu0}
+    rec = {"fit_wall_seconds": wall, "fit_cpu_seconds": _cpu(resource.RUSAGE_SELF) - cpu0,
+           "compiled_kernels": compiled.kernels, "compile_seconds": compiled.seconds}
     if learner == "randsvm":
         rec.update(_phases(model.history_, wall))
         rec["phases"] = {k: float(v) for k, v in model.phases_.items()}
         rec["n_support"] = int(model.support_.shape[0])
+        from randsvm_dist.engine.embedded import close_embedded
+
         close_embedded()
         rec["cluster_cpu_seconds"] = _cpu(resource.RUSAGE_CHILDREN)
     else:
-        rec["n_support"] = int(model.n_support_.sum())
+        rec["n_core"] = int(model.n_core_)
     return rec
 
 
@@ -134,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", type=int, default=500_000, help="RandSVM checkerboard rows")
     p.add_argument("--bsgd-rows", type=int, default=100_000, help="BudgetedSGD sparse rows")
+    p.add_argument("--stream-rows", type=int, default=20_000,
+                   help="sparse rows of the other streaming learners")
     p.add_argument("--learners", nargs="+", choices=LEARNERS, default=list(LEARNERS))
     p.add_argument("--label", default="", help="free text stored with each line")
     p.add_argument("--out", type=Path, default=OUT)
@@ -147,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for learner in args.learners:
-        rows = args.rows if learner == "randsvm" else args.bsgd_rows
+        rows = {"randsvm": args.rows, "bsgd": args.bsgd_rows}.get(learner, args.stream_rows)
         with tempfile.TemporaryDirectory(prefix="numba-first-fit-") as cache:
             first = _run_child(learner, rows, cache)
             warm = _run_child(learner, rows, cache)

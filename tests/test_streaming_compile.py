@@ -1,6 +1,8 @@
 """BudgetedSGD's compiled kernels: one signature per kernel whatever the input's dtypes,
 index types and layout (the same model bytes from each), and a first fit that compiles
-only the kernels it runs into numba's cache, which a second process loads."""
+only the kernels it runs into numba's cache, which a second process loads. The other
+streaming learners (ball covers, ramp SVM): no new specialisation of any kernel from
+float32, Fortran-ordered, read-only or int64-indexed CSR input, and the same model."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import make_moons
 
-from randsvm_dist.streaming import BudgetedSGD
+from randsvm_dist.streaming import BlurredBallSVM, BudgetedSGD, OnlineRampSVM, StreamSVM
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL_MODULES = ("_bsgd_merge", "_bsgd_kernels", "_bsgd_gradient", "_bsgd_pass_csr",
@@ -79,10 +81,39 @@ def test_one_signature_per_kernel_and_one_model_whatever_the_input(params):
                                                                    disp.signatures)
 
 
+OTHER_MODULES = ("_meb_balls", "_meb_coreset", "_meb_dual", "_meb_primal", "_meb_solver",
+                 "_ramp_kernels")
+
+
+def signature_counts(modules) -> dict:
+    """The number of compiled signatures of each numba dispatcher in ``modules``."""
+    return {f"{m}.{name}": len(d.signatures) for m in modules
+            for name, d in dispatchers(m).items()}
+
+
+@pytest.mark.parametrize("make", [
+    lambda: StreamSVM(random_state=0), lambda: BlurredBallSVM(random_state=0),
+    lambda: StreamSVM(kernel="linear", random_state=0),
+    lambda: OnlineRampSVM(random_state=0)], ids=["streamsvm", "blurred", "linear", "ramp"])
+def test_no_new_specialisation_whatever_the_input(make):
+    X, y = make_moons(300, noise=0.2, random_state=0)
+    X = np.hstack([X, np.zeros((len(X), 3))])
+    variants = input_variants(X)
+    dense = make().fit(variants["dense64"], y).decision_function(X)
+    sparse = make().fit(variants["csr64"], y).decision_function(X)
+    counts = signature_counts(OTHER_MODULES)
+    assert sum(counts.values()) > 0
+    for name, Xv in variants.items():
+        expected = sparse if sp.issparse(Xv) else dense
+        np.testing.assert_allclose(make().fit(Xv, y).decision_function(X), expected,
+                                   rtol=1e-5, atol=1e-6, err_msg=name)
+        assert signature_counts(OTHER_MODULES) == counts, name
+
+
 FIRST_FIT = textwrap.dedent("""
     import json, sys
     import numpy as np, scipy.sparse as sp
-    from randsvm_dist.streaming import BudgetedSGD
+    from randsvm_dist.streaming import BlurredBallSVM, BudgetedSGD, OnlineRampSVM, StreamSVM
 
     X = sp.random(600, 30, density=0.2, random_state=0, format="csr")
     y = np.random.default_rng(0).integers(0, 2, 600)

@@ -32,37 +32,50 @@ def training_pass(sparse: bool) -> Callable:
     return train_dense
 
 
-def maintain(sv: np.ndarray, sqn: np.ndarray, beta: np.ndarray, n_sv: int, gamma: float,
-             m: int, method: int, counters: np.ndarray) -> int:
-    """One budget maintenance step: merge m points (the smallest-|beta| SV and its m-1 best
-    partners) into one, by a chain of golden-section merges (``method`` golden, and any
-    merge of two points) or by the gradient merge. Modifies sv/sqn/beta/counters.
-
-    Args:
-        sv, sqn, beta: the budget (C-contiguous float64), first n_sv rows in use.
-        gamma: kernel width; m: points merged (2 <= m <= n_sv); method: ``MERGE_*``;
-        counters: the learner's int64 counters.
+def scratch(capacity: int, n_features: int, merge_size: int) -> tuple:
+    """The kernels' scratch arrays (they allocate nothing: numba's allocation code alone
+    compiled for a tenth of a second), for a budget of ``capacity`` slots.
 
     Returns:
-        the new number of SVs (n_sv - m + 1).
+        (dots, wd, z, partners): a pass's dots with the budget and the degradations
+        (``capacity`` float64 each), the merged point (``n_features`` float64), the partner
+        indices (``merge_size`` int64).
+    """
+    return (np.empty(capacity), np.empty(capacity), np.empty(n_features),
+            np.empty(max(merge_size, 1), dtype=np.int64))
+
+
+def maintenance(method: int, m: int) -> Callable:
+    """The compiled budget maintenance step merging ``m`` points by ``method``
+    (``MERGE_*``): a chain of golden-section merges for ``MERGE_GOLDEN`` and for any merge
+    of two points, else the gradient merge. A training pass takes it as an argument
+    (:data:`._bsgd_types.MAINTAIN_FN`); each step modifies sv/sqn/beta/counters and
+    returns the new number of SVs (n_sv - m + 1).
+
+    Returns:
+        :func:`._bsgd_kernels.maintain_golden` or :func:`._bsgd_gradient.maintain_gradient`.
     """
     if method == MERGE_GOLDEN or m == 2:
-        from randsvm_dist.streaming._bsgd_kernels import maintain_golden as step
-    else:
-        from randsvm_dist.streaming._bsgd_gradient import maintain_gradient as step
-    return int(step(sv, sqn, beta, n_sv, gamma, m, counters))
+        from randsvm_dist.streaming._bsgd_kernels import maintain_golden
+
+        return maintain_golden
+    from randsvm_dist.streaming._bsgd_gradient import maintain_gradient
+
+    return maintain_gradient
 
 
 def shrink_to_budget(sv: np.ndarray, sqn: np.ndarray, beta: np.ndarray, n_sv: int,
                      budget: int, gamma: float, merge_size: int, method: int,
                      counters: np.ndarray) -> int:
-    """Multi-merge (:func:`maintain`) until at most ``budget`` SVs remain; the last merge
+    """Multi-merge (:func:`maintenance`) until at most ``budget`` SVs remain; the last merge
     takes only as many points as needed.
 
     Returns:
         the new number of SVs.
     """
+    _, wd, z, partners = scratch(sv.shape[0], sv.shape[1], merge_size)
     while n_sv > budget:
         m = min(merge_size, n_sv - budget + 1)
-        n_sv = maintain(sv, sqn, beta, n_sv, gamma, m, method, counters)
+        n_sv = int(maintenance(method, m)(sv, sqn, beta, n_sv, gamma, m, counters, wd, z,
+                                          partners))
     return n_sv

@@ -40,7 +40,7 @@ GD_TOL = 1e-10
 MERGED = types.Tuple((F8_1D, F8, I8))
 
 
-@njit(F8(F8_2D, I8_1D, F8_1D, F8_1D, F8, F8_1D), cache=True)
+@njit(F8(F8_2D, I8_1D, F8_1D, F8_1D, F8, F8_1D), cache=True, no_cfunc_wrapper=True)
 def _alpha_z_multi(S, rows, a, z, gamma, kz):
     """alpha_z = sum_i a_i k(S[rows[i]], z); kernel values written to kz."""
     s = 0.0
@@ -90,7 +90,7 @@ def _best_start(S, rows, a, gamma, kz, z, best_z):
     return tried
 
 
-@njit(MERGED(F8_2D, I8_1D, F8_1D, F8, I8, F8), cache=True)
+@njit(MERGED(F8_2D, I8_1D, F8_1D, F8, I8, F8), cache=True, no_cfunc_wrapper=True)
 def gradient_merge(S, rows, a, gamma, max_iters, tol):
     """Merge the points S[rows] (coefficients a) into one point by gradient ascent on
     alpha_z^2.
@@ -158,16 +158,16 @@ def gradient_merge(S, rows, a, gamma, max_iters, tol):
 
 
 @njit(MAINTAIN, cache=True)
-def maintain_gradient(sv, sqn, beta, n_sv, gamma, m, counters):
+def maintain_gradient(sv, sqn, beta, n_sv, gamma, m, counters, wd, z, partners):
     """One budget maintenance step of MM-GD (Algorithm 2): merge m points (the
     smallest-|beta| SV and its m-1 best partners) into one at once by
-    :func:`gradient_merge`. Modifies sv/sqn/beta in place.
+    :func:`gradient_merge`. Modifies sv/sqn/beta in place; ``wd``, ``partners``: scratch
+    (:data:`._bsgd_types.MAINTAIN`; ``z`` is unused: the merge returns its point).
 
     Returns:
         the new number of SVs (n_sv - m + 1).
     """
-    partners = np.empty(m - 1, np.int64)
-    i = select_partners(sv, sqn, beta, n_sv, gamma, partners, counters)
+    i = select_partners(sv, sqn, beta, n_sv, gamma, wd, partners, m - 1, counters)
     rows = np.empty(m, np.int64)
     a = np.empty(m)
     rows[0] = i
@@ -175,6 +175,6 @@ def maintain_gradient(sv, sqn, beta, n_sv, gamma, m, counters):
         rows[r + 1] = partners[r]
     for r in range(m):
         a[r] = beta[rows[r]]
-    z, az, ev = gradient_merge(sv, rows, a, gamma, GD_MAX_ITERS, GD_TOL)
+    merged, az, ev = gradient_merge(sv, rows, a, gamma, GD_MAX_ITERS, GD_TOL)
     counters[C_KERNEL_EVALS] += ev
-    return replace_merged(sv, sqn, beta, n_sv, i, partners, z, az, counters)
+    return replace_merged(sv, sqn, beta, n_sv, i, partners, m - 1, merged, az, counters)

@@ -66,16 +66,16 @@ def _follows(v, j, p):
 
 
 @njit(cache=True, inline="always")
-def _smallest(v, out):
-    """Write into out the indices of the out.shape[0] smallest of v in increasing order,
+def _smallest(v, n, out, k):
+    """Write into out[:k] the indices of the k smallest of v[:n] in increasing order,
     ties to the lower index and NaN last: the first entries of a stable (mergesort)
     argsort, by one pass per entry, each taking the least entry after the previous one
     (a merge's partner count is a handful, so this also beats a full sort; numba's sorts
     alone compile for seconds)."""
     prev = -1
-    for q in range(out.shape[0]):
+    for q in range(k):
         best = -1
-        for j in range(v.shape[0]):
+        for j in range(n):
             if prev >= 0 and not _follows(v, j, prev):
                 continue
             if best < 0 or v[j] < v[best] or (v[best] != v[best] and v[j] == v[j]):
@@ -85,9 +85,10 @@ def _smallest(v, out):
 
 
 @njit(cache=True, inline="always")
-def select_partners(sv, sqn, beta, n_sv, gamma, partners, counters):
-    """First merge point (smallest |beta|) and its best partners by pairwise degradation,
-    written into ``partners`` (as many as it holds, in increasing degradation order).
+def select_partners(sv, sqn, beta, n_sv, gamma, wd, partners, k, counters):
+    """First merge point (smallest |beta|) and its k best partners by pairwise degradation,
+    written into ``partners[:k]`` in increasing degradation order (``wd``: scratch of at
+    least n_sv entries, the degradations).
 
     Returns:
         the first point's index.
@@ -96,7 +97,6 @@ def select_partners(sv, sqn, beta, n_sv, gamma, partners, counters):
     for j in range(1, n_sv):
         if abs(beta[j]) < abs(beta[i]):
             i = j
-    wd = np.empty(n_sv)
     xi = sv[i]
     for j in range(n_sv):
         if j == i:
@@ -105,14 +105,14 @@ def select_partners(sv, sqn, beta, n_sv, gamma, partners, counters):
         L = gamma * sqdist(sv, j, xi, sqn[i], sqn)
         wd[j] = golden_pair(beta[i], beta[j], L, GOLDEN_ITERS_SELECT)[2]
     counters[C_KERNEL_EVALS] += n_sv - 1
-    _smallest(wd, partners)
+    _smallest(wd, n_sv, partners, k)
     return i
 
 
 @njit(cache=True, inline="always")
-def replace_merged(sv, sqn, beta, n_sv, i, partners, z, az, counters):
-    """Store the merged point z (coefficient az) in slot i and delete the partners' slots
-    (``partners`` is left in decreasing order). Returns the new number of SVs."""
+def replace_merged(sv, sqn, beta, n_sv, i, partners, k, z, az, counters):
+    """Store the merged point z (coefficient az) in slot i and delete the k partners'
+    slots (``partners[:k]`` is left in decreasing order). Returns the new number of SVs."""
     d = sv.shape[1]
     zsq = 0.0
     for f in range(d):
@@ -122,7 +122,6 @@ def replace_merged(sv, sqn, beta, n_sv, i, partners, z, az, counters):
     sqn[i] = zsq
     beta[i] = az
     # remove partners from the highest slot down so swapped-in rows are never partners
-    k = partners.shape[0]
     for a0 in range(1, k):  # into decreasing order (insertion sort: a handful of entries)
         v = partners[a0]
         b0 = a0 - 1
@@ -138,15 +137,15 @@ def replace_merged(sv, sqn, beta, n_sv, i, partners, z, az, counters):
 
 
 @njit(cache=True, inline="always")
-def _golden_chain(sv, sqn, beta, i, partners, gamma, z, counters):
-    """Merge point i with each partner in turn by binary golden-section merges; the
+def _golden_chain(sv, sqn, beta, i, partners, k, gamma, z, counters):
+    """Merge point i with each of its k partners in turn by binary golden-section merges; the
     merged point is written into z. Returns its coefficient."""
     d = sv.shape[1]
     for f in range(d):
         z[f] = sv[i, f]
     az = beta[i]
     zsq = sqn[i]
-    for q in range(partners.shape[0]):
+    for q in range(k):
         p = partners[q]
         L = gamma * sqdist(sv, p, z, zsq, sqn)
         counters[C_KERNEL_EVALS] += 1
@@ -159,26 +158,27 @@ def _golden_chain(sv, sqn, beta, i, partners, gamma, z, counters):
 
 
 @njit(MAINTAIN, cache=True)
-def maintain_golden(sv, sqn, beta, n_sv, gamma, m, counters):
+def maintain_golden(sv, sqn, beta, n_sv, gamma, m, counters, wd, z, partners):
     """One budget maintenance step of MM-BSGD (Algorithm 1): merge m points (the
     smallest-|beta| SV and its m-1 best partners) into one by a chain of binary
-    golden-section merges. Modifies sv/sqn/beta in place.
+    golden-section merges. Modifies sv/sqn/beta in place; ``wd``, ``z``, ``partners``:
+    scratch (:data:`._bsgd_types.MAINTAIN`).
 
     Returns:
         the new number of SVs (n_sv - m + 1).
     """
-    partners = np.empty(m - 1, np.int64)
-    i = select_partners(sv, sqn, beta, n_sv, gamma, partners, counters)
-    z = np.empty(sv.shape[1])
-    az = _golden_chain(sv, sqn, beta, i, partners, gamma, z, counters)
-    return replace_merged(sv, sqn, beta, n_sv, i, partners, z, az, counters)
+    i = select_partners(sv, sqn, beta, n_sv, gamma, wd, partners, m - 1, counters)
+    az = _golden_chain(sv, sqn, beta, i, partners, m - 1, gamma, z, counters)
+    return replace_merged(sv, sqn, beta, n_sv, i, partners, m - 1, z, az, counters)
 
 
 @njit(cache=True, inline="always")
 def _margin(dots, xsq, sqn, beta, n_sv, gamma):
     s = 0.0
     for j in range(n_sv):
-        d2 = max(xsq + sqn[j] - 2.0 * dots[j], 0.0)
+        d2 = xsq + sqn[j] - 2.0 * dots[j]
+        if 0.0 > d2:  # max(d2, 0.0) without numba's max overload (NaN stays NaN)
+            d2 = 0.0
         s += beta[j] * math.exp(-gamma * d2)
     return s
 
@@ -197,18 +197,17 @@ def violates(sqn, beta, n_sv, dots, xsq, y, t, lam, bias, gamma, counters):
 
 @njit(cache=True, inline="always")
 def admit(sv, sqn, beta, n_sv, xsq, yr, bias, fit_intercept, gamma, budget, merge_size,
-          golden, counters):
+          maintain, counters, wd, z, partners):
     """Admit the point already copied into ``sv[n_sv]`` as a new SV with coefficient yr
-    (label x row weight); when it overflows the budget and ``golden``, merge back to the
-    budget (otherwise an M-point gradient merge is due, which the pass leaves to its
-    caller). Returns (n_sv, bias)."""
+    (label x row weight); when it overflows the budget, merge back to the budget by the
+    step ``maintain`` (:data:`._bsgd_types.MAINTAIN_FN`). Returns (n_sv, bias)."""
     sqn[n_sv] = xsq
     beta[n_sv] = yr
     n_sv += 1
     counters[C_VIOLATIONS] += 1
     if fit_intercept:
         bias += yr
-    if n_sv > budget and golden:
-        n_sv = maintain_golden(sv, sqn, beta, n_sv, gamma, merge_size, counters)
+    if n_sv > budget:
+        n_sv = maintain(sv, sqn, beta, n_sv, gamma, merge_size, counters, wd, z, partners)
     return n_sv, bias
 

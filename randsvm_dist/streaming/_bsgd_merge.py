@@ -42,13 +42,13 @@ GOLDEN_ITERS_MERGE = np.int64(40)  # ~ 4e-9: the executed merge is solved to nea
 PAIR = types.UniTuple(F8, 3)
 
 
-@njit(F8(F8, F8, F8, F8), cache=True)
+@njit(F8(F8, F8, F8, F8), cache=True, no_cfunc_wrapper=True)
 def _alpha_z_pair(h, am, an, L):
     """alpha_z for z = h x_m + (1-h) x_n (see module docstring)."""
     return am * math.exp(-L * (1.0 - h) * (1.0 - h)) + an * math.exp(-L * h * h)
 
 
-@njit(PAIR(F8, F8, F8, I8), cache=True)
+@njit(PAIR(F8, F8, F8, I8), cache=True, no_cfunc_wrapper=True)
 def golden_pair(am, an, L, iters):
     """Best merge of two points along their line.
 
@@ -67,7 +67,8 @@ def golden_pair(am, an, L, iters):
         # identical points (any h) or nothing to merge: keep the point with the weight
         h = 1.0 if abs(am) >= abs(an) else 0.0
         az = _alpha_z_pair(h, am, an, L)
-        return h, az, max(total - az * az, 0.0)
+        lost = total - az * az
+        return h, az, 0.0 if 0.0 > lost else lost
     swap = abs(an) > abs(am)
     if swap:  # make x_m the point with the larger |alpha|; h' = 1 - h
         am, an = an, am
@@ -77,7 +78,9 @@ def golden_pair(am, an, L, iters):
         lo = 1.0
         width = 5.0 / math.sqrt(L)
         if abs(am + an) > 0.0:  # am / (am + an) - 1 = -an / (am + an) > 0 bounds h
-            width = min(width, -an / (am + an))
+            bound = -an / (am + an)
+            if bound < width:
+                width = bound
         hi = 1.0 + width
     a, b = lo, hi
     c = b - INV_PHI * (b - a)
@@ -95,22 +98,25 @@ def golden_pair(am, an, L, iters):
             fd = abs(_alpha_z_pair(d, am, an, L))
     h = 0.5 * (a + b)
     best = abs(_alpha_z_pair(h, am, an, L))
-    for cand in (lo, hi, 0.0, 1.0):
+    for k in range(4):  # the bracket's ends and the two points themselves
+        cand = lo if k == 0 else (hi if k == 1 else float(k - 2))
         f = abs(_alpha_z_pair(cand, am, an, L))
         if f > best:
             best, h = f, cand
     az = _alpha_z_pair(h, am, an, L)
     if swap:
         h = 1.0 - h
-    return h, az, max(total - az * az, 0.0)
+    lost = total - az * az
+    return h, az, 0.0 if 0.0 > lost else lost
 
 
-@njit(F8(F8_2D, I8, F8_1D, F8, F8_1D), cache=True)
+@njit(F8(F8_2D, I8, F8_1D, F8, F8_1D), cache=True, no_cfunc_wrapper=True)
 def sqdist(sv, i, z, zsq, sqn):
     """|sv[i] - z|^2 from the stored norm sqn[i] and the dot product."""
     s = 0.0
     for f in range(sv.shape[1]):
         s += sv[i, f] * z[f]
-    return max(sqn[i] + zsq - 2.0 * s, 0.0)
+    d2 = sqn[i] + zsq - 2.0 * s
+    return 0.0 if 0.0 > d2 else d2
 
 

@@ -11,7 +11,6 @@ from randsvm_dist.streaming._bsgd_kernels import admit, violates
 from randsvm_dist.streaming._bsgd_types import (
     F4_1D_IN,
     I8_1D_IN,
-    MERGE_GOLDEN,
     PASS_TAIL,
     PASSED,
 )
@@ -27,9 +26,10 @@ def _dot_sparse(sv, n_sv, indices, data, start, end, out):
         out[j] = s
 
 
-@njit(PASSED(I8_1D_IN, I8_1D_IN, F4_1D_IN, *PASS_TAIL), cache=True)
+@njit(PASSED(I8_1D_IN, I8_1D_IN, F4_1D_IN, *PASS_TAIL), cache=True, no_cfunc_wrapper=True)
 def train_sparse(indptr, indices, data, y, w, order, sv, sqn, beta, n_sv, t, lam, bias,
-                 fit_intercept, gamma, budget, merge_size, method, counters):
+                 fit_intercept, gamma, budget, merge_size, maintain, counters, dots, wd, z,
+                 partners):
     """One pass of budgeted Pegasos over the CSR rows (indptr, indices, data: int64, int64,
     float32) in ``order``; the dot products with the budget run over each row's
     non-zeros only (X is never densified).
@@ -39,14 +39,13 @@ def train_sparse(indptr, indices, data, y, w, order, sv, sqn, beta, n_sv, t, lam
             scaled by its weight); order: row order (int64).
         sv, sqn, beta: the budget (capacity >= budget + 1), first n_sv rows in use.
         t: steps done so far; lam: lambda; bias: unscaled intercept (sum of added betas).
-        method: ``MERGE_GOLDEN`` or ``MERGE_GRADIENT``.
+        maintain: the budget maintenance step (``maintain_golden`` or
+            ``maintain_gradient``, :func:`._bsgd_compiled.maintenance`).
+        dots, wd, z, partners: scratch (:func:`._bsgd_compiled.scratch`).
 
     Returns:
-        (n_sv, t, bias, rows done): all of ``order``, or fewer when an M-point gradient
-        merge is due (n_sv = budget + 1), which the caller runs before passing the rest.
+        (n_sv, t, bias) after the pass.
     """
-    golden = method == MERGE_GOLDEN or merge_size == 2
-    dots = np.empty(sv.shape[0])
     for q in range(order.shape[0]):
         r = order[q]
         t += 1
@@ -62,7 +61,5 @@ def train_sparse(indptr, indices, data, y, w, order, sv, sqn, beta, n_sv, t, lam
             for k in range(s, e):
                 sv[n_sv, indices[k]] = data[k]
             n_sv, bias = admit(sv, sqn, beta, n_sv, xsq, y[r] * w[r], bias, fit_intercept,
-                               gamma, budget, merge_size, golden, counters)
-            if n_sv > budget:
-                return n_sv, t, bias, q + 1
-    return n_sv, t, bias, order.shape[0]
+                               gamma, budget, merge_size, maintain, counters, wd, z, partners)
+    return n_sv, t, bias

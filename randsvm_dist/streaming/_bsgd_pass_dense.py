@@ -8,40 +8,36 @@ import numpy as np
 from numba import njit
 
 from randsvm_dist.streaming._bsgd_kernels import admit, violates
-from randsvm_dist.streaming._bsgd_types import F4_2D_IN, MERGE_GOLDEN, PASS_TAIL, PASSED
+from randsvm_dist.streaming._bsgd_types import F4_2D_IN, PASS_TAIL, PASSED
 
 
 @njit(cache=True, inline="always")
-def _dot_dense(sv, n_sv, x, out):
+def _dot_dense(sv, n_sv, X, r, out):
+    """out[j] = <sv_j, X[r]>."""
     for j in range(n_sv):
         s = 0.0
-        for f in range(x.shape[0]):
-            s += sv[j, f] * x[f]
+        for f in range(X.shape[1]):
+            s += sv[j, f] * np.float64(X[r, f])
         out[j] = s
 
 
-@njit(PASSED(F4_2D_IN, *PASS_TAIL), cache=True)
+@njit(PASSED(F4_2D_IN, *PASS_TAIL), cache=True, no_cfunc_wrapper=True)
 def train_dense(X, y, w, order, sv, sqn, beta, n_sv, t, lam, bias, fit_intercept, gamma,
-                budget, merge_size, method, counters):
+                budget, merge_size, maintain, counters, dots, wd, z, partners):
     """One pass of budgeted Pegasos over the dense float32 rows X[order]; the other
     arguments and the result as :func:`._bsgd_pass_csr.train_sparse`'s."""
-    golden = method == MERGE_GOLDEN or merge_size == 2
     d = X.shape[1]
-    dots = np.empty(sv.shape[0])
-    x = np.empty(d)
     for q in range(order.shape[0]):
         r = order[q]
         t += 1
         xsq = 0.0
         for f in range(d):
-            x[f] = X[r, f]
-            xsq += x[f] * x[f]
-        _dot_dense(sv, n_sv, x, dots)
+            v = np.float64(X[r, f])
+            xsq += v * v
+        _dot_dense(sv, n_sv, X, r, dots)
         if violates(sqn, beta, n_sv, dots, xsq, y[r], t, lam, bias, gamma, counters):
             for f in range(d):
-                sv[n_sv, f] = x[f]
+                sv[n_sv, f] = X[r, f]
             n_sv, bias = admit(sv, sqn, beta, n_sv, xsq, y[r] * w[r], bias, fit_intercept,
-                               gamma, budget, merge_size, golden, counters)
-            if n_sv > budget:
-                return n_sv, t, bias, q + 1
-    return n_sv, t, bias, order.shape[0]
+                               gamma, budget, merge_size, maintain, counters, wd, z, partners)
+    return n_sv, t, bias

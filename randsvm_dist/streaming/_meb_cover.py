@@ -33,7 +33,7 @@ from randsvm_dist.streaming._meb_coreset import coreset_flush
 from randsvm_dist.streaming._meb_dual import cross_gram, dual_flush, dual_pass
 from randsvm_dist.streaming._meb_primal import primal_flush, primal_pass_csr, primal_pass_dense
 from randsvm_dist.streaming._meb_solver import meb_of_balls
-from randsvm_dist.streaming.base import gamma_moments, learner_gamma
+from randsvm_dist.streaming.base import gamma_moments, learner_gamma, readonly_rows
 
 DENSE_CHUNK_VALUES = 1 << 22  # values per densified chunk of sparse rows (kernel form)
 
@@ -192,18 +192,20 @@ class BallCover:
             args = (iw, self.W, self.bb, self.Q, self.ee, self.rr, self.st, self.BX, self.By,
                     self.Bf, self.Biw, self.kmax, self.L, self.eps, self.beta, self.invC,
                     self.normalize)
-            if sp.issparse(X):
-                primal_pass_csr(X.indptr, X.indices, X.data, y, *args)
+            if sp.issparse(X):  # one specialisation: int64 indptr, int32 indices
+                primal_pass_csr(readonly_rows(X.indptr.astype(np.int64, copy=False)),
+                                readonly_rows(X.indices.astype(np.int32, copy=False)),
+                                readonly_rows(X.data), y, *args)
             else:
-                primal_pass_dense(X, y, *args)
+                primal_pass_dense(readonly_rows(X), y, *args)
             return self
         X = self._prep(X)
         self._resolve_kernel(X)
         step = max(1, DENSE_CHUNK_VALUES // max(1, self.n_features))
         for s in range(0, X.shape[0], step):
             Xc = X[s:s + step]
-            Xc = np.ascontiguousarray(Xc.toarray() if sp.issparse(Xc) else Xc,
-                                      dtype=np.float32)
+            Xc = readonly_rows(np.ascontiguousarray(Xc.toarray() if sp.issparse(Xc) else Xc,
+                                                    dtype=np.float32))
             yc = y[s:s + step]
             wc = iw[s:s + step]
             r = 0

@@ -68,6 +68,22 @@ def is_dask_like(obj) -> bool:
     return hasattr(obj, "__dask_graph__") and callable(obj.__dask_graph__)
 
 
+def readonly_rows(X: np.ndarray) -> np.ndarray:
+    """A read-only view of the dense rows X (no copy).
+
+    The compiled passes only read their rows, and numba compiles one specialisation for
+    writable and another for read-only arrays: handing them read-only views always, a
+    read-only input (a memory map, a frozen array) runs the machine code a writable one
+    compiled.
+
+    Returns:
+        a view of X with ``writeable`` False (X itself is unchanged).
+    """
+    view = X.view()
+    view.flags.writeable = False
+    return view
+
+
 def unit_rows(X):
     """X with every row scaled to unit L2 norm (zero rows stay zero), float32.
 

@@ -198,35 +198,26 @@ class _BinaryBSGD:
         else:
             rows = (np.ascontiguousarray(X, dtype=np.float32),)
         train = _c.training_pass(sp.issparse(X))
+        step = _c.maintenance(self.method, self.merge_size)
+        work = _c.scratch(self.sv.shape[0], self.n_features, self.merge_size)
         for _ in range(self.epochs):
             order = (np.arange(n, dtype=np.int64) if self.epochs == 1
                      else self.rng.permutation(n).astype(np.int64))
             at = 0
             while at < n:
-                step = n - at
+                span = n - at
                 if self.average:
-                    step = min(step, self.avg_t + self.fold_every - self.t)
-                self._steps(train, rows, y, w, order[at:at + step])
-                at += step
+                    span = min(span, self.avg_t + self.fold_every - self.t)
+                out = train(*rows, y, w, order[at:at + span], self.sv, self.sqn, self.beta,
+                            self.n_sv, self.t, self.lam, self.bias, self.fit_intercept,
+                            self.gamma, self.budget, self.merge_size, step, self.counters,
+                            *work)
+                self.n_sv, self.t, self.bias = int(out[0]), int(out[1]), float(out[2])
+                at += span
                 if self.average and self.t - self.avg_t >= self.fold_every:
                     self._fold_into(self)
         self.n_rows_seen += n
         return self
-
-    def _steps(self, train, rows: tuple, y: np.ndarray, w: np.ndarray,
-               order: np.ndarray) -> None:
-        """SGD steps on ``rows`` in ``order`` by the compiled pass ``train``; an M-point
-        gradient merge the pass leaves due (it stops there) runs here before the rest."""
-        done = 0
-        while done < len(order):
-            out = train(*rows, y, w, order[done:], self.sv, self.sqn, self.beta, self.n_sv,
-                        self.t, self.lam, self.bias, self.fit_intercept, self.gamma,
-                        self.budget, self.merge_size, self.method, self.counters)
-            self.n_sv, self.t, self.bias = int(out[0]), int(out[1]), float(out[2])
-            done += int(out[3])
-            if self.n_sv > self.budget:
-                self.n_sv = _c.maintain(self.sv, self.sqn, self.beta, self.n_sv, self.gamma,
-                                        self.merge_size, self.method, self.counters)
 
     def _fold_into(self, target: _BinaryBSGD) -> None:
         """Fold this learner's current iterate into ``target``'s averaged model with weight

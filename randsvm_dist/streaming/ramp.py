@@ -66,7 +66,12 @@ from randsvm_dist.exceptions import ParameterError, SchemaError
 from randsvm_dist.numerics.kernels import KERNELS, Kernel, decision_values
 from randsvm_dist.streaming import _ramp_kernels as rk
 from randsvm_dist.streaming._ramp_storage import RampSlots
-from randsvm_dist.streaming.base import StreamingClassifier, gamma_moments, learner_gamma
+from randsvm_dist.streaming.base import (
+    StreamingClassifier,
+    gamma_moments,
+    learner_gamma,
+    readonly_rows,
+)
 
 CHUNK = 256
 MAX_OUTER = 1000
@@ -126,14 +131,15 @@ class _RampBinary(RampSlots):
             self._init_storage(sp.issparse(X))
         if self.sparse and not sp.issparse(X):
             X = sp.csr_matrix(X)
-        elif not self.sparse and sp.issparse(X):
-            X = np.ascontiguousarray(X.toarray(), dtype=np.float32)
+        elif not self.sparse:
+            X = readonly_rows(np.ascontiguousarray(
+                X.toarray() if sp.issparse(X) else X, dtype=np.float32))
         y = np.ascontiguousarray(y, dtype=np.float64)
         n = X.shape[0]
         w = np.ones(n) if sample_weight is None else \
             np.ascontiguousarray(sample_weight, dtype=np.float64)
         mask = np.zeros(n, dtype=bool)
-        dummy2 = np.zeros((1, 1), dtype=np.float32)
+        dummy2 = readonly_rows(np.zeros((1, 1), dtype=np.float32))
         for a in range(0, n, CHUNK):
             b = min(n, a + CHUNK)
             if self.sparse:
@@ -261,8 +267,9 @@ class _RampBinary(RampSlots):
                 out.cnt[c] += p.cnt[c]
         rk._ramp_refresh(*out._refresh_args(True))
         dummy = np.zeros(0, dtype=bool)
-        out._run(np.zeros((1, 1), np.float32), np.zeros(1, np.int64), np.zeros(1, np.int32),
-                 np.zeros(1, np.float32), np.zeros(0), np.zeros(0), dummy, True)
+        out._run(readonly_rows(np.zeros((1, 1), np.float32)), np.zeros(1, np.int64),
+                 np.zeros(1, np.int32), np.zeros(1, np.float32), np.zeros(0), np.zeros(0),
+                 dummy, True)
         rk._ramp_refresh(*out._refresh_args(False))
         return out
 

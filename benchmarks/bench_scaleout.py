@@ -14,6 +14,10 @@ Per set and W, each engine alone in its own fresh process, one at a time, peers 
    single-threaded workers (started and warmed up first: its start and numba's compiles
    are not in the fit's time; the start is recorded apart).
 
+Before the sets, at each W, the machine's own ceiling (set and engine ``ceiling``): the
+same CPU-bound work (RBF kernel blocks, no communication) split over W processes. Its
+efficiency is the most any parallel code reaches on this machine.
+
 Sets (``--sets``): ringnorm (3e5 rows, C=1, gamma=0.05), checkerboard (1e6, C=100,
 gamma=1), skin_nonskin (``../shared/datasets``; skipped when absent), friedman1
 (regression, 3e5 rows, C=10, epsilon=2, gamma=0.5) and oneclass (blobs_with_outliers,
@@ -64,6 +68,8 @@ SETS = {"ringnorm": ("classification", 300_000), "checkerboard": ("classificatio
         "skin_nonskin": ("classification", None), "friedman1": ("regression", 300_000),
         "oneclass": ("one_class", 100_000)}
 ENGINES = ("libsvm", "sklearnex", "randsvm")
+# the ceiling's work: RBF kernel blocks of these shapes, this many in all, split over W
+CEILING_BLOCK, CEILING_BLOCKS = (2000, 2000, 20), 240
 
 
 # -- data and machine ------------------------------------------------------------------------
@@ -136,8 +142,41 @@ def engine_randsvm(data: dict, workers: int, solver: str | None) -> dict:
                         for r in h]}
 
 
+def _kernel_blocks(count: int) -> float:
+    """``count`` RBF kernel blocks (float32 GEMM and exp) on one BLAS thread."""
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    m, k, d = CEILING_BLOCK
+    x = np.random.default_rng(0).random((m, d), dtype=np.float32)
+    s = np.random.default_rng(1).random((k, d), dtype=np.float32)
+    total = 0.0
+    with threadpool_limits(1):
+        for _ in range(count):
+            sq = (x * x).sum(1)[:, None] + (s * s).sum(1)[None, :] - 2 * x @ s.T
+            total += float(np.exp(-0.05 * sq).sum())
+    return total
+
+
+def engine_ceiling(workers: int) -> dict:
+    """The machine's own ceiling at W: the same CPU-bound work (CEILING_BLOCKS kernel
+    blocks, no communication) split over W processes; its efficiency is the most any
+    parallel code can reach here (shared caches, memory bandwidth, turbo, the host's
+    other tenants)."""
+    import multiprocessing as mp
+
+    share = [CEILING_BLOCKS // workers] * workers
+    with mp.get_context("spawn").Pool(workers) as pool:
+        pool.map(_kernel_blocks, [1] * workers)  # start-up and imports
+        t0 = time.perf_counter()
+        pool.map(_kernel_blocks, share)
+        return {"seconds": time.perf_counter() - t0, "blocks": sum(share)}
+
+
 def child(engine: str, name: str, rows: int | None, workers: int, solver: str | None) -> dict:
     """One engine on one set at W, in this (fresh) process."""
+    if engine == "ceiling":
+        return engine_ceiling(workers)
     data = dataset(name, rows)
     if engine == "libsvm":  # its threads: OMP_NUM_THREADS, set by the parent
         out = fit_libsvm(data)
@@ -265,6 +304,14 @@ def main(argv=None) -> int:
         return 0
     engines = ENGINES if args.peers else ("randsvm",)
     rows_done = []
+    for workers in worker_counts(args.workers):  # the machine's ceiling first
+        row = {"set": "ceiling", "kind": "kernel blocks", "rows": 0, "engine": "ceiling",
+               "workers": workers, "solver": None, "machine": machine(),
+               "date": time.strftime("%F %T"),
+               "result": run_engine("ceiling", "ceiling", None, workers, None, None)}
+        rows_done.append(row)
+        _print(row)
+        _append(args.out, row)
     for name in args.sets:
         if name == "skin_nonskin" and not (SHARED / "skin_nonskin").is_dir():
             print(f"skin_nonskin skipped: {SHARED / 'skin_nonskin'} not found")
@@ -286,14 +333,18 @@ def main(argv=None) -> int:
                        "date": time.strftime("%F %T"), "result": result}
                 rows_done.append(row)
                 _print(row)
-                args.out.parent.mkdir(parents=True, exist_ok=True)
-                with open(args.out, "a") as f:
-                    f.write(json.dumps(row) + "\n")
+                _append(args.out, row)
     for r in with_efficiency(rows_done):
         if "efficiency" in r:
             print(f"{r['set']:14s} {r['engine']:10s} W={r['workers']:<3d} efficiency "
                   f"{r['efficiency']:.2f}")
     return 0
+
+
+def _append(path: Path, row: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
 
 
 def _print(row: dict) -> None:

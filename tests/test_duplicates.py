@@ -55,6 +55,9 @@ def test_collapse_rule():
     assert collapse_pays(100, 99, True)          # weighted already: any removal pays
     assert not collapse_pays(100, 80, False)     # 20% < DUPLICATE_SHARE
     assert collapse_pays(100, 70, False)
+    # where oneDAL solves the rows weighted or not, ONEDAL_DUPLICATE_SHARE
+    assert collapse_pays(100, 90, False, onedal=True)
+    assert not collapse_pays(100, 97, False, onedal=True)
 
 
 # -- placed partitions -------------------------------------------------------------------------

@@ -369,7 +369,11 @@ def test_float32_solve_reaches_the_float64_optimum(monkeypatch, case):
 
 
 def test_float32_only_at_a_loose_tol_and_a_small_box():
-    from randsvm_dist.solvers.onedal_backend import FLOAT32_MAX_C, fit_dtypes
+    from randsvm_dist.solvers.onedal_backend import (
+        FLOAT32_MAX_C,
+        FLOAT32_MAX_C_SVR,
+        fit_dtypes,
+    )
 
     both, only64 = (np.float32, np.float64), (np.float64,)
     params = SolverParams(C=FLOAT32_MAX_C, tol=1e-3)
@@ -377,6 +381,9 @@ def test_float32_only_at_a_loose_tol_and_a_small_box():
     assert fit_dtypes(replace(params, tol=1e-4)) == only64
     assert fit_dtypes(replace(params, C=2 * FLOAT32_MAX_C)) == only64
     assert fit_dtypes(replace(params, weight_pos=2.0)) == only64  # C x class weight
+    svr = replace(params, svm_type=3, C=FLOAT32_MAX_C_SVR)  # epsilon-SVR: a larger box
+    assert FLOAT32_MAX_C_SVR > FLOAT32_MAX_C and fit_dtypes(svr) == both
+    assert fit_dtypes(replace(svr, C=2 * FLOAT32_MAX_C_SVR)) == only64
 
 
 @needs_onedal

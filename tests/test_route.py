@@ -8,6 +8,7 @@ import pytest
 from randsvm_dist import RandSVMClassifier, RandSVMOneClass, RandSVMRegressor
 from randsvm_dist.exact.route import SV_SHARE_GUESS, Machine, plan_route
 from randsvm_dist.exact.state import RunConfig
+from randsvm_dist.solvers.onedal_backend import onedal_available
 
 CFG = RunConfig(k=None, sample_size=5000)
 
@@ -144,6 +145,23 @@ def test_in_process_collapses_duplicates_and_names_the_users_rows(monkeypatch):
     # every row twice at C is every row once at 2 C
     np.testing.assert_allclose(est.decision_function(X), once.decision_function(X),
                                atol=1e-3)
+
+
+@pytest.mark.skipif(not onedal_available(), reason="scikit-learn-intelex not installed")
+def test_in_process_collapses_a_few_duplicates_where_onedal_solves():
+    """10% copies: collapsed where oneDAL solves the rows weighted or not (solver 'auto',
+    12 features), kept where LIBSVM would solve them (its weighted solver is slower); the
+    same optimum either way."""
+    X, y = _blobs(1800, d=12)
+    X, y = np.vstack([X, X[:200]]), np.concatenate([y, y[:200]])
+    common = dict(C=1.0, gamma=0.05, random_state=0)
+    auto = RandSVMClassifier(**common).fit(X, y)
+    libsvm = RandSVMClassifier(solver="libsvm", **common).fit(X, y)
+    assert auto.history_[0]["duplicates_collapsed"] == 200
+    assert libsvm.history_[0]["duplicates_collapsed"] == 0
+    assert auto.certified_ and libsvm.certified_
+    np.testing.assert_allclose(auto.decision_function(X), libsvm.decision_function(X),
+                               atol=2e-2)
 
 
 def test_in_process_route_is_never_taken_for_data_not_in_memory(dask_client, tmp_path):

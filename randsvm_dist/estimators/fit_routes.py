@@ -192,7 +192,8 @@ def fit_in_process(est, data, y, sample_weight) -> bool:
                       "onedal", in_memory=True)[0] != "direct":  # not even at oneDAL's speed
             return False
     est.phases_ = {}
-    rows = in_memory_rows(data, y, est._task, sample_weight, est._may_collapse())
+    rows = in_memory_rows(data, y, est._task, sample_weight, est._may_collapse(),
+                          est.solver, est.kernel)
     t = time.perf_counter()
     setup = est._setup(rows, rows.classes, rows.feature_variance)
     route, why = plan_route(setup.cfg, setup.problems, rows.n_rows, setup.r,

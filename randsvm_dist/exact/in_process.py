@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import scipy.sparse as sp
 
 from randsvm_dist.engine.duplicates import collapse_pays
 from randsvm_dist.engine.inputs import checked_arrays, partition_moments
@@ -40,7 +41,7 @@ from randsvm_dist.engine.partition_build import finish, load_rows, survey
 from randsvm_dist.engine.partitions import Partition, make_array_partition
 from randsvm_dist.exact.cancellation import check
 from randsvm_dist.exact.driver import Loop, ScanStep, SolveStep, decide_step, scan_requests
-from randsvm_dist.exact.route import Machine, cold_backend
+from randsvm_dist.exact.route import Machine, backend_of, cold_backend
 from randsvm_dist.exact.scan import scan_partition
 from randsvm_dist.exact.scan_dispatch import ScanResult, scan_model
 from randsvm_dist.exact.solving import (
@@ -50,8 +51,16 @@ from randsvm_dist.exact.solving import (
     solve_partitions,
 )
 from randsvm_dist.exact.state import ProblemState, RunConfig
-from randsvm_dist.numerics.kernels import moments_variance
-from randsvm_dist.solvers.libsvm_adapter import host_cores
+from randsvm_dist.numerics.kernels import Kernel, moments_variance
+from randsvm_dist.solvers.libsvm_adapter import (
+    C_SVC,
+    EPSILON_SVR,
+    ONE_CLASS,
+    SolverParams,
+    host_cores,
+)
+
+TASK_SVM_TYPES = {"classification": C_SVC, "regression": EPSILON_SVR, "one_class": ONE_CLASS}
 
 
 @dataclass
@@ -109,8 +118,8 @@ class InMemoryRows:
         return self.part.original_rows(np.asarray(rows, np.int64))
 
 
-def in_memory_rows(X, y, task: str, sample_weight=None, collapse: bool = False
-                   ) -> InMemoryRows:
+def in_memory_rows(X, y, task: str, sample_weight=None, collapse: bool = False,
+                   solver: str = "libsvm", kernel: str = "rbf") -> InMemoryRows:
     """The arrays checked and built as the workers build a partition of them.
 
     Args:
@@ -119,7 +128,11 @@ def in_memory_rows(X, y, task: str, sample_weight=None, collapse: bool = False
         task: 'classification', 'regression' or 'one_class'.
         sample_weight: per-row weights or None.
         collapse: collapse identical rows into weighted ones when
-            ``engine.duplicates.collapse_pays``.
+            ``engine.duplicates.collapse_pays`` (its oneDAL share when the estimator's
+            ``solver`` and ``kernel`` have oneDAL solve these rows weighted or not,
+            ``exact.route.backend_of``).
+        solver: the estimator's solver ('libsvm', 'onedal' or 'auto').
+        kernel: the estimator's kernel name.
 
     Returns:
         InMemoryRows.
@@ -132,7 +145,9 @@ def in_memory_rows(X, y, task: str, sample_weight=None, collapse: bool = False
     t1 = time.perf_counter()
     loaded = load_rows(make_array_partition(X, y, 0, coding, weight), collapse)
     n, n_unique, nnz, nnz_unique = survey(loaded)
-    do_collapse = collapse and collapse_pays(n, n_unique, weight is not None)
+    params = SolverParams(kernel=Kernel(kernel), svm_type=TASK_SVM_TYPES[task], backend=solver)
+    onedal = backend_of(params, False, sp.issparse(X), X.shape[1]) == "onedal"
+    do_collapse = collapse and collapse_pays(n, n_unique, weight is not None, onedal)
     t2 = time.perf_counter()
     layout = preferred_layout(nnz_unique if do_collapse else nnz,
                               n_unique if do_collapse else n, X.shape[1])

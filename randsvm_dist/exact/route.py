@@ -10,6 +10,7 @@ import numpy as np
 
 from randsvm_dist.exact.cost_model import Coefficients, choose_route
 from randsvm_dist.exact.state import ProblemState, RunConfig
+from randsvm_dist.solvers.libsvm_adapter import SolverParams
 from randsvm_dist.solvers.onedal_backend import (
     AUTO_MIN_DENSE_FEATURES,
     onedal_available,
@@ -66,11 +67,17 @@ def judged_by_shape(n_bytes: int, may_collapse: bool) -> bool:
 
 def cold_backend(problems: list[ProblemState], weighted: bool, sparse: bool,
                  n_features: int) -> str:
-    """The backend that would solve all rows: 'onedal' when the problems' solver says
-    oneDAL ('onedal', or 'auto' on weighted, sparse or at least
-    AUTO_MIN_DENSE_FEATURES-feature rows) and oneDAL is installed, else 'libsvm'."""
+    """The backend that would solve all rows of ``problems`` (``backend_of`` the first's
+    solver parameters)."""
     p = problems[0]
-    params = p.kind.solver_params(p.solver, p.n_rows, p.n_rows)
+    return backend_of(p.kind.solver_params(p.solver, p.n_rows, p.n_rows), weighted, sparse,
+                      n_features)
+
+
+def backend_of(params: SolverParams, weighted: bool, sparse: bool, n_features: int) -> str:
+    """The backend that would solve rows of a problem: 'onedal' when its solver says oneDAL
+    ('onedal', or 'auto' on weighted, sparse or at least AUTO_MIN_DENSE_FEATURES-feature
+    rows) and oneDAL is installed, else 'libsvm'."""
     if params.backend == "libsvm" or not onedal_solves(params):
         return "libsvm"
     if params.backend == "auto" and not (weighted or sparse

@@ -41,24 +41,25 @@ Precision and tolerance: oneDAL solves in the dtype of its input, and in float32
 gradient carries rounding errors that grow with the alphas. It gets the float32 rows as
 they are (no float64 copy, float32 kernel blocks: on Fashion-MNIST 0/6, 12k rows x 784, its
 fit took 2-3x less time than in float64, 1.2-1.5x on the other sets below) when the tol is
-at least FLOAT32_MIN_TOL (1e-3: LIBSVM's default, the driver's first solve) and the box
-C x class weight at most FLOAT32_MAX_C; float64 otherwise, as LIBSVM computes, and again in
-float64 when a float32 fit stops at MAX_ITER. Measured (one process, the same rows,
-relative gaps over all rows float32 / float64 at tol 1e-3): checkerboard 2,000 rows
-(C=100, gamma=1) 2.4e-5 / 3.2e-5, Fashion-MNIST 0/6 (C=10) 1.3e-4 / 1.0e-4, a9a (C=32)
-9.9e-5 / 1.5e-5, w8a (C=8) 4.0e-4 / 7.2e-4, nycflights13 20k rows delayed (C=1)
-1.6e-5 / 1.7e-5 and regression (C=64) 9.5e-6 / 2.8e-6, dual objectives within 4e-6
-relative; but on 5,000 of the delayed rows 2.1e-4 / 1.1e-4 at C=30, 5.5e-4 / 1.6e-4 at
-C=64, 9.5e-4 / 1.9e-4 at C=100, 1.6e-2 / 8.6e-4 at C=1000 (a float32 point that fails
-the certificate costs a float64 re-solve at a tighter tol), and the regression at C=300
-1.0e-4 / 2.0e-6 with 21 iterations against 12. The tol floor: on checkerboard (C=100)
-LIBSVM's measure in float64 at oneDAL's float32 point was 9.1e-4, 7.3e-4, 5.2e-4, 3.9e-4
-at tol 1e-3, 5e-4, 3e-4, 1e-4, and at 1e-6 it spins to its iteration cap (62 s); at tol
-1e-3 it can be ~2 tol elsewhere (1.8e-3 on Fashion-MNIST 0/6). The certificate decides
-either way. oneDAL's ``accuracy_threshold`` (sklearnex's ``tol``) is LIBSVM's -e: both
-stop when max_{I_up} -y_t grad_t - min_{I_low} -y_t grad_t < tol; LIBSVM's measure at
-oneDAL's float64 solution on checkerboard was 9.6e-4, 9.1e-5, 8.9e-6, 9.8e-7 at tol 1e-3,
-1e-4, 1e-5, 1e-6, so a tightened tol holds for oneDAL's duals too (tested).
+at least FLOAT32_MIN_TOL (1e-3: LIBSVM's default, the driver's first solve) and the box C x
+class weight at most FLOAT32_MAX_C (epsilon-SVR: FLOAT32_MAX_C_SVR); float64 otherwise, as
+LIBSVM computes, and again in float64 when a float32 fit stops at MAX_ITER. Measured (one
+process, the same rows, relative gaps over all rows float32 / float64 at tol 1e-3):
+checkerboard 2,000 rows (C=100, gamma=1) 2.4e-5 / 3.2e-5, Fashion-MNIST 0/6 (C=10) 1.3e-4 /
+1.0e-4, a9a (C=32) 9.9e-5 / 1.5e-5, w8a (C=8) 4.0e-4 / 7.2e-4, nycflights13 20k rows
+delayed (C=1) 1.6e-5 / 1.7e-5 and regression (C=64) 9.5e-6 / 2.8e-6 (its in-process direct
+solve 2.8 s / 3.3 s), dual objectives within 4e-6 relative; but on 5,000 of the delayed
+rows 2.1e-4 / 1.1e-4 at C=30, 5.5e-4 / 1.6e-4 at C=64, 9.5e-4 / 1.9e-4 at C=100, 1.6e-2 /
+8.6e-4 at C=1000 (a float32 point that fails the certificate costs a float64 re-solve at a
+tighter tol), and the regression at C=300 1.0e-4 / 2.0e-6 with 21 iterations against 12.
+The tol floor: on checkerboard (C=100) LIBSVM's measure in float64 at oneDAL's float32
+point was 9.1e-4, 7.3e-4, 5.2e-4, 3.9e-4 at tol 1e-3, 5e-4, 3e-4, 1e-4, and at 1e-6 it
+spins to its iteration cap (62 s); at tol 1e-3 it can be ~2 tol elsewhere (1.8e-3 on
+Fashion-MNIST 0/6). The certificate decides either way. oneDAL's ``accuracy_threshold``
+(sklearnex's ``tol``) is LIBSVM's -e: both stop when max_{I_up} -y_t grad_t - min_{I_low}
+-y_t grad_t < tol; LIBSVM's measure at oneDAL's float64 solution on checkerboard was
+9.6e-4, 9.1e-5, 8.9e-6, 9.8e-7 at tol 1e-3, 1e-4, 1e-5, 1e-6, so a tightened tol holds for
+oneDAL's duals too (tested).
 
 Threads: a solve takes ``libsvm_adapter.step_threads`` of the threads offered for its
 rows (ONEDAL_SYNC_TERMS: oneDAL's steps work on blocks of kernel rows, so its wait weighs
@@ -150,18 +151,16 @@ from randsvm_dist.solvers.onedal_runtime import (
 )
 from randsvm_dist.solvers.weighted import check_row_C
 
-log = logging.getLogger("randsvm_dist")
-
 BACKENDS = SOLVER_BACKENDS
 INSTALL_HINT = ("pip install 'scikit-learn-intelex>=2025.0' (the default install has it on "
                 "x86-64; it has no wheels for other machines)")
 ONEDAL_KERNELS = ("linear", "rbf", "poly")
 ONEDAL_SVM_TYPES = (C_SVC, EPSILON_SVR)
 MAX_ITER = 10_000  # oneDAL outer iterations (sklearnex's own default cap)
-# oneDAL solves in float32 first from this tol up, for boxes (C x class weight) up to
-# FLOAT32_MAX_C (module docstring)
+# float32 first from this tol up, for boxes (C x class weight) up to these (module doc)
 FLOAT32_MIN_TOL = 1e-3
 FLOAT32_MAX_C = 32.0
+FLOAT32_MAX_C_SVR = 64.0
 ONEDAL_SYNC_TERMS = 50.0
 # A C-SVC solution whose margins miss LIBSVM's optimality conditions by more than this
 # (or 100 x tol) on any row is not taken (benchmarks/bench_ahead.py: oneDAL returned a point
@@ -333,9 +332,11 @@ def missed_optimum(worst: float, tol: float) -> str | None:
 def fit_dtypes(params: SolverParams) -> tuple:
     """The precisions a oneDAL solve of ``params`` tries, in order (module docstring):
     float32 then float64 when its tol is at least FLOAT32_MIN_TOL and its box C x class
-    weight (before sample weights) at most FLOAT32_MAX_C, else float64 alone."""
+    weight (before sample weights) at most FLOAT32_MAX_C (epsilon-SVR: FLOAT32_MAX_C_SVR),
+    else float64 alone."""
     box = params.C * max(params.weight_pos, params.weight_neg)
-    if params.tol >= FLOAT32_MIN_TOL and box <= FLOAT32_MAX_C:
+    cap = FLOAT32_MAX_C_SVR if params.svm_type == EPSILON_SVR else FLOAT32_MAX_C
+    if params.tol >= FLOAT32_MIN_TOL and box <= cap:
         return np.float32, np.float64
     return (np.float64,)
 

@@ -313,6 +313,20 @@ def fit_sklearn_ocsvm(p: dict) -> dict:
                                 **score("one_class", p["yt"], d)}, d)
 
 
+def settled(client) -> None:
+    """Wait until every worker's preload warm-up (imports and numba's kernels, run in a
+    background thread named ``randsvm-warm-imports``) has finished, so a timed fit does not
+    share the cores with it."""
+    import threading
+
+    def join_warm_up() -> None:
+        for t in threading.enumerate():
+            if t.name == "randsvm-warm-imports":
+                t.join()
+
+    client.run(join_warm_up)
+
+
 def randsvm_estimator(p: dict, **settings):
     """The RandSVM estimator of the set's kind with the set's parameters and ``settings``
     (random_state, solver, cache_size, ...); everything else the estimator's default."""

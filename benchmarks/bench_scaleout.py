@@ -59,6 +59,7 @@ from bench_engines import (  # noqa: E402
     load_problem,
     randsvm_estimator,
     run_child,
+    settled,
 )
 
 RESULTS = HERE / "results" / "scaleout.jsonl"
@@ -119,11 +120,12 @@ def engine_randsvm(data: dict, workers: int, solver: str | None) -> dict:
     from randsvm_dist.engine.embedded import close_embedded, embedded_client
 
     t0 = time.perf_counter()
-    embedded_client(workers)
+    client = embedded_client(workers)
     small = np.random.default_rng(0).normal(size=(400, data["X"].shape[1])).astype(np.float32)
     warm = _estimator({**data, "kind": "classification", "params": {"C": 1.0, "gamma": 1.0}},
                       solver)
     warm.fit(small, (small[:, 0] > 0).astype(int))  # imports and numba's compiles
+    settled(client)
     start = time.perf_counter() - t0
     est = _estimator(data, solver)
     seconds, scores = fit_and_score(est, data)

@@ -171,17 +171,19 @@ def test_re_reading_partitions_gives_the_cached_model(dask_client, ringnorm, tmp
     assert cached.n_iter_ == reread.n_iter_
 
 
-def test_a_stalled_gap_narrows_the_violator_slack(dask_client, ringnorm):
+def test_a_stalled_gap_goes_on_to_the_certificate(dask_client, ringnorm):
     """With a loose violator slack no row violates, yet rows just inside the margin keep
-    the gap open: the driver narrows the slack instead of stopping uncertified."""
+    the gap open: the driver goes on (LIBSVM's tol tightened to what the gap needs; the
+    slack narrowed when that is not enough) instead of stopping uncertified."""
     X, y, p_opt, f_opt = ringnorm
     est = fit(dask_client, X, y, route="sample", sample_size=600, tol=0.3, gap_tol=1e-3)
     slack = [h["margin_tol"] for h in est.history_]
     last = est.history_[-1]["iteration"]
     stalled = [h["iteration"] for h in est.history_
                if h["n_violators"] == 0 and h["iteration"] < last]
-    assert stalled and slack[-1] < slack[0] == 0.3  # a zero-violator scan went on, narrower
-    assert est.history_[-1]["tol"] < 0.3            # and LIBSVM's tol was tightened
+    assert stalled and slack[0] == 0.3               # a zero-violator scan went on
+    assert all(b <= a for a, b in zip(slack, slack[1:]))  # the slack never widens
+    assert est.history_[-1]["tol"] < 0.3             # and LIBSVM's tol was tightened
     assert_certified_optimum(est, X, y, p_opt, f_opt)
 
 

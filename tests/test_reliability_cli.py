@@ -243,11 +243,11 @@ def test_5_a_flipped_bit_in_a_part_is_refused_on_the_workers(cluster, work, tmp_
 def test_7_cancel_stops_a_running_job_and_status_reports_failure(cluster, tmp_path):
     from randsvm_dist.data import make
 
-    make("checkerboard", tmp_path / "big", rows=20000, partitions=4, seed=3, progress=False)
+    make("checkerboard", tmp_path / "big", rows=40000, partitions=4, seed=3, progress=False)
     jd = tmp_path / "jobs"
     at = ["--scheduler", cluster.address, "--job-dir", jd]
     proc = run("submit", "train", tmp_path / "big", "--model", tmp_path / "j.model", "--C",
-               "10", "--gamma", "1", "--sample-size", "500", "--max-iter", "40",
+               "10", "--gamma", "1", "--sample-size", "500", "--max-iter", "400",
                "--gap-tol", "0", *at, "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     job = json.loads(proc.stdout)["job_id"]

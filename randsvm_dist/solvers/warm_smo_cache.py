@@ -5,12 +5,13 @@ Rows of Q (y_i y_j K_ij) are kept in float32 as LIBSVM's ``Qfloat`` (computed in
 float64), over the active set, within ``params.cache_size`` MB (at least two full rows).
 Cached rows are slots of one pool; when shrinking leaves the active set short, the slots
 are repacked to the active length (``cache_repack``), so more rows fit (LIBSVM's cache
-gets the same by storing each row at the active length); all rows active again empties
-the cache (``cache_reset``). ``swap_index`` is LIBSVM's ``swap_index``: two variables
-trade places in the solver's arrays and in every cached row; a shrinking pass moves each
-cached row's values for all its swaps at once (``cache_swap_values``: one walk over the
-rows instead of one a swap, a row's values together in cache, the rows split over
-threads).
+gets the same by storing each row at the active length), and for a large pool also when
+every row already has a slot (fewer pages touched: ``warm_smo_loop.REPACK_ALL_VALUES``);
+all rows active again empties the cache (``cache_reset``). ``swap_index`` is LIBSVM's
+``swap_index``: two variables trade places in the solver's arrays and in every cached
+row; a shrinking pass moves each cached row's values for all its swaps at once
+(``cache_swap_values``: one walk over the rows instead of one a swap, a row's values
+together in cache, the rows split over threads).
 
 The state: ``pool`` (float32 values), ``cst`` (int64: STRIDE, NSLOTS, NFREE, EVALS) and
 ``cm`` (int64, shape (6, n + 1); column n is the LRU list's sentinel) whose rows are the

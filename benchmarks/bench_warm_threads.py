@@ -3,8 +3,12 @@
 The problem is RandSVM's third ringnorm iteration (3e5 rows) in miniature
 (``warm_problem``): about 12.5k support vectors of the second solve plus 3.4k fresh
 violators, re-solved from the previous alphas and kernel sums; ``--cache`` keeps it in an
-.npz file. Only the re-solve is timed, per thread count, in this process; every thread
-count must give the same bytes (alphas, kernel sums, rho) and the same steps (printed).
+.npz file. A problem captured from a fit (X, y, alpha0, sums all NaN when the fit had
+none, C, gamma, tol, cache_size) is re-solved with the fit's parameters: a fit's warm
+solve after a cold one has no kernel sums (its start then differs), and the estimator's
+cache is larger than ``SolverParams``' default. Only the re-solve is timed, per thread
+count, in this process; every thread count must give the same bytes (alphas, kernel
+sums, rho) and the same steps (printed).
 
     python benchmarks/bench_warm_threads.py --cache /tmp/warm3.npz --threads 1,2,1,2
 
@@ -67,9 +71,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.cache and os.path.exists(args.cache):
         with np.load(args.cache) as f:
             X, y, alpha0, sums = f["X"], f["y"], f["alpha0"], f["sums"]
-            if "C" in f:  # a problem captured from a fit
+            if "C" in f:  # a problem captured from a fit, with the fit's cache when saved
                 params = SolverParams(C=float(f["C"]), kernel=Kernel("rbf", float(f["gamma"])),
-                                      tol=float(f["tol"]))
+                                      tol=float(f["tol"]), cache_size=float(
+                                          f["cache_size"] if "cache_size" in f else 200.0))
+        if np.isnan(sums).all():  # a fit's solve without kernel sums gets None
+            sums = None
     else:
         X, y, params, alpha0, sums = warm_problem(args.sample, args.second, args.fresh,
                                                   args.pool, args.seed)

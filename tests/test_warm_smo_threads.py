@@ -73,3 +73,62 @@ def test_sixteen_threads_offered_do_no_more_work_than_one(monkeypatch, warm_prob
     one, many = _solve(warm_problem, 1), _solve(warm_problem, 16)
     assert one[2]["threads"] == 1 and many[2]["threads"] == 2
     _same(one, many)
+
+
+def _swap_row_by_row(pairs, pool, cm, cst):
+    """LIBSVM's ``swap_index`` on the cached rows, a swap at a time over every row: the
+    reference ``cache_swap_values`` must equal."""
+    from randsvm_dist.solvers.warm_smo_cache import NEXT, ROW_IN, SLOT_LEN, STRIDE
+
+    n = cm.shape[1] - 1
+    dropped = set()
+    for i, j in pairs:
+        s = cm[NEXT, n]
+        while s != n:
+            ln = cm[SLOT_LEN, s]
+            if s not in dropped and ln > i:
+                b = s * cst[STRIDE]
+                if ln > j:
+                    pool[b + i], pool[b + j] = pool[b + j], pool[b + i]
+                else:
+                    dropped.add(s)
+            s = cm[NEXT, s]
+    return {int(cm[ROW_IN, s]) for s in dropped}
+
+
+@pytest.mark.parametrize("nth", [1, 2, 4])
+def test_a_shrinking_pass_swaps_every_cached_row_as_libsvm_does(nth):
+    """The cached rows' values after a shrinking pass's swaps (``cache_swap_values``, all
+    swaps at once, the rows split over nth threads): those of LIBSVM's walk over every row
+    for each swap; rows holding an i but not its j are dropped and their slots freed."""
+    from randsvm_dist.solvers import warm_smo_cache as C
+    from randsvm_dist.solvers.warm_smo_kernels import kernel_params
+
+    n, d = 900, 5
+    rng = np.random.default_rng(7)
+    XT = rng.normal(size=(d, n))
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    sq = np.einsum("ij,ij->j", XT, XT)
+    kp = kernel_params(Kernel("rbf", 0.3))
+    tw = (np.arange(n), np.empty((0, 0)), np.ones(0), np.zeros(0))
+    pool = np.empty(60 * n, dtype=np.float32)
+    cm, cst = np.empty((6, n + 1), dtype=np.int64), np.zeros(4, dtype=np.int64)
+    C.cache_reset(cm, cst, len(pool), n)
+    for r in rng.permutation(n)[:60]:  # rows of many lengths, some past every j
+        C.cache_get(int(r), int(rng.integers(300, n + 1)), XT, y, sq, kp, pool, cm, cst,
+                    False, tw)
+    pairs = [(i, 899 - 2 * i) for i in range(0, 280, 3)]  # i ascending, j descending
+    flat = np.array([v for p in pairs for v in p] + [0], dtype=np.int64)
+    want_pool, want_cm, want_cst = pool.copy(), cm.copy(), cst.copy()
+    gone = _swap_row_by_row(pairs, want_pool, want_cm, want_cst)
+    assert gone and len(pairs) * 60 >= C.PARALLEL_MIN_SWAPS  # drops happen; the split runs
+    rows_before = {int(r): int(s) for s, r in enumerate(cm[C.ROW_IN, :60]) if r >= 0}
+    free_before = int(cst[C.NFREE])
+    C.cache_swap_values(flat, len(pairs), pool, cm, cst, nth)
+    assert int(cst[C.NFREE]) == free_before + len(gone)
+    for r, s in rows_before.items():
+        if r in gone:
+            assert cm[C.SLOT_OF, r] == -1 and cm[C.ROW_IN, s] == -1
+        else:
+            b, ln = s * cst[C.STRIDE], cm[C.SLOT_LEN, s]
+            assert pool[b:b + ln].tobytes() == want_pool[b:b + ln].tobytes()

@@ -5,9 +5,13 @@ Rows of Q (y_i y_j K_ij) are kept in float32 as LIBSVM's ``Qfloat`` (computed in
 float64), over the active set, within ``params.cache_size`` MB (at least two full rows).
 Cached rows are slots of one pool; when shrinking leaves the active set short, the slots
 are repacked to the active length (``cache_repack``), so more rows fit (LIBSVM's cache
-gets the same by storing each row at the active length); all rows active again empties
-the cache (``cache_reset``). ``swap_index`` is LIBSVM's ``swap_index``: two variables
-trade places in the solver's arrays and in every cached row.
+gets the same by storing each row at the active length), and for a large pool also when
+every row already has a slot (fewer pages touched: ``warm_smo_loop.REPACK_ALL_VALUES``);
+all rows active again empties the cache (``cache_reset``). ``swap_index`` is LIBSVM's
+``swap_index``: two variables trade places in the solver's arrays and in every cached
+row; a shrinking pass moves each cached row's values for all its swaps at once
+(``cache_swap_values``: one walk over the rows instead of one a swap, a row's values
+together in cache, the rows split over threads).
 
 The state: ``pool`` (float32 values), ``cst`` (int64: STRIDE, NSLOTS, NFREE, EVALS) and
 ``cm`` (int64, shape (6, n + 1); column n is the LRU list's sentinel) whose rows are the
@@ -18,6 +22,7 @@ stack of free slots.
 from __future__ import annotations
 
 import numba as nb
+import numpy as np
 
 from randsvm_dist.solvers import warm_smo_types as S
 from randsvm_dist.solvers.warm_smo_kernels import qrow
@@ -26,6 +31,9 @@ from randsvm_dist.solvers.warm_smo_kernels import qrow
 STRIDE, NSLOTS, NFREE, EVALS = range(4)
 # rows of the cache's bookkeeping matrix ``cm``
 SLOT_OF, ROW_IN, SLOT_LEN, PREV, NEXT, FREE = range(6)
+# a shrinking pass's value swaps split over threads from this many (cached rows x swaps):
+# a swap in a cached row costs ~2 ns, a fork and join of two threads ~2 us
+PARALLEL_MIN_SWAPS = 4096
 
 
 @nb.njit(S.VOID(S.I8_2D, S.I8), nogil=True, cache=True)
@@ -112,10 +120,12 @@ def cache_repack(cm, cst, pool, new_stride):
     cst[STRIDE], cst[NSLOTS] = new_stride, more
 
 
-@nb.njit(S.VOID(S.I8, S.I8, S.F8_2D, *[S.F8_1D] * 7, S.I8_1D, S.F4_1D, S.I8_2D, S.I8_1D),
-         nogil=True, cache=True)
-def swap_index(i, j, X, y, sq, alpha, G, G_bar, Cb, QD, perm, pool, cm, cst):
-    """LIBSVM's ``swap_index``: rows i < j trade places in every array and cached row."""
+@nb.njit(S.VOID(S.I8, S.I8, S.F8_2D, *[S.F8_1D] * 7, S.I8_1D, S.I8_2D), nogil=True,
+         cache=True)
+def swap_index(i, j, X, y, sq, alpha, G, G_bar, Cb, QD, perm, cm):
+    """LIBSVM's ``swap_index`` but for the cached rows' values: variables i < j trade places
+    in every array and in the cache's row-slot maps. A shrinking pass then moves the values
+    of every cached row for all its swaps at once (``cache_swap_values``)."""
     for t in range(X.shape[0]):
         X[t, i], X[t, j] = X[t, j], X[t, i]
     y[i], y[j] = y[j], y[i]
@@ -126,27 +136,72 @@ def swap_index(i, j, X, y, sq, alpha, G, G_bar, Cb, QD, perm, pool, cm, cst):
     Cb[i], Cb[j] = Cb[j], Cb[i]
     QD[i], QD[j] = QD[j], QD[i]
     perm[i], perm[j] = perm[j], perm[i]
-    n = len(y)
     si, sj = cm[SLOT_OF, i], cm[SLOT_OF, j]
     cm[SLOT_OF, i], cm[SLOT_OF, j] = sj, si
     if sj >= 0:
         cm[ROW_IN, sj] = i
     if si >= 0:
         cm[ROW_IN, si] = j
-    stride = cst[STRIDE]
+
+
+@nb.njit(nogil=True, cache=True, inline="always")
+def _swap_slot_values(k0, k1, slots, lens, pool, stride, pairs, npairs):
+    """Slots k0..k1-1 of ``slots``: their values at pairs[2q], pairs[2q + 1] trade places
+    for q = 0, 1, ... in order; a slot whose length holds the first of a pair but not the
+    second is marked for dropping (lens[k] = -1), as LIBSVM drops such a row."""
+    for k in range(k0, k1):
+        b, ln = slots[k] * stride, lens[k]
+        for q in range(npairs):
+            i, j = pairs[2 * q], pairs[2 * q + 1]
+            if ln > i:
+                if ln <= j:
+                    lens[k] = -1
+                    break
+                pool[b + i], pool[b + j] = pool[b + j], pool[b + i]
+
+
+@nb.njit(S.VOID(S.I8, S.I8_1D, S.I8_1D, S.F4_1D, S.I8, S.I8_1D, S.I8), nogil=True, cache=True,
+         parallel=True)
+def _swap_values_parallel(nch, slots, lens, pool, stride, pairs, npairs):
+    """``_swap_slot_values`` over nch equal ranges of the slots in parallel."""
+    m = len(slots)
+    for c in nb.prange(nch):
+        _swap_slot_values(c * m // nch, (c + 1) * m // nch, slots, lens, pool, stride, pairs,
+                          npairs)
+
+
+@nb.njit(S.VOID(S.I8_1D, S.I8, S.F4_1D, S.I8_2D, S.I8_1D, S.I8), nogil=True, cache=True)
+def cache_swap_values(pairs, npairs, pool, cm, cst, nth):
+    """The cached rows' side of a shrinking pass's ``swap_index`` calls (pairs[2q],
+    pairs[2q + 1]: the q-th swap's i < j): each cached row's values trade places for every
+    swap in order, a row at a time while it is in cache (LIBSVM walks every row for each
+    swap), split over nth threads when long; rows that held an i but not its j are dropped,
+    in LRU order. Slots are independent: the same values for any nth."""
+    n = cm.shape[1] - 1
+    if npairs == 0:
+        return
+    slots = np.empty(cst[NSLOTS], dtype=np.int64)
+    m = 0
     s = cm[NEXT, n]
     while s != n:
-        nxt = cm[NEXT, s]
-        ln = cm[SLOT_LEN, s]
-        if ln > i:
-            if ln > j:
-                b = s * stride
-                pool[b + i], pool[b + j] = pool[b + j], pool[b + i]
-            else:  # the row holds i but not j: drop it, as LIBSVM does
-                _lru_unlink(cm, s)
-                cm[SLOT_OF, cm[ROW_IN, s]] = -1
-                cm[ROW_IN, s] = -1
-                cm[SLOT_LEN, s] = 0
-                cm[FREE, cst[NFREE]] = s
-                cst[NFREE] += 1
-        s = nxt
+        slots[m] = s
+        m += 1
+        s = cm[NEXT, s]
+    slots = slots[:m]
+    lens = np.empty(m, dtype=np.int64)
+    for k in range(m):
+        lens[k] = cm[SLOT_LEN, slots[k]]
+    nch = min(nth, m) if m * npairs >= PARALLEL_MIN_SWAPS else 1
+    if nch > 1:
+        _swap_values_parallel(nch, slots, lens, pool, cst[STRIDE], pairs, npairs)
+    else:
+        _swap_slot_values(0, m, slots, lens, pool, cst[STRIDE], pairs, npairs)
+    for k in range(m):
+        if lens[k] < 0:
+            s = slots[k]
+            _lru_unlink(cm, s)
+            cm[SLOT_OF, cm[ROW_IN, s]] = -1
+            cm[ROW_IN, s] = -1
+            cm[SLOT_LEN, s] = 0
+            cm[FREE, cst[NFREE]] = s
+            cst[NFREE] += 1

@@ -39,6 +39,7 @@ from randsvm_dist.solvers.warm_smo_cache import (
     cache_get,
     cache_repack,
     cache_reset,
+    cache_swap_values,
     swap_index,
 )
 from randsvm_dist.solvers.warm_smo_kernels import qrow
@@ -50,6 +51,12 @@ TAU = 1e-12
 PARALLEL_MIN_ROWS = 4096
 # the cache's slots are repacked when the active set falls under this share of their length
 REPACK_SHARE = 0.8
+# ... also when every row has a slot once the slots hold this many values (256 MB): rows
+# packed to the active length touch fewer of the pool's pages, and a process's first touch
+# of a page costs more than the kernel values recomputed for the rows' lost tails (a fit's
+# warm re-solve of 15.9k ringnorm rows, 1000 MB cache: 23% more kernel values, 0.9-1.2 s
+# less at one thread); below, the tails are worth keeping
+REPACK_ALL_VALUES = 1 << 26
 # run_smo's return codes: optimal; rebuild the shrunk gradient, then shrink (LIBSVM's
 # unshrink); rebuild it, then check optimality on all rows; iteration limit reached
 DONE, UNSHRINK, FINAL_CHECK, MAX_ITER = 0, 1, 2, 3
@@ -67,22 +74,29 @@ def _be_shrunk(t, g1, g2, y, alpha, G, Cb):
     return False
 
 
-@nb.njit(S.I8(S.I8, S.F8, S.F8, S.F8_2D, *[S.F8_1D] * 7, S.I8_1D, S.F4_1D, S.I8_2D, S.I8_1D),
-         nogil=True, cache=True)
-def _shrink(active, g1, g2, X, y, sq, alpha, G, G_bar, Cb, QD, perm, pool, cm, cst):
-    """LIBSVM's shrinking pass over the active rows; returns the new active size."""
+@nb.njit(S.I8(S.I8, S.F8, S.F8, S.F8_2D, *[S.F8_1D] * 7, S.I8_1D, S.F4_1D, S.I8_2D, S.I8_1D,
+              S.I8), nogil=True, cache=True)
+def _shrink(active, g1, g2, X, y, sq, alpha, G, G_bar, Cb, QD, perm, pool, cm, cst, nth):
+    """LIBSVM's shrinking pass over the active rows (the cached rows' values swapped
+    together at the end: ``cache_swap_values``, on nth threads); returns the new active
+    size."""
+    pairs = np.empty(active + 1, dtype=np.int64)
+    npairs = 0
     i = 0
     while i < active:
         if _be_shrunk(i, g1, g2, y, alpha, G, Cb):
             active -= 1
             while active > i:
                 if not _be_shrunk(active, g1, g2, y, alpha, G, Cb):
-                    swap_index(i, active, X, y, sq, alpha, G, G_bar, Cb, QD, perm, pool,
-                               cm, cst)
+                    swap_index(i, active, X, y, sq, alpha, G, G_bar, Cb, QD, perm, cm)
+                    pairs[2 * npairs], pairs[2 * npairs + 1] = i, active
+                    npairs += 1
                     break
                 active -= 1
         i += 1
-    if active < REPACK_SHARE * cst[STRIDE] and active >= 2 and cst[NSLOTS] < len(y):
+    cache_swap_values(pairs, npairs, pool, cm, cst, nth)
+    if active < REPACK_SHARE * cst[STRIDE] and active >= 2 and (
+            cst[NSLOTS] < len(y) or cst[NSLOTS] * cst[STRIDE] >= REPACK_ALL_VALUES):
         cache_repack(cm, cst, pool, active)
     return active
 
@@ -227,7 +241,7 @@ def run_smo(X, y, sq, alpha, G, G_bar, Cb, QD, perm, kp, eps, shrinking, pool, c
                 cache_reset(cm, cst, len(pool), n)
             if resume == UNSHRINK:
                 active = _shrink(active, fst[0], fst[1], X, y, sq, alpha, G, G_bar, Cb, QD,
-                                 perm, pool, cm, cst)
+                                 perm, pool, cm, cst, nth)
                 resume = DONE
         else:
             if it >= ist[MAXIT]:
@@ -257,7 +271,7 @@ def run_smo(X, y, sq, alpha, G, G_bar, Cb, QD, perm, kp, eps, shrinking, pool, c
                             code = UNSHRINK
                             break
                     active = _shrink(active, g1, g2, X, y, sq, alpha, G, G_bar, Cb, QD,
-                                     perm, pool, cm, cst)
+                                     perm, pool, cm, cst, nth)
         nch = nth if active >= PARALLEL_MIN_ROWS else 1
         if not have_i:  # else the last step's gradient update selected it
             gmax, i = _step_i(active, nch, y, alpha, G, Cb, QD, pool, 0, 0, 0.0, 0.0, False,

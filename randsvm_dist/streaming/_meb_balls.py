@@ -179,7 +179,7 @@ def discard_small(rows, bb, Q, ee, rr, nb, eps):
     if nb <= 1 or eps <= 0.0:
         return nb
     lim = 0.25 * eps * rr[nb - 1]
-    k = 0
+    k = np.int64(0)  # not a literal: _copy_row gets one signature
     for i in range(nb):
         if i == nb - 1 or rr[i] >= lim:
             if k != i:

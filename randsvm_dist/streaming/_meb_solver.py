@@ -278,7 +278,7 @@ def meb_of_balls(G: np.ndarray, radii: np.ndarray, off: np.ndarray,
     return mu, R
 
 
-@kernel(F8(F8_2D, F8_1D, F8_1D, F8))
+@njit(cache=True)
 def meb_of_points_warm(G, mu, off, tol):
     """Exact MEB of (weighted) points (all radii 0; ``off`` as in meb_into) from a warm
     start mu on the simplex (in place).

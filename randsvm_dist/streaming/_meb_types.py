@@ -63,7 +63,7 @@ def compiled(disp):
     Returns:
         the dispatcher.
     """
-    if disp._can_compile:
+    if getattr(disp, "_can_compile", False):  # not with NUMBA_DISABLE_JIT: a function
         disp.compile(disp.declared_signature)
         disp.disable_compile()
     return disp

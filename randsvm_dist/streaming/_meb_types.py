@@ -11,8 +11,9 @@ dense or CSR rows run the same machine code, and a fit compiles only the kernels
 and int32 indices, and float64 labels and 1/weights; the cover's state is float64. A pass
 returns to the learner when its lookahead buffer fills, and the learner calls the one
 flush step its cover needs, so a StreamSVM fit never compiles the Blurred Ball step nor
-the other way round. The kernels allocate only outside their row loops and return no
-tuples of arrays (numba compiles both slowly). Importing this module compiles nothing.
+the other way round. The passes allocate nothing (their scratch comes from the learner),
+and the kernels copy rows element by element: numba's broadcasting checks alone compiled
+for over a second. Importing this module compiles nothing.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
 """BudgetedSGD's compiled kernels: one signature per kernel whatever the input's dtypes,
 index types and layout (the same model bytes from each), and a first fit that compiles
-only the kernels it runs into numba's cache, which a second process loads. The other
-streaming learners (ball covers, ramp SVM): no new specialisation of any kernel from
-float32, Fortran-ordered, read-only or int64-indexed CSR input, and the same model."""
+only the kernels it runs into numba's cache, which a second process loads. The ball
+covers (StreamSVM, Blurred Ball SVM): a first fit compiles exactly its declared kernels
+(and their helpers, once each), a second process loads those kernels from the cache,
+compiles nothing and gives the same model bytes. The other streaming learners (ball
+covers, ramp SVM): no new specialisation of any kernel from float32, Fortran-ordered,
+read-only or int64-indexed CSR input, and the same model."""
 
 from __future__ import annotations
 
@@ -150,3 +153,69 @@ def test_a_first_csr_fit_compiles_only_its_kernels_into_the_cache(tmp_path):
     # the second process loads every kernel from the cache and compiles nothing
     assert set(second) == CSR_GOLDEN
     assert all(hits == 1 and misses == 0 for hits, misses in second.values()), second
+
+
+MEB_MODULES = ("_meb_balls", "_meb_coreset", "_meb_dual", "_meb_primal", "_meb_solver")
+# the declared kernels each ball-cover fit (and its predictions) calls
+MEB_ENTRY = {
+    "streamsvm": {"_meb_dual.dual_pass", "_meb_dual.dual_flush"},
+    "blurred": {"_meb_dual.dual_pass", "_meb_coreset.coreset_flush"},
+    "linear": {"_meb_primal.primal_pass_csr", "_meb_primal.primal_flush"},
+}
+# declared kernels that the flush steps also call (the learner calls them when merging)
+MEB_NESTED = {
+    "streamsvm": {"_meb_balls.discard_small", "_meb_solver.meb_into"},
+    "blurred": {"_meb_balls.discard_small"},
+    "linear": {"_meb_balls.discard_small", "_meb_solver.meb_into"},
+}
+
+MEB_FIT = textwrap.dedent("""
+    import hashlib, json, sys
+    import numpy as np, scipy.sparse as sp
+    from randsvm_dist.streaming import BlurredBallSVM, StreamSVM
+
+    X = sp.random(300, 12, density=0.3, random_state=0, format="csr")
+    y = np.random.default_rng(0).integers(0, 2, 300)
+    make = {"streamsvm": lambda: StreamSVM(lookahead=40, random_state=0),
+            "blurred": lambda: BlurredBallSVM(lookahead=40, random_state=0),
+            "linear": lambda: StreamSVM(kernel="linear", lookahead=40, random_state=0)}
+    est = make[sys.argv[1]]().fit(X, y)
+    digest = hashlib.sha256(est.decision_function(X).tobytes()).hexdigest()
+    out = {}
+    for module in sys.argv[2:]:
+        name = "randsvm_dist.streaming." + module
+        for attr, obj in vars(sys.modules[name]).items():
+            if type(obj).__name__ == "CPUDispatcher" and obj.__module__ == name \\
+                    and obj.signatures:
+                out[module + "." + attr] = [len(obj.signatures),
+                                            sum(obj.stats.cache_hits.values()),
+                                            sum(obj.stats.cache_misses.values()),
+                                            hasattr(obj, "declared_signature")]
+    print(json.dumps({"digest": digest, "kernels": out}))
+""")
+
+
+@pytest.mark.parametrize("learner", sorted(MEB_ENTRY))
+def test_a_first_ball_cover_fit_compiles_its_declared_kernels_once(learner, tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+
+    def run() -> dict:
+        proc = subprocess.run([sys.executable, "-c", MEB_FIT, learner, *MEB_MODULES],
+                              capture_output=True, text=True, env=env, cwd=tmp_path,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    first, second = run(), run()
+    kernels = first["kernels"]
+    declared = {name for name, (_, _, _, dec) in kernels.items() if dec}
+    assert declared == MEB_ENTRY[learner] | MEB_NESTED[learner]
+    # each kernel and helper compiled once, for one signature: no second specialisation
+    assert all(n == 1 and hits == 0 and misses == 1
+               for n, hits, misses, _ in kernels.values()), kernels
+    # the second process loads the declared kernels (helpers inside them) and compiles none
+    assert set(second["kernels"]) == MEB_ENTRY[learner]
+    assert all(n == 1 and hits == 1 and misses == 0
+               for n, hits, misses, _ in second["kernels"].values()), second
+    assert second["digest"] == first["digest"]

@@ -32,7 +32,8 @@ import math
 import numpy as np
 from numba import njit
 
-from randsvm_dist.streaming._meb_solver import meb_of_balls
+from randsvm_dist.streaming._meb_solver import meb_into
+from randsvm_dist.streaming._meb_types import F8, F8_1D, F8_2D, I8, kernel
 
 LINEAR, POLY, RBF, SIGMOID = 0, 1, 2, 3
 KERNEL_IDS = {"linear": LINEAR, "poly": POLY, "rbf": RBF, "sigmoid": SIGMOID}
@@ -71,7 +72,7 @@ def kdiag(kid, xx, gamma, degree, coef0):
 
 @njit(cache=True)
 def dot_rows(U, i, V, k):
-    """U[i] . V[k] accumulated in order (float64 for float64 inputs)."""
+    """U[i] . V[k] accumulated in order (float64 rows)."""
     s = 0.0
     for t in range(U.shape[1]):
         s += U[i, t] * V[k, t]
@@ -134,7 +135,8 @@ def start_cover(bb, Q, ee, rr, st, y, kxx, beta, invC, iw):
     bb[0] = beta * y
     Q[0] = kxx + beta * beta
     ee[0] = invC * iw
-    rr[0] = math.sqrt(max(invC * (1.0 - iw), 0.0))
+    spread = invC * (1.0 - iw)
+    rr[0] = math.sqrt(spread if spread > 0.0 else 0.0)
     st[ST_OFF0] = invC * (1.0 - iw)
     st[ST_NB] = 1
     st[ST_NCORE] = 1
@@ -145,7 +147,7 @@ def start_cover(bb, Q, ee, rr, st, y, kxx, beta, invC, iw):
 def _drop_front(rows, bb, Q, ee, rr, nb, k):
     """Remove the first k balls (the oldest, hence smallest) by shifting."""
     for i in range(nb - k):
-        rows[i, :] = rows[i + k, :]
+        _copy_row(rows, i, rows[i + k])
         bb[i] = bb[i + k]
         Q[i] = Q[i + k]
         ee[i] = ee[i + k]
@@ -165,16 +167,23 @@ def slot_for_new_ball(rows, bb, Q, ee, rr, nb, kmax):
 
 
 @njit(cache=True)
+def _copy_row(rows, i, row):
+    """rows[i] := row (element by element: no broadcasting checks to compile)."""
+    for t in range(rows.shape[1]):
+        rows[i, t] = row[t]
+
+
+@kernel(I8(F8_2D, F8_1D, F8_1D, F8_1D, F8_1D, I8, F8))
 def discard_small(rows, bb, Q, ee, rr, nb, eps):
     """Blurred ball cover rule: drop balls with radius < eps/4 of the newest one."""
     if nb <= 1 or eps <= 0.0:
         return nb
     lim = 0.25 * eps * rr[nb - 1]
-    k = 0
+    k = np.int64(0)  # not a literal: _copy_row gets one signature
     for i in range(nb):
         if i == nb - 1 or rr[i] >= lim:
             if k != i:
-                rows[k, :] = rows[i, :]
+                _copy_row(rows, k, rows[i])
                 bb[k] = bb[i]
                 Q[k] = Q[i]
                 ee[k] = ee[i]
@@ -187,7 +196,7 @@ def discard_small(rows, bb, Q, ee, rr, nb, eps):
 def commit_ball(rows, bb, Q, ee, rr, st, slot, nb, row, b, q, e, R, eps):
     """Store a new ball in ``slot`` (appending when slot == nb), drop small balls, empty the
     buffer; the ball count goes to ``st``."""
-    rows[slot, :] = row
+    _copy_row(rows, slot, row)
     bb[slot] = b
     Q[slot] = q
     ee[slot] = e
@@ -215,8 +224,9 @@ def enclose_newest(rows, bb, Q, ee, rr, st, BX, By, Bf, Bn, Biw, nbuf, kmax, bet
     buffer_kernel(K, np.int64(1), BX, Bn, nbuf, kid, gamma, degree, coef0)  # not a literal
     ys = np.zeros(m)
     e2 = np.zeros(m)
-    ys[1:] = By[:nbuf]
-    e2[1:] = invC * Biw[:nbuf]
+    for i in range(nbuf):
+        ys[i + 1] = By[i]
+        e2[i + 1] = invC * Biw[i]
     G = augmented_gram(K, ys, e2, beta)  # row and column 0 are the ball's, set next
     G[0, 0] = Q[j] + ee[j]
     for i in range(nbuf):
@@ -230,12 +240,16 @@ def enclose_newest(rows, bb, Q, ee, rr, st, BX, By, Bf, Bn, Biw, nbuf, kmax, bet
         off[0] = st[ST_OFF0]
     for i in range(nbuf):
         off[i + 1] = invC * (1.0 - Biw[i])
-    mu, R = meb_of_balls(G, radii, off)
+    mu = np.zeros(m)
+    R = meb_into(G, radii, off, mu, 1e-13)
     st[ST_OFF0] = 0.0
     slot, nb = slot_for_new_ball(rows, bb, Q, ee, rr, j + 1, kmax)
     j = nb - 1
     mu0 = mu[0]
-    return G, mu, R, slot, nb, mu0 * rows[j, :], mu0 * bb[j], mu0 * mu0 * ee[j]
+    row = np.empty(rows.shape[1])
+    for t in range(rows.shape[1]):
+        row[t] = mu0 * rows[j, t]
+    return G, mu, R, slot, nb, row, mu0 * bb[j], mu0 * mu0 * ee[j]
 
 
 @njit(cache=True)
@@ -252,6 +266,6 @@ def quad_form(G, mu):
 @njit(cache=True)
 def store_point(S, Sn, Siw, BX, Bn, Biw, i, M):
     """Copy buffered point i (row, squared norm, 1/weight) to row M of the store."""
-    S[M, :] = BX[i, :]
+    _copy_row(S, M, BX[i])
     Sn[M] = Bn[i]
     Siw[M] = Biw[i]

@@ -4,9 +4,8 @@ A new ball is the exact MEB of the core points of every live ball (the stored po
 ball's centre uses) plus the lookahead buffer; its core set is the points of weight > 0.
 The state layout and the geometry are ``_meb_balls``'s, the solver ``_meb_solver``'s.
 
-numba's on-disk cache (``cache=True``) keys a kernel on its own file only: after editing
-this module, clear the ``__pycache__`` of ``streaming/`` so that ``_meb_dual.dual_pass``,
-which calls it, is compiled again.
+The learner (``_meb_cover``) calls ``coreset_flush`` when a pass of ``_meb_dual`` has
+filled the buffer, at the end of the stream and when merging covers.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from randsvm_dist.streaming._meb_balls import (
     store_point,
 )
 from randsvm_dist.streaming._meb_solver import meb_of_points_warm
+from randsvm_dist.streaming._meb_types import B1, BALLS, F8, F8_1D, F8_2D, I8, KERNEL, kernel
 
 
 @njit(cache=True)
@@ -104,7 +104,8 @@ def _store_with_kernel_row(S, Sn, Siw, Ks, BX, Bn, Biw, i, M, kid, gamma, degree
         Ks[M, s_] = kv
 
 
-@njit(cache=True)
+@kernel((*BALLS, F8_2D, F8_1D, F8_1D, F8_2D, F8_2D, F8_1D, F8_1D, F8_1D, I8, F8, F8, F8,
+       *KERNEL, B1))
 def coreset_flush(A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, BX, By, Bn, Biw, kmax, eps, beta,
                   invC, kid, gamma, degree, coef0, force):
     """Blurred ball cover step: the new ball is the exact MEB of the core points of every
@@ -126,7 +127,7 @@ def coreset_flush(A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, BX, By, Bn, Biw, kmax, e
     off = np.empty(m)
     for a in range(m):
         off[a] = invC - Pic[a]
-    mu, R = meb_of_points_warm(G, mu, off, 1e-10)  # the radius is exact for any mu
+    R = meb_of_points_warm(G, mu, off, 1e-10)  # the radius is exact for any mu
     slot, nb = slot_for_new_ball(A, bb, Q, ee, rr, nb, kmax)
     a_new = np.zeros(A.shape[1])
     added = 0

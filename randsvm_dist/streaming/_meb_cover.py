@@ -33,6 +33,7 @@ from randsvm_dist.streaming._meb_coreset import coreset_flush
 from randsvm_dist.streaming._meb_dual import cross_gram, dual_flush, dual_pass
 from randsvm_dist.streaming._meb_primal import primal_flush, primal_pass_csr, primal_pass_dense
 from randsvm_dist.streaming._meb_solver import meb_of_balls
+from randsvm_dist.streaming._meb_types import compiled
 from randsvm_dist.streaming.base import gamma_moments, learner_gamma, readonly_rows
 
 DENSE_CHUNK_VALUES = 1 << 22  # values per densified chunk of sparse rows (kernel form)
@@ -184,20 +185,12 @@ class BallCover:
     def partial_fit(self, X, y, sample_weight=None) -> BallCover:
         """Fold rows into the cover (X validated float32 dense/CSR, y in {-1, +1}); a row of
         weight w has slack cost C w (its augmented e part is (C w)^-1/2)."""
-        y = np.ascontiguousarray(y, dtype=np.float64)
+        y = readonly_rows(np.ascontiguousarray(y, dtype=np.float64))
         iw = np.ones(X.shape[0]) if sample_weight is None else \
             np.ascontiguousarray(1.0 / np.asarray(sample_weight, dtype=np.float64))
-        if not self.dual:  # the compiled primal pass normalises rows on the fly
-            self._resolve_kernel(X)
-            args = (iw, self.W, self.bb, self.Q, self.ee, self.rr, self.st, self.BX, self.By,
-                    self.Bf, self.Biw, self.kmax, self.L, self.eps, self.beta, self.invC,
-                    self.normalize)
-            if sp.issparse(X):  # one specialisation: int64 indptr, int32 indices
-                primal_pass_csr(readonly_rows(X.indptr.astype(np.int64, copy=False)),
-                                readonly_rows(X.indices.astype(np.int32, copy=False)),
-                                readonly_rows(X.data), y, *args)
-            else:
-                primal_pass_dense(readonly_rows(X), y, *args)
+        iw = readonly_rows(iw)
+        if not self.dual:
+            self._primal_fit(X, y, iw)
             return self
         X = self._prep(X)
         self._resolve_kernel(X)
@@ -206,37 +199,72 @@ class BallCover:
             Xc = X[s:s + step]
             Xc = readonly_rows(np.ascontiguousarray(Xc.toarray() if sp.issparse(Xc) else Xc,
                                                     dtype=np.float32))
-            yc = y[s:s + step]
-            wc = iw[s:s + step]
-            r = 0
-            while r < Xc.shape[0]:
-                r = dual_pass(Xc, yc, wc, r, self.A, self.bb, self.Q, self.ee, self.rr,
-                                self.st, self.S, self.Sn, self.Siw, self.Ks, self.BX, self.By,
-                                self.Bf, self.Bn, self.Biw, self.kmax, self.L, self.eps,
-                                self.beta, self.invC, *self._kargs(), self.coreset)
-                if r < Xc.shape[0]:
-                    self._grow_store()
+            self._dual_fit(Xc, y[s:s + step], iw[s:s + step])
         return self
+
+    def _dual_fit(self, X: np.ndarray, y: np.ndarray, iw: np.ndarray) -> None:
+        """partial_fit's kernel form on read-only float32 rows: the compiled pass returns
+        when the buffer fills (to have it enclosed) or the store may not hold the next
+        flush (to have it grown)."""
+        r = 0
+        while r < X.shape[0]:
+            r = compiled(dual_pass)(X, y, iw, r, self.A, self.bb, self.Q, self.ee, self.rr,
+                                    self.st, self.S, self.Sn, self.Siw, self.Ks, self.BX,
+                                    self.By, self.Bf, self.Bn, self.Biw, self.kmax, self.L,
+                                    self.eps, self.beta, self.invC, *self._kargs(),
+                                    self.coreset, np.empty(self.S.shape[0]),
+                                    np.empty(self.kmax), np.empty((self.kmax, self.n_features)))
+            if self.st[ST_NBUF] >= self.L:
+                self._enclose_buffer()
+            elif r < X.shape[0]:
+                self._grow_store()
+
+    def _primal_fit(self, X, y: np.ndarray, iw: np.ndarray) -> None:
+        """partial_fit's primal form (float32 rows, C order; CSR with int64 indptr and
+        int32 indices): the compiled pass normalises rows on the fly and returns whenever
+        the buffer fills, to have it enclosed."""
+        self._resolve_kernel(X)
+        state = (self.W, self.bb, self.Q, self.ee, self.rr, self.st, self.BX, self.By,
+                 self.Bf, self.Biw, self.kmax, self.L, self.eps, self.beta, self.invC,
+                 self.normalize, np.empty(self.kmax), np.empty(self.n_features))
+        if sp.issparse(X):
+            rows = (readonly_rows(X.indptr.astype(np.int64, copy=False)),
+                    readonly_rows(X.indices.astype(np.int32, copy=False)),
+                    readonly_rows(X.data.astype(np.float32, copy=False)))
+            step = compiled(primal_pass_csr)
+        else:
+            rows = (readonly_rows(np.ascontiguousarray(X, dtype=np.float32)),)
+            step = compiled(primal_pass_dense)
+        r, n = 0, X.shape[0]
+        while r < n:
+            r = step(*rows, y, iw, r, *state)
+            if self.st[ST_NBUF] >= self.L:
+                self._enclose_buffer()
+
+    def _enclose_buffer(self) -> None:
+        """Enclose the buffered points (a full buffer, or the rest at the end): the step of
+        this cover's form; in the kernel form the store must have room for the buffer."""
+        balls = (self.bb, self.Q, self.ee, self.rr, self.st)
+        if not self.dual:
+            compiled(primal_flush)(self.W, *balls, self.BX, self.By, self.Bf, self.Biw,
+                                   self.kmax, self.eps, self.beta, self.invC)
+        elif self.coreset:
+            compiled(coreset_flush)(self.A, *balls, self.S, self.Sn, self.Siw, self.Ks, self.BX,
+                                    self.By, self.Bn, self.Biw, self.kmax, self.eps, self.beta,
+                                    self.invC, *self._kargs(), False)
+        else:
+            compiled(dual_flush)(self.A, *balls, self.S, self.Sn, self.Siw, self.BX, self.By,
+                                 self.Bf, self.Bn, self.Biw, self.kmax, self.eps, self.beta,
+                                 self.invC, *self._kargs())
 
     def flushed(self) -> BallCover:
         """A copy with the lookahead buffer enclosed (Algorithm 2's final step)."""
         out = copy.deepcopy(self)
         if out.st[ST_NBUF] == 0:
             return out
-        if not out.dual:
-            primal_flush(out.W, out.bb, out.Q, out.ee, out.rr, out.st, out.BX, out.By,
-                           out.Bf, out.Biw, out.kmax, out.eps, out.beta, out.invC)
-        else:
-            while out.st[ST_NSTORE] + out.L > out.S.shape[0]:
-                out._grow_store()
-            if out.coreset:
-                coreset_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
-                                out.Siw, out.Ks, out.BX, out.By, out.Bn, out.Biw, out.kmax,
-                                out.eps, out.beta, out.invC, *out._kargs(), False)
-                return out
-            dual_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
-                         out.Siw, out.BX, out.By, out.Bf, out.Bn, out.Biw, out.kmax, out.eps,
-                         out.beta, out.invC, *out._kargs())
+        while out.dual and out.st[ST_NSTORE] + out.L > out.S.shape[0]:
+            out._grow_store()
+        out._enclose_buffer()
         return out
 
     # -- geometry / prediction ---------------------------------------------------------
@@ -287,7 +315,7 @@ class BallCover:
             fe = float(self.W[i] @ other.W[j])
         else:
             ma, mb = int(self.st[ST_NSTORE]), int(other.st[ST_NSTORE])
-            K = cross_gram(self.S[:ma], self.Sn[:ma], other.S[:mb], other.Sn[:mb],
+            K = compiled(cross_gram)(self.S[:ma], self.Sn[:ma], other.S[:mb], other.Sn[:mb],
                              *self._kargs())
             fe = float(self.A[i, :ma] @ K @ other.A[j, :mb])
         return fe + self.bb[i] * other.bb[j]
@@ -336,7 +364,7 @@ class BallCover:
         out.st[ST_NCORE] = a.st[ST_NCORE] + b.st[ST_NCORE]
         out.st[ST_NSTORE] = ma + mb
         out.st[ST_STARTED] = 1
-        out.st[ST_NB] = discard_small(out.A if out.dual else out.W, out.bb, out.Q, out.ee,
+        out.st[ST_NB] = compiled(discard_small)(out.A if out.dual else out.W, out.bb, out.Q, out.ee,
                                       out.rr, len(entries), self.eps)
         return out
 
@@ -394,7 +422,7 @@ class BallCover:
         out.Ks = np.zeros((cap, cap))
         out.Ks[:ma, :ma] = a.Ks[:ma, :ma]
         out.Ks[ma:ma + mb, ma:ma + mb] = b.Ks[:mb, :mb]
-        cross = cross_gram(a.S[:ma], a.Sn[:ma], b.S[:mb], b.Sn[:mb], *self._kargs())
+        cross = compiled(cross_gram)(a.S[:ma], a.Sn[:ma], b.S[:mb], b.Sn[:mb], *self._kargs())
         out.Ks[:ma, ma:ma + mb] = cross
         out.Ks[ma:ma + mb, :ma] = cross.T
         nbl = out._union_balls(a, b, ma, mb)
@@ -402,15 +430,15 @@ class BallCover:
         out.st[ST_NBUF] = 0
         out.st[ST_NSTORE] = ma + mb
         out.st[ST_NCORE] = a.st[ST_NCORE] + b.st[ST_NCORE]
-        coreset_flush(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn, out.Siw,
-                      out.Ks, out.BX, out.By, out.Bn, out.Biw, k + 1, 0.0, out.beta,
-                      out.invC, *out._kargs(), True)
+        compiled(coreset_flush)(out.A, out.bb, out.Q, out.ee, out.rr, out.st, out.S, out.Sn,
+                                out.Siw, out.Ks, out.BX, out.By, out.Bn, out.Biw, k + 1, 0.0,
+                                out.beta, out.invC, *out._kargs(), True)
         # drop the placeholder (index nbl - 1); the new ball is at nbl
         idx = [i for i in range(nbl + 1) if i != nbl - 1]
         out.A = np.ascontiguousarray(out.A[idx][:k])
         for name in ("bb", "Q", "ee", "rr"):
             setattr(out, name, np.ascontiguousarray(getattr(out, name)[idx][:k]))
-        out.st[ST_NB] = discard_small(out.A, out.bb, out.Q, out.ee, out.rr, nbl, out.eps)
+        out.st[ST_NB] = compiled(discard_small)(out.A, out.bb, out.Q, out.ee, out.rr, nbl, out.eps)
         out._compact_store()
         return out
 

@@ -1,8 +1,9 @@
 """Compiled ball-cover passes in dual (kernel) form: centres are coefficient rows A over a
 store S of kept points, for any kernel.
 
-The state layout and the geometry are ``_meb_balls``'s; with ``coreset`` a full buffer
-takes the Blurred Ball cover step of ``_meb_coreset`` instead of ``dual_flush``.
+The state layout and the geometry are ``_meb_balls``'s. The pass returns when its
+lookahead buffer fills; the learner then encloses the buffer with ``dual_flush``
+(StreamSVM) or the Blurred Ball cover step of ``_meb_coreset``.
 """
 
 from __future__ import annotations
@@ -28,13 +29,27 @@ from randsvm_dist.streaming._meb_balls import (
     start_cover,
     store_point,
 )
-from randsvm_dist.streaming._meb_coreset import coreset_flush
+from randsvm_dist.streaming._meb_types import (
+    B1,
+    BALLS,
+    F4_2D_IN,
+    F8,
+    F8_1D,
+    F8_1D_IN,
+    F8_2D,
+    I8,
+    KERNEL,
+    kernel,
+)
 
 
-@njit(cache=True)
+@kernel((*BALLS, F8_2D, F8_1D, F8_1D, F8_2D, F8_1D, F8_1D, F8_1D, F8_1D, I8, F8, F8, F8,
+       *KERNEL))
 def dual_flush(A, bb, Q, ee, rr, st, S, Sn, Siw, BX, By, Bf, Bn, Biw, kmax, eps, beta, invC,
                kid, gamma, degree, coef0):
-    """dual counterpart of primal_flush; the store must have room for the buffer."""
+    """StreamSVM's step when the buffer is full (or at the end): the MEB of the newest ball
+    and the buffered points replaces (one ball) or extends (several) the cover; the store
+    must have room for the buffer."""
     nbuf = int(st[ST_NBUF])
     if nbuf == 0:
         return
@@ -60,16 +75,18 @@ def dual_flush(A, bb, Q, ee, rr, st, S, Sn, Siw, BX, By, Bf, Bn, Biw, kmax, eps,
 
 
 @njit(cache=True)
-def _dual_start(A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, x, y, xx, iw, beta, invC, kid, gamma,
+def _dual_start(A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, X, r, y, xx, iw, beta, invC, kid, gamma,
                 degree, coef0, coreset):
-    """The first ball: the point (x, y) of squared norm xx and 1/weight iw, stored."""
+    """The first ball: the row X[r] with label y, squared norm xx and 1/weight iw, stored."""
     M = int(st[ST_NSTORE])
-    S[M, :] = x
+    for t in range(S.shape[1]):
+        S[M, t] = X[r, t]
     Sn[M] = xx
     Siw[M] = iw
     if coreset:
         Ks[M, M] = kdiag(kid, xx, gamma, degree, coef0)
-    A[0, :] = 0.0
+    for t in range(A.shape[1]):
+        A[0, t] = 0.0
     A[0, M] = y
     start_cover(bb, Q, ee, rr, st, y, kdiag(kid, xx, gamma, degree, coef0), beta, invC, iw)
     st[ST_NSTORE] = M + 1
@@ -78,13 +95,27 @@ def _dual_start(A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, x, y, xx, iw, beta, invC, 
 @njit(cache=True)
 def _kernel_scores(fs, kv, A, bb, S, Sn, X, r, xx, nb, M, beta, kid, gamma, degree, coef0):
     """fs[i] = f_i(x_r) for the live balls from one kernel row against the store."""
+    D = X.shape[1]
     for s_ in range(M):
-        kv[s_] = kval(kid, dot_rows(S, s_, X, r), Sn[s_], xx, gamma, degree, coef0)
+        dot = 0.0
+        for t in range(D):
+            dot += S[s_, t] * X[r, t]
+        kv[s_] = kval(kid, dot, Sn[s_], xx, gamma, degree, coef0)
     for i in range(nb):
         f = 0.0
         for s_ in range(M):
             f += A[i, s_] * kv[s_]
         fs[i] = f + beta * bb[i]
+
+
+@njit(cache=True)
+def _linear_scores(fs, Wd, bb, X, r, nb, beta):
+    """fs[i] = w_i . x_r + beta b_i from the explicit w's of the linear kernel."""
+    for i in range(nb):
+        s = 0.0
+        for t in range(X.shape[1]):
+            s += Wd[i, t] * X[r, t]
+        fs[i] = s + beta * bb[i]
 
 
 @njit(cache=True)
@@ -98,24 +129,23 @@ def _explicit_w(Wd, A, S, nb, M):
             Wd[i, t] = acc
 
 
-@njit(cache=True)
+@kernel(I8(F4_2D_IN, F8_1D_IN, F8_1D_IN, I8, *BALLS, F8_2D, F8_1D, F8_1D, F8_2D, F8_2D, F8_1D,
+         F8_1D, F8_1D, F8_1D, I8, I8, F8, F8, F8, *KERNEL, B1, F8_1D, F8_1D, F8_2D))
 def dual_pass(X, y, iw, start, A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, BX, By, Bf, Bn, Biw, kmax,
-              L, eps, beta, invC, kid, gamma, degree, coef0, coreset):
+              L, eps, beta, invC, kid, gamma, degree, coef0, coreset, kv, fs, Wd):
     """One pass of the ball cover over dense rows X[start:], kernel (dual) form.
 
-    coreset: build each new ball as the MEB of the live balls' core points and the
-    buffer (Blurred Ball cover) instead of the MEB of the newest ball and the buffer;
-    Ks then caches the kernel matrix of the store (unused otherwise).
+    coreset: the cover keeps the kernel matrix of its store in Ks (the Blurred Ball
+    cover step needs it; unused otherwise). kv (store capacity), fs (max balls) and Wd
+    (max balls x features) are scratch.
 
-    Returns the index of the first unprocessed row: it stops early when the store
-    might not hold the next flush (the caller grows the store and calls again).
+    Returns the index of the first unprocessed row: it stops after a row that fills the
+    lookahead buffer (the caller encloses the buffer) and before a row when the store
+    might not hold the next flush (the caller grows the store), then is called again.
     """
     n, D = X.shape
     cap = S.shape[0]
-    kv = np.empty(cap)
-    fs = np.empty(A.shape[0])
-    # linear kernel: score against explicit w_i = sum_s A[i, s] S[s] (refreshed per flush)
-    Wd = np.zeros((A.shape[0], D))
+    # linear kernel: score against explicit w_i = sum_s A[i, s] S[s] (set on the first row)
     stale = True
     for r in range(start, n):
         yr = y[r]
@@ -126,7 +156,7 @@ def dual_pass(X, y, iw, start, A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, BX, By, Bf,
         if st[ST_STARTED] == 0:
             if M + 1 > cap:
                 return r
-            _dual_start(A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, X[r, :], yr, xx, iw[r], beta,
+            _dual_start(A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, X, r, yr, xx, iw[r], beta,
                         invC, kid, gamma, degree, coef0, coreset)
             continue
         if M + L > cap:
@@ -136,8 +166,7 @@ def dual_pass(X, y, iw, start, A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, BX, By, Bf,
             if stale:
                 _explicit_w(Wd, A, S, nb, M)
                 stale = False
-            for i in range(nb):
-                fs[i] = dot_rows(Wd, i, X, r) + beta * bb[i]
+            _linear_scores(fs, Wd, bb, X, r, nb, beta)
         else:
             _kernel_scores(fs, kv, A, bb, S, Sn, X, r, xx, nb, M, beta, kid, gamma, degree,
                            coef0)
@@ -148,17 +177,11 @@ def dual_pass(X, y, iw, start, A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, BX, By, Bf,
                 BX[k, t] = X[r, t]
             Bn[k] = xx
             if buffer_point(st, By, Bf, Biw, k, yr, fs[nb - 1], iw[r], L):
-                stale = True
-                if coreset:
-                    coreset_flush(A, bb, Q, ee, rr, st, S, Sn, Siw, Ks, BX, By, Bn, Biw, kmax,
-                                  eps, beta, invC, kid, gamma, degree, coef0, False)
-                else:
-                    dual_flush(A, bb, Q, ee, rr, st, S, Sn, Siw, BX, By, Bf, Bn, Biw, kmax,
-                               eps, beta, invC, kid, gamma, degree, coef0)
+                return r + 1
     return n
 
 
-@njit(cache=True)
+@kernel(F8_2D(F8_2D, F8_1D, F8_2D, F8_1D, *KERNEL))
 def cross_gram(Sa, Sna, Sb, Snb, kid, gamma, degree, coef0):
     """Kernel matrix between two stores in float64 (exact enough for merging balls)."""
     na, nb_ = Sa.shape[0], Sb.shape[0]

@@ -1,7 +1,8 @@
 """Compiled ball-cover passes in primal form: linear kernel, each centre an explicit w.
 
-The state layout and the geometry are ``_meb_balls``'s; a flush replaces (one ball) or
-extends (several) the cover with the MEB of the newest ball and the lookahead buffer.
+The state layout and the geometry are ``_meb_balls``'s. A pass returns when its lookahead
+buffer fills; the learner then calls ``primal_flush``, which replaces (one ball) or
+extends (several) the cover with the MEB of the newest ball and the buffer.
 """
 
 from __future__ import annotations
@@ -19,11 +20,29 @@ from randsvm_dist.streaming._meb_balls import (
     ST_STARTED,
     buffer_point,
     commit_ball,
-    dot_rows,
     enclose_newest,
     outside_all,
     start_cover,
 )
+from randsvm_dist.streaming._meb_types import (
+    B1,
+    BALLS,
+    F4_1D_IN,
+    F4_2D_IN,
+    F8,
+    F8_1D,
+    F8_1D_IN,
+    F8_2D,
+    I4_1D_IN,
+    I8,
+    I8_1D_IN,
+    kernel,
+)
+
+#: a pass's arguments after its rows: labels, 1/weights, the first row, the balls, the
+#: buffer (BX, By, Bf, Biw), kmax, L, eps, beta, invC, norm and the scratch fs, xrow
+PASS_TAIL = (F8_1D_IN, F8_1D_IN, I8, *BALLS, F8_2D, F8_1D, F8_1D, F8_1D, I8, I8, F8, F8, F8,
+             B1, F8_1D, F8_1D)
 
 
 @njit(cache=True)
@@ -37,7 +56,7 @@ def _primal_init(W, bb, Q, ee, rr, st, x, y, beta, invC, iw):
     start_cover(bb, Q, ee, rr, st, y, q, beta, invC, iw)
 
 
-@njit(cache=True)
+@kernel((*BALLS, F8_2D, F8_1D, F8_1D, F8_1D, I8, F8, F8, F8))
 def primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, Biw, kmax, eps, beta, invC):
     """Replace/extend the cover with the MEB of the newest ball and the buffered points."""
     nbuf = int(st[ST_NBUF])
@@ -45,7 +64,8 @@ def primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, Biw, kmax, eps, beta, invC):
         return
     D = W.shape[1]
     G, mu, R, slot, nb, w_new, b_new, e_new = enclose_newest(
-        W, bb, Q, ee, rr, st, BX, By, Bf, Bf, Biw, nbuf, kmax, beta, invC, LINEAR, 0.0, 0,
+        W, bb, Q, ee, rr, st, BX, By, Bf, Bf, Biw, nbuf, kmax, beta, invC, np.int64(LINEAR),
+        0.0, 0.0,
         0.0)
     mu0 = mu[0]
     added = 0
@@ -69,19 +89,21 @@ def primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, Biw, kmax, eps, beta, invC):
         st[ST_NCORE] = added
 
 
-@njit(cache=True)
-def primal_pass_dense(X, y, iw, W, bb, Q, ee, rr, st, BX, By, Bf, Biw, kmax, L, eps, beta,
-                      invC, norm):
-    """One pass of the (blurred) ball cover over dense rows, primal form.
+@kernel(I8(F4_2D_IN, *PASS_TAIL))
+def primal_pass_dense(X, y, iw, start, W, bb, Q, ee, rr, st, BX, By, Bf, Biw, kmax, L, eps,
+                      beta, invC, norm, fs, xrow):
+    """One pass of the (blurred) ball cover over dense rows X[start:], primal form.
 
     L == 1 with kmax == 1 and eps == 0 is StreamSVM Algorithm 1; L > 1 Algorithm 2.
     iw: per-row 1 / weight (a row of weight w has slack cost C w: its e part is
     (C w)^-1/2); Biw: the buffer's. norm: scale each row to unit L2 norm on the fly.
+    fs (max balls) and xrow (features) are scratch.
+
+    Returns the index of the first unprocessed row: it stops after a row that fills the
+    lookahead buffer (the caller encloses it with primal_flush and calls again).
     """
     n, D = X.shape
-    fs = np.empty(W.shape[0])
-    xrow = np.empty(D)
-    for r in range(n):
+    for r in range(start, n):
         yr = y[r]
         nb = int(st[ST_NB])
         xx = 0.0
@@ -97,7 +119,10 @@ def primal_pass_dense(X, y, iw, W, bb, Q, ee, rr, st, BX, By, Bf, Biw, kmax, L, 
                 v = np.float64(X[r, t])
                 xx += v * v
             for i in range(nb):
-                fs[i] = dot_rows(W, i, X, r)
+                s = 0.0
+                for t in range(D):
+                    s += W[i, t] * X[r, t]
+                fs[i] = s
         sc = 1.0
         if norm:
             sc = 1.0 / math.sqrt(xx) if xx > 0.0 else 0.0
@@ -114,18 +139,17 @@ def primal_pass_dense(X, y, iw, W, bb, Q, ee, rr, st, BX, By, Bf, Biw, kmax, L, 
             for t in range(D):
                 BX[k, t] = sc * X[r, t]
             if buffer_point(st, By, Bf, Biw, k, yr, fs[nb - 1], iw[r], L):
-                primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, Biw, kmax, eps, beta, invC)
+                return r + 1
+    return n
 
 
-@njit(cache=True)
-def primal_pass_csr(indptr, indices, data, y, iw, W, bb, Q, ee, rr, st, BX, By, Bf, Biw,
-                    kmax, L, eps, beta, invC, norm):
+@kernel(I8(I8_1D_IN, I4_1D_IN, F4_1D_IN, *PASS_TAIL))
+def primal_pass_csr(indptr, indices, data, y, iw, start, W, bb, Q, ee, rr, st, BX, By, Bf,
+                    Biw, kmax, L, eps, beta, invC, norm, fs, xrow):
     """primal_pass_dense for CSR rows (buffer rows are scattered to dense)."""
     n = indptr.shape[0] - 1
     D = W.shape[1]
-    fs = np.empty(W.shape[0])
-    xrow = np.zeros(D)
-    for r in range(n):
+    for r in range(start, n):
         yr = y[r]
         a, z = indptr[r], indptr[r + 1]
         xx = 0.0
@@ -136,7 +160,8 @@ def primal_pass_csr(indptr, indices, data, y, iw, W, bb, Q, ee, rr, st, BX, By, 
             sc = 1.0 / math.sqrt(xx) if xx > 0.0 else 0.0
             xx = xx * sc * sc
         if st[ST_STARTED] == 0:
-            xrow[:] = 0.0
+            for t in range(D):
+                xrow[t] = 0.0
             for p in range(a, z):
                 xrow[indices[p]] = sc * data[p]
             _primal_init(W, bb, Q, ee, rr, st, xrow, yr, beta, invC, iw[r])
@@ -149,8 +174,10 @@ def primal_pass_csr(indptr, indices, data, y, iw, W, bb, Q, ee, rr, st, BX, By, 
             fs[i] = sc * s + beta * bb[i]
         if outside_all(fs, Q, ee, rr, nb, yr, xx, beta, invC, eps):
             k = int(st[ST_NBUF])
-            BX[k, :] = 0.0
+            for t in range(D):
+                BX[k, t] = 0.0
             for p in range(a, z):
                 BX[k, indices[p]] = sc * data[p]
             if buffer_point(st, By, Bf, Biw, k, yr, fs[nb - 1], iw[r], L):
-                primal_flush(W, bb, Q, ee, rr, st, BX, By, Bf, Biw, kmax, eps, beta, invC)
+                return r + 1
+    return n

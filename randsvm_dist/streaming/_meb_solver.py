@@ -32,6 +32,8 @@ import math
 import numpy as np
 from numba import njit
 
+from randsvm_dist.streaming._meb_types import F8, F8_1D, F8_2D, compiled, kernel
+
 FW_MAX_ITER = 200000  # pairwise Frank-Wolfe steps per solve (a safety cap)
 ROOT_MAX_ITER = 200  # regula falsi steps on the radius (a safety cap)
 
@@ -58,7 +60,9 @@ def _pairwise_fw(G, bvec, mu, Gmu, tol, max_iter):
         denom = G[s, s] - 2.0 * G[s, v] + G[v, v]
         t = mu[v]
         if denom > 0.0:
-            t = min(t, (best - worst) / (2.0 * denom))
+            step = (best - worst) / (2.0 * denom)
+            if step < t:
+                t = step
         if t <= 0.0:
             break
         mu[s] += t
@@ -98,8 +102,10 @@ def _diag_scale(G):
     """Largest |G_jj| (at least 1e-300): the scale of the Frank-Wolfe tolerance."""
     scale = 0.0
     for j in range(G.shape[0]):
-        scale = max(scale, abs(G[j, j]))
-    return max(scale, 1e-300)
+        v = abs(G[j, j])
+        if v > scale:
+            scale = v
+    return scale if scale > 1e-300 else 1e-300
 
 
 @njit(cache=True)
@@ -111,24 +117,24 @@ def _centre_distance(G):
 
 @njit(cache=True)
 def _two_balls(G, radii, off, mu):
-    """Closed form for two balls (no weighted points): (mu, R)."""
+    """Closed form for two balls (no weighted points): the radius; mu (zeros) in place."""
     d2, d = _centre_distance(G)
     if d + radii[1] <= radii[0]:
         mu[0] = 1.0
-        return mu, radii[0]
+        return radii[0]
     if d + radii[0] <= radii[1]:
         mu[1] = 1.0
-        return mu, radii[1]
+        return radii[1]
     R = 0.5 * (d + radii[0] + radii[1])
     t = (R - radii[0]) / d
     mu[0] = 1.0 - t
     mu[1] = t
-    return mu, _radius_for(G, radii, mu, off)
+    return _radius_for(G, radii, mu, off)
 
 
 @njit(cache=True)
 def _ball_and_point(G, radii, off, mu):
-    """Closed form for a ball and a (weighted) point: (mu, R).
+    """Closed form for a ball and a (weighted) point: the radius; mu (zeros) in place.
 
     On the segment c = c0 + t (p - c0): t d + r0 = sqrt((1 - t)^2 d^2 + off).
     """
@@ -136,12 +142,15 @@ def _ball_and_point(G, radii, off, mu):
     r0 = radii[0]
     if d2 + off[1] <= r0 * r0:
         mu[0] = 1.0
-        return mu, r0
+        return r0
     t = 1.0 if d == 0.0 else (d2 + off[1] - r0 * r0) / (2.0 * d * (d + r0))
-    t = min(max(t, 0.0), 1.0)
+    if t < 0.0:
+        t = 0.0
+    if t > 1.0:
+        t = 1.0
     mu[0] = 1.0 - t
     mu[1] = t
-    return mu, _radius_for(G, radii, mu, off)
+    return _radius_for(G, radii, mu, off)
 
 
 @njit(cache=True)
@@ -154,24 +163,26 @@ def _fw_at_radius(G, radii, off, r, bvec, mu, Gmu, fw_tol, best_mu, best_R):
     R = _radius_for(G, radii, mu, off)
     if R < best_R:
         best_R = R
-        best_mu[:] = mu
-    return math.sqrt(max(v, 0.0)) - r, best_R
+        for j in range(mu.shape[0]):
+            best_mu[j] = mu[j]
+    return math.sqrt(v if v > 0.0 else 0.0) - r, best_R
 
 
 @njit(cache=True)
-def _radius_root(G, radii, off, mu, Gmu, tol, fw_tol, rmax):
+def _radius_root(G, radii, off, mu, Gmu, bvec, best_mu, tol, fw_tol, rmax):
     """The MEB of balls (some radius > 0) by Illinois regula falsi on h(r), from the warm
-    start mu (``Gmu = G mu``): (mu, R)."""
-    bvec = np.empty(G.shape[0])
+    start mu (``Gmu = G mu``; bvec and best_mu are scratch): the radius, with the best
+    centre's weights written to mu."""
     lo = rmax
     hi = _radius_for(G, radii, mu, off)  # any centre gives an upper bound on the radius
-    best_mu = mu.copy()
+    for j in range(mu.shape[0]):
+        best_mu[j] = mu[j]
     fhi, best_R = _fw_at_radius(G, radii, off, hi, bvec, mu, Gmu, fw_tol, best_mu, hi)
     if fhi >= -tol * hi:
-        return best_mu, best_R
+        return _take(mu, best_mu, best_R)
     flo, best_R = _fw_at_radius(G, radii, off, lo, bvec, mu, Gmu, fw_tol, best_mu, best_R)
     if flo <= tol * lo:
-        return best_mu, best_R
+        return _take(mu, best_mu, best_R)
     side = 0
     for _ in range(ROOT_MAX_ITER):
         r = hi - fhi * (hi - lo) / (fhi - flo)
@@ -192,23 +203,29 @@ def _radius_root(G, radii, off, mu, Gmu, tol, fw_tol, rmax):
             if side == -1:
                 flo *= 0.5
             side = -1
-    return best_mu, best_R
+    return _take(mu, best_mu, best_R)
 
 
 @njit(cache=True)
-def _fw_points(G, radii, off, mu, Gmu, fw_tol):
+def _take(mu, best_mu, best_R):
+    """mu := best_mu; returns best_R."""
+    for j in range(mu.shape[0]):
+        mu[j] = best_mu[j]
+    return best_R
+
+
+@njit(cache=True)
+def _fw_points(G, radii, off, mu, Gmu, bvec, fw_tol):
     """MEB of (weighted) points (radii all 0) from the warm start mu (in place, ``Gmu = G
-    mu``): (mu, R)."""
-    m = G.shape[0]
-    bvec = np.empty(m)
-    for j in range(m):
+    mu``; bvec is scratch): the radius."""
+    for j in range(G.shape[0]):
         bvec[j] = G[j, j] + off[j]
     _pairwise_fw(G, bvec, mu, Gmu, fw_tol, FW_MAX_ITER)
-    return mu, _radius_for(G, radii, mu, off)
+    return _radius_for(G, radii, mu, off)
 
 
-@njit(cache=True)
-def meb_of_balls(G, radii, off, tol=1e-13):
+@kernel(F8(F8_2D, F8_1D, F8_1D, F8_1D, F8))
+def meb_into(G, radii, off, mu, tol):
     """Minimum enclosing ball of balls B(c_j, radii[j]) given the Gram matrix of the c_j.
 
     Args:
@@ -217,37 +234,57 @@ def meb_of_balls(G, radii, off, tol=1e-13):
         off: (m,) float64 offsets of weighted points (0 for balls and unit weights): the
             point j stands for copies at squared distance ``|x - c_j|^2 + off_j`` (see
             the module docstring, "weights").
+        mu: (m,) float64 zeros: receives the convex weights of the new centre over the c_j.
         tol: relative tolerance of the Frank-Wolfe gap and of the radius.
 
     Returns:
-        (mu, R): convex weights of the new centre over the c_j, and its radius
-        (recomputed exactly, so every input ball is enclosed).
+        the radius (recomputed exactly, so every input ball is enclosed).
     """
     m = G.shape[0]
-    mu = np.zeros(m)
     if m == 1:
         mu[0] = 1.0
-        return mu, radii[0] + math.sqrt(max(off[0], 0.0))
+        return radii[0] + math.sqrt(off[0] if off[0] > 0.0 else 0.0)
     if m == 2 and off[0] == 0.0 and off[1] == 0.0:
         return _two_balls(G, radii, off, mu)
     if m == 2 and off[0] == 0.0 and radii[1] == 0.0:
         return _ball_and_point(G, radii, off, mu)
-    j0 = np.argmax(radii)  # start at the largest ball's centre
+    j0 = 0  # start at the (first) largest ball's centre
+    for j in range(m):
+        if radii[j] > radii[j0]:
+            j0 = j
+    rmax = radii[j0]
     mu[j0] = 1.0
-    Gmu = G[:, j0].copy()
+    Gmu = np.empty(m)
+    for j in range(m):
+        Gmu[j] = G[j, j0]
+    bvec = np.empty(m)
     fw_tol = tol * _diag_scale(G)
-    rmax = np.max(radii)
     if rmax <= 0.0:
-        return _fw_points(G, radii, off, mu, Gmu, fw_tol)
-    return _radius_root(G, radii, off, mu, Gmu, tol, fw_tol, rmax)
+        return _fw_points(G, radii, off, mu, Gmu, bvec, fw_tol)
+    return _radius_root(G, radii, off, mu, Gmu, bvec, np.empty(m), tol, fw_tol, rmax)
+
+
+def meb_of_balls(G: np.ndarray, radii: np.ndarray, off: np.ndarray,
+                 tol: float = 1e-13) -> tuple[np.ndarray, float]:
+    """:func:`meb_into` with fresh weights (float64 inputs, as there).
+
+    Returns:
+        (mu, R): convex weights of the new centre over the c_j, and its radius.
+    """
+    mu = np.zeros(G.shape[0])
+    R = compiled(meb_into)(np.ascontiguousarray(G, dtype=np.float64),
+                 np.ascontiguousarray(radii, dtype=np.float64),
+                 np.ascontiguousarray(off, dtype=np.float64), mu, tol)
+    return mu, R
 
 
 @njit(cache=True)
-def meb_of_points_warm(G, mu, off, tol=1e-13):
-    """Exact MEB of (weighted) points (all radii 0; ``off`` as in meb_of_balls) from a warm
+def meb_of_points_warm(G, mu, off, tol):
+    """Exact MEB of (weighted) points (all radii 0; ``off`` as in meb_into) from a warm
     start mu on the simplex (in place).
 
     Returns:
-        (mu, R) as meb_of_balls.
+        the radius, as meb_into.
     """
-    return _fw_points(G, np.zeros(G.shape[0]), off, mu, G @ mu, tol * _diag_scale(G))
+    m = G.shape[0]
+    return _fw_points(G, np.zeros(m), off, mu, G @ mu, np.empty(m), tol * _diag_scale(G))

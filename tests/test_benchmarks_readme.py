@@ -115,8 +115,9 @@ def test_fastest_section_decides_each_target_from_the_records(tmp_path, monkeypa
     assert "| 0.20 | 0.10 | 0.10 | 2.00 (1: 0.50 / 1.00) | 0.30 | 0.10 | 0.20 | 3.00 |" in text
     assert "| fixed costs (placement, duplicates, setup, assembly, attributes) < 1 s at 5e5 " \
            "rows | 0.80 s | met |" in text
-    assert "| bsgd: first fit after install within 1.5x a warm one | 3.00x | **missed** |" \
+    assert "| streaming (bsgd): first fit within 1.5x a warm one | 3.00x | **missed** |" \
         in text
+    assert "randsvm 500,000 rows 6.0 / 5.0 (1.20x)" in text.replace("\n", " ")
     assert len(text.splitlines()) <= 400
 
 

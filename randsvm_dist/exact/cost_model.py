@@ -101,10 +101,10 @@ class Coefficients:
     setup_seconds: float = 1.9          # per fit
     serial_terms: float = 5.0           # k: serial terms per kernel value
     libsvm_sync_terms: float = LIBSVM_SYNC_TERMS
-    # the 16-core reference's warm re-solves (5x slower on 16 threads than on 2) fit a
-    # wait of ~4,000 terms; on 2 cores one re-solve was 1.5x slower on 2 threads than on
-    # 1, which the warm solver's own rule (``warm_smo.WARM_SYNC_TERMS``) follows: one wait
-    # term cannot describe both machines, the model keeps the reference's
+    # the 16-core reference's warm re-solves (code whose steps were serial: 5x slower on
+    # 16 threads than on 2) fit a wait of ~4,000 terms; today's warm solver splits each
+    # step's scans over its threads and takes them by its own rule
+    # (``warm_smo.WARM_SYNC_TERMS``); the model keeps the reference's wait
     warm_sync_terms: float = 4_000.0
     onedal_sync_terms: float = ONEDAL_SYNC_TERMS
     # a divide (``plan_seconds``), measured here on the cold working sets of ringnorm 50k

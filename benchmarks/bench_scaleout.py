@@ -238,15 +238,18 @@ def plot(path: Path, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = with_efficiency([json.loads(x) for x in path.read_text().splitlines() if x])
+    last = {}  # earlier runs stay in the file: the last of each (set, rows, engine, W)
+    for r in (json.loads(x) for x in path.read_text().splitlines() if x):
+        last[(r["set"], r["rows"], r["engine"], r["workers"])] = r
+    rows = with_efficiency(list(last.values()))
     fig, (ax_t, ax_e) = plt.subplots(1, 2, figsize=(11, 4.2))
-    styles = {"randsvm": "-s", "libsvm": "--o", "sklearnex": ":^"}
+    styles = {"randsvm": "-s", "libsvm": "--o", "sklearnex": ":^", "ceiling": "-.x"}
     sets = sorted({(r["set"], r["rows"]) for r in rows}, key=str)
     for k, key in enumerate(sets):
         for engine, style in styles.items():
-            got = sorted((r["workers"], r) for r in rows
-                         if (r["set"], r["rows"]) == key and r["engine"] == engine
-                         and "seconds" in r["result"])
+            got = sorted(((r["workers"], r) for r in rows
+                          if (r["set"], r["rows"]) == key and r["engine"] == engine
+                          and "seconds" in r["result"]), key=lambda t: t[0])
             if not got:
                 continue
             ws = [w for w, _ in got]

@@ -497,11 +497,9 @@ def section_scaleout() -> list[str]:
         return "; ".join(f"{r['workers']}: {cell(r)}" for r in runs)
 
     out = ["## Scale-out: the same fit at W workers (issue 26)", "",
-           "Each fit alone in a fresh process: RandSVM on W single-threaded workers (start, "
-           "compiles excluded), peers on W threads; `ceiling`: the same kernel blocks split "
-           "over W processes. Per W: seconds (efficiency T(1) / (W T(W))). skin_nonskin takes "
-           "the in-process route (one solve on all the client's cores whatever W); oneclass's "
-           "solves are LIBSVM's, which use one core.",
+           "Each fit alone in a fresh process: RandSVM on W 1-thread workers (start, compiles "
+           "excluded), peers on W threads; `ceiling`: the same kernel blocks over W "
+           "processes. Per W: seconds (T(1) / (W T(W))). skin_nonskin: in-process (all cores).",
            "", *table(["set", "rows", "engine", "W: seconds (efficiency)", "W: solve / scan s",
                        "certified gap", "quality", "load at starts"],
                       [(name, f"{runs[-1]['result'].get('n_rows', rows_) or 0:,}"

@@ -11,7 +11,10 @@ solve on all W threads, policy 'all') and with today's solvers' rule (policy 'ch
         --out benchmarks/results/cost_model_check.jsonl
 
 Without ``--local`` (or with no usable rows in it) the model's default coefficients are
-used, and said so. ``--fit-reference`` fits to the reference itself (an in-sample check).
+used, and said so. ``--fit-reference`` fits to the reference itself (an in-sample check);
+``--fit-reference 2,4`` fits to its fits at those worker counts only and reports the mean
+error over the others apart (out of sample: how well the model's form carries a fit at few
+workers on that machine to many).
 Fits whose numba cache was cold also compiled for ~25 s, which the model leaves out: they
 are reported, marked, and kept out of the mean error. Exits 0 with a message when the
 reference file is absent.
@@ -108,14 +111,37 @@ def speedups(fits: list[dict], coef, target: int = 16) -> list[dict]:
     return out
 
 
+def reference_workers(spec: str, fits: list[dict]) -> set[int]:
+    """The worker counts ``--fit-reference`` names: every one of ``fits`` for 'all', else
+    the comma-separated integers of ``spec``.
+
+    Raises:
+        SystemExit: a count that is not a positive integer or that no fit has.
+    """
+    have = {r["fit"].workers for r in fits}
+    if spec == "all":
+        return have
+    try:
+        want = {int(x) for x in spec.split(",")}
+    except ValueError:
+        raise SystemExit("--fit-reference: expected worker counts such as 2,4, got "
+                         f"{spec!r}") from None
+    if not want or not want <= have:
+        raise SystemExit(f"--fit-reference: the reference has fits at W={sorted(have)}, "
+                         f"not at {sorted(want - have)}")
+    return want
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--local", type=Path, default=None,
                    help="bench_scaleout.py results (jsonl) to fit the coefficients to")
     p.add_argument("--reference", type=Path, default=REFERENCE)
-    p.add_argument("--fit-reference", action="store_true",
-                   help="fit to the reference fits themselves (in-sample)")
+    p.add_argument("--fit-reference", nargs="?", const="all", default=None,
+                   metavar="W,W",
+                   help="fit to the reference fits themselves: all of them (in-sample), "
+                        "or those at the given worker counts (the rest out of sample)")
     p.add_argument("--out", type=Path, default=None, help="append the results (jsonl)")
     args = p.parse_args(argv)
     if not args.reference.is_file():
@@ -130,9 +156,15 @@ def main(argv=None) -> int:
 
     fits = reference_fits(args.reference)
     local = local_fits(args.local) if args.local and args.local.is_file() else []
+    held_out: set[int] = set()
     if args.fit_reference:
-        source = "the reference fits (in-sample)"
-        coef = fit_coefficients([r["fit"] for r in fits if not r.get("numba_cache_cold")])
+        fit_at = reference_workers(args.fit_reference, fits)
+        held_out = {r["fit"].workers for r in fits} - fit_at
+        source = ("the reference fits (in-sample)" if not held_out else
+                  f"the reference fits at W={sorted(fit_at)} (W={sorted(held_out)} out of "
+                  "sample)")
+        coef = fit_coefficients([r["fit"] for r in fits if not r.get("numba_cache_cold")
+                                 and r["fit"].workers in fit_at])
     elif local:
         source = f"{len(local)} local fits in {args.local}"
         coef = fit_coefficients(local)
@@ -153,6 +185,11 @@ def main(argv=None) -> int:
     if warm:
         print(f"mean |error| over {len(warm)} fits with a warm numba cache: "
               f"{100 * sum(warm) / len(warm):.0f}%")
+    unseen = [abs(r["error"]) for r in rows
+              if not r["numba_cache_cold"] and r["workers"] in held_out]
+    if unseen:
+        print(f"mean |error| over the {len(unseen)} of them out of sample (W="
+              f"{sorted(held_out)}): {100 * sum(unseen) / len(unseen):.0f}%")
     ahead = speedups(fits, coef)
     for r in ahead:
         print(f"predicted {r['data'][:34]} {r['solver']}: W=1 {r['predicted_1']:.1f} s, "
@@ -161,7 +198,8 @@ def main(argv=None) -> int:
     if args.out:
         with open(args.out, "a") as f:
             f.write(json.dumps({"source": source, "coefficients": coefficients_dict(coef),
-                                "fits": rows, "speedups": ahead}) + "\n")
+                                "fits": rows, "speedups": ahead,
+                                "held_out_workers": sorted(held_out)}) + "\n")
     return 0
 
 

@@ -497,9 +497,8 @@ def section_scaleout() -> list[str]:
         return "; ".join(f"{r['workers']}: {cell(r)}" for r in runs)
 
     out = ["## Scale-out: the same fit at W workers (issue 26)", "",
-           "Each fit alone in a fresh process: RandSVM on W 1-thread workers (start, compiles "
-           "excluded), peers on W threads; `ceiling`: the same kernel blocks over W "
-           "processes. Per W: seconds (T(1) / (W T(W))). skin_nonskin: in-process (all cores).",
+           "Each fit alone: RandSVM on W 1-thread workers (start excluded), peers on W threads, "
+           "`ceiling` one kernel over W processes; s (T(1)/(W T(W))); skin_nonskin in-process.",
            "", *table(["set", "rows", "engine", "W: seconds (efficiency)", "W: solve / scan s",
                        "certified gap", "quality", "load at starts"],
                       [(name, f"{runs[-1]['result'].get('n_rows', rows_) or 0:,}"
@@ -535,6 +534,8 @@ def section_scaleout() -> list[str]:
                    "--max-seconds 400 --out benchmarks/results/scaleout.jsonl",
                    "python benchmarks/cost_model_check.py --local "
                    "benchmarks/results/scaleout.jsonl --out "
+                   "benchmarks/results/cost_model_check.jsonl",
+                   "python benchmarks/cost_model_check.py --fit-reference 2,4 --out "
                    "benchmarks/results/cost_model_check.jsonl")
     return out
 
@@ -542,7 +543,8 @@ def section_scaleout() -> list[str]:
 def _cost_model_lines() -> tuple[list[str], list[tuple[str, str, bool]]]:
     """The cost model's predictions beside the 16-core reference fits (the last record of
     cost_model_check.jsonl), and the targets of its predicted 16-core speed-up."""
-    checks = [r for r in load("cost_model_check.jsonl") if "speedups" in r]
+    checks = [r for r in load("cost_model_check.jsonl")
+              if "speedups" in r and "local fits" in r["source"]]
     if not checks:
         return [], []
     last = checks[-1]
@@ -552,11 +554,10 @@ def _cost_model_lines() -> tuple[list[str], list[tuple[str, str, bool]]]:
         cells.setdefault((r["data"].split(" (")[0], r["solver"]), {})[r["workers"]] = (
             f"{r['measured']:.1f} / {r['predicted']:.1f}")
     ahead = {(r["data"].split(" (")[0], r["solver"]): r for r in last["speedups"]}
-    lines = ["", f"Cost model (`exact/cost_model.py`, fitted to the local fits above) beside "
-             "the 16-core reference (measured on earlier code), measured / predicted s (warm "
-             "numba cache; mean |error| "
-             f"{100 * sum(abs(r['error']) for r in warm) / max(len(warm), 1):.0f}%); W=1 and "
-             "W=16 predicted (no 16-core machine was available):", "",
+    lines = ["", "Cost model (`exact/cost_model.py`) fitted to the local fits above, beside "
+             "the 16-core reference (earlier code): measured / predicted s, warm numba cache, "
+             f"mean |error| {100 * sum(abs(r['error']) for r in warm) / max(len(warm), 1):.0f}%"
+             f"{_out_of_sample_words()}. W=1, W=16 predicted (no 16-core machine):", "",
              *table(["fit", "solver", *(f"W={w}" for w in (2, 4, 8, 16)), "predicted W=1 / "
                      "W=16 s", "predicted speed-up"],
                     [(name, solver, *(got.get(w, "-") for w in (2, 4, 8, 16)),
@@ -570,6 +571,21 @@ def _cost_model_lines() -> tuple[list[str], list[tuple[str, str, bool]]]:
               " / ".join(f"{x:.2f}x" for _, x in big), min(x for _, x in big) >= 8)
              ] if big else []
     return lines, goals
+
+
+def _out_of_sample_words() -> str:
+    """How the model's form carries few workers to many on the reference machine: the last
+    cost_model_check.jsonl record fitted to some of the reference's worker counts."""
+    held = [r for r in load("cost_model_check.jsonl") if r.get("held_out_workers")]
+    if not held:
+        return ""
+    last = held[-1]
+    unseen = [abs(r["error"]) for r in last["fits"]
+              if not r["numba_cache_cold"] and r["workers"] in last["held_out_workers"]]
+    fit_at = sorted({r["workers"] for r in last["fits"]} - set(last["held_out_workers"]))
+    return (f"; fitted to the reference's W={', '.join(map(str, fit_at))} fits instead: "
+            f"W={', '.join(map(str, last['held_out_workers']))} within "
+            f"{100 * sum(unseen) / max(len(unseen), 1):.0f}% (out of sample)")
 
 
 def section_bsgd_average() -> list[str]:
@@ -589,11 +605,12 @@ def section_restructure() -> list[str]:
     rows = load("restructure_same_model.jsonl")
     return ["## Same model, same time across the codebase restructuring (issue 25)", "",
             "The 1e6 checkerboard fit (C 100, gamma 1, solver='libsvm', 2 workers), before and "
-            "after (commit: fit s, iterations, #SV, gap, test accuracy %, support / dual_coef "
-            "/ intercept digests): " + "; ".join(
+            "after (commit: fit s, iterations, #SV, gap, test accuracy %): " + "; ".join(
                 f"{r['commit']}: {r['seconds']:.1f} s, {r['iterations']}, "
-                f"{r['n_support']:,}, {r['relative_gap']:.3e}, {pct(r['accuracy'])}, "
-                f"{r['support']} / {r['dual_coef']} / {r['intercept']}" for r in rows) + ".",
+                f"{r['n_support']:,}, {r['relative_gap']:.3e}, {pct(r['accuracy'])}"
+                for r in rows) + "; support / dual_coef / intercept digests: " + "; ".join(
+                sorted({f"{r['support']} / {r['dual_coef']} / {r['intercept']}"
+                        for r in rows})) + ".",
             *command("python benchmarks/bench_same_model.py BEFORE_CHECKOUT AFTER_CHECKOUT "
                      "--rows 1000000 --out benchmarks/results/restructure_same_model.jsonl")]
 

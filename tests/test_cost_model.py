@@ -132,6 +132,35 @@ def test_reference_check_runs(shared_datasets, tmp_path, capsys):
     assert all(abs(r["error"]) < 0.5 for r in warm)
 
 
+def test_reference_check_out_of_sample(shared_datasets, tmp_path, capsys):
+    """Fitted to the reference's 2- and 4-worker fits only, the 8- and 16-worker ones are
+    predicted out of sample, reported apart; a worker count it lacks is a one-line error."""
+    reference = shared_datasets.parent / "reference" / "scaleout-16core.jsonl"
+    if not reference.is_file():
+        pytest.skip(f"needs {reference}")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from cost_model_check import main
+
+    out = tmp_path / "check.jsonl"
+    assert main(["--reference", str(reference), "--fit-reference", "2,4",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "W=[8, 16] out of sample" in printed and "out of sample (W=[8, 16])" in printed
+    record = json.loads(out.read_text())
+    assert record["held_out_workers"] == [8, 16]
+    in_sample = json.loads(_run_in_sample(main, reference, tmp_path))
+    assert in_sample["held_out_workers"] == []
+    assert record["coefficients"] != in_sample["coefficients"]
+    with pytest.raises(SystemExit, match="not at \\[3\\]"):
+        main(["--reference", str(reference), "--fit-reference", "2,3"])
+
+
+def _run_in_sample(main, reference, tmp_path) -> str:
+    out = tmp_path / "in_sample.jsonl"
+    assert main(["--reference", str(reference), "--fit-reference", "--out", str(out)]) == 0
+    return out.read_text()
+
+
 def test_reference_check_skips_cleanly_without_the_file(tmp_path, capsys):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from cost_model_check import main

@@ -16,7 +16,7 @@ import pytest
 
 from randsvm_dist.cli import main
 from randsvm_dist.engine import client as cluster
-from randsvm_dist.engine import embedded, probe
+from randsvm_dist.engine import embedded, launcher, probe
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -97,10 +97,21 @@ def test_embedded_binds_loopback_only_and_leaves_the_environment(monkeypatch):
         # the workers themselves are single-threaded for LIBSVM
         omp = client.run(lambda: os.environ.get("OMP_NUM_THREADS"))
         assert set(omp.values()) == {"1"}
+        # and run without Dask's stack-sampling profiler
+        profiling = client.run(lambda: __import__("dask").config.get(
+            "distributed.worker.profile.enabled"))
+        assert set(profiling.values()) == {False}
         assert embedded.embedded_client() is client  # started once per process
     finally:
         embedded.close_embedded()
     assert embedded._EMBEDDED.client is None
+
+
+def test_a_callers_profiler_setting_reaches_the_workers(monkeypatch):
+    monkeypatch.delenv(launcher.PROFILER_ENV, raising=False)
+    assert launcher._child_environ()[launcher.PROFILER_ENV] == "False"
+    monkeypatch.setenv(launcher.PROFILER_ENV, "True")
+    assert launcher._child_environ()[launcher.PROFILER_ENV] == "True"
 
 
 @pytest.mark.heavy

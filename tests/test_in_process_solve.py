@@ -125,3 +125,32 @@ def test_a_good_point_passes_the_scans_check():
         dual_objective(p.model.X, p.model.coef, params.kernel), rel=1e-6)
     _, refusal = solving.finish_scanned(p, f / 2, rows.part, False)
     assert "misses the optimality conditions" in refusal
+
+
+def test_several_problems_open_at_the_certificates_tol_and_reach_the_same_model(monkeypatch):
+    """oneDAL's first solves of several problems (one-vs-one's pairs) stop at
+    OPENING_TOL_SHARE x gap_tol, not the estimator's tol: every pair certifies from its
+    first solve, the model is the one the estimator's tol reaches after its re-solves
+    (within the solver's tolerance); one problem, or LIBSVM's solves, keep the tol."""
+    from randsvm_dist.exact import certificate
+
+    X, y, _ = _data(2400, classes=4, seed=3)
+    common = dict(C=8.0, gamma=0.1, random_state=0, tol=1e-3, gap_tol=1e-3)
+    fit = RandSVMClassifier(solver="onedal", **common).fit(X, y)
+    opening = certificate.OPENING_TOL_SHARE * 1e-3
+    first = [r for r in fit.history_ if r["iteration"] == 1]
+    assert len(first) == 6 and all(r["tol"] == pytest.approx(opening) for r in first)
+    assert fit.certified_ and fit.n_iter_ == 1
+    assert all(r["relative_gap"] <= 1e-3 for r in first)
+    monkeypatch.setattr(certificate, "OPENING_TOL_SHARE", 1.0)  # min(tol, gap_tol): tol
+    ref = RandSVMClassifier(solver="onedal", **common).fit(X, y)
+    assert all(r["tol"] == pytest.approx(1e-3) for r in ref.history_ if r["iteration"] == 1)
+    assert ref.certified_
+    np.testing.assert_allclose(fit.decision_function(X), ref.decision_function(X), atol=2e-2)
+    assert np.mean(fit.predict(X) == ref.predict(X)) >= 0.995
+    monkeypatch.undo()
+    one = RandSVMClassifier(solver="onedal", **common).fit(X, y == 0)
+    assert one.history_[0]["tol"] == pytest.approx(1e-3)
+    by_libsvm = RandSVMClassifier(solver="libsvm", **common).fit(X, y)
+    assert all(r["tol"] == pytest.approx(1e-3)
+               for r in by_libsvm.history_ if r["iteration"] == 1)

@@ -363,7 +363,7 @@ def test_float32_solve_reaches_the_float64_optimum(monkeypatch, case):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         fast = solve_onedal(X, t, replace(params, tol=1e-3), None, 1)
-        ref = solve_onedal(X, t, replace(params, tol=1e-4), None, 1)
+        ref = solve_onedal(X, t, replace(params, tol=1e-5), None, 1)
     assert seen == [np.dtype(np.float32), np.dtype(np.float64)]
     _same_optimum(X, ref, fast, params.kernel, dual_rtol=1e-5)
 
@@ -372,13 +372,15 @@ def test_float32_only_at_a_loose_tol_and_a_small_box():
     from randsvm_dist.solvers.onedal_backend import (
         FLOAT32_MAX_C,
         FLOAT32_MAX_C_SVR,
+        FLOAT32_MIN_TOL,
         fit_dtypes,
     )
 
     both, only64 = (np.float32, np.float64), (np.float64,)
     params = SolverParams(C=FLOAT32_MAX_C, tol=1e-3)
     assert fit_dtypes(params) == both
-    assert fit_dtypes(replace(params, tol=1e-4)) == only64
+    assert fit_dtypes(replace(params, tol=FLOAT32_MIN_TOL)) == both
+    assert fit_dtypes(replace(params, tol=FLOAT32_MIN_TOL / 2)) == only64
     assert fit_dtypes(replace(params, C=2 * FLOAT32_MAX_C)) == only64
     assert fit_dtypes(replace(params, weight_pos=2.0)) == only64  # C x class weight
     svr = replace(params, svm_type=3, C=FLOAT32_MAX_C_SVR)  # epsilon-SVR: a larger box

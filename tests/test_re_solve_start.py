@@ -135,6 +135,15 @@ def test_the_in_process_re_solve_starts_from_the_scan_and_closes_the_gap_once(mo
                                atol=2 * h[1]["tol"])
 
 
+def test_the_opening_tol_is_a_share_of_gap_tol_never_looser_than_asked():
+    p = ProblemState(CSVC(1), SolverParams(C=1.0, tol=1e-3), n_rows=10, size=10)
+    share = certificate.OPENING_TOL_SHARE
+    assert certificate.opening_tol(p, 1e-3).solver.tol == pytest.approx(share * 1e-3)
+    assert certificate.opening_tol(p, 1.0).solver.tol == pytest.approx(1e-3)  # tol's tighter
+    assert certificate.opening_tol(p, 0.0) is p  # no certificate asked for
+    assert certificate.opening_tol(p, 1e-9).solver.tol == certificate.MIN_TOL
+
+
 def test_tightening_asks_for_what_the_gap_needs():
     p = ProblemState(CSVC(1), SolverParams(C=1.0, tol=1e-3), n_rows=10, size=10)
     assert certificate.tightened(p, 3.5e-2, 1e-3).solver.tol == pytest.approx(1e-5)

@@ -19,8 +19,10 @@ The scan evaluates every row, so a oneDAL solve here runs no pass over decision 
 its own: its optimality check and its dual objective come from the scan's values
 (``solving.finish_scanned``), and a point that misses the optimality conditions is solved
 again by LIBSVM and scanned again before the certificate (as a working-set solve falls
-back). oneDAL takes the float32 rows as they are at the first tol when C is small
-(``solvers.onedal_backend``).
+back). oneDAL takes the float32 rows as they are when C is small and tol not below
+``solvers.onedal_backend.FLOAT32_MIN_TOL``. When oneDAL solves several problems (the
+pairs of one-vs-one), their first solve stops at a tol aimed at the certificate
+(``exact.certificate.opening_tol``), so that no pair needs a re-solve and a second scan.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from randsvm_dist.engine.layout import preferred_layout
 from randsvm_dist.engine.partition_build import finish, load_rows, survey
 from randsvm_dist.engine.partitions import Partition, make_array_partition
 from randsvm_dist.exact.cancellation import check
+from randsvm_dist.exact.certificate import opening_tol
 from randsvm_dist.exact.driver import Loop, ScanStep, SolveStep, decide_step, scan_requests
 from randsvm_dist.exact.route import Machine, backend_of, cold_backend
 from randsvm_dist.exact.scan import scan_partition
@@ -187,6 +190,9 @@ def run_in_process(rows: InMemoryRows, problems: list[ProblemState], cfg: RunCon
     loop = Loop(cfg.sample_size, "direct", why, time.perf_counter(), machine=where,
                 solved_in="client")
     problems = [replace(p, margin_tol=cfg.margin_tol) for p in problems]
+    if len(problems) > 1 and cold_backend(problems, rows.weighted, rows.is_sparse,
+                                          rows.n_features) == "onedal":
+        problems = [opening_tol(p, cfg.gap_tol) for p in problems]
     while True:
         loop.it += 1
         check(cancelled, f"the solves of iteration {loop.it}")

@@ -112,7 +112,7 @@ def test_a_shrinking_pass_swaps_every_cached_row_as_libsvm_does(nth):
     kp = kernel_params(Kernel("rbf", 0.3))
     tw = (np.arange(n), np.empty((0, 0)), np.ones(0), np.zeros(0))
     pool = np.empty(60 * n, dtype=np.float32)
-    cm, cst = np.empty((6, n + 1), dtype=np.int64), np.zeros(4, dtype=np.int64)
+    cm, cst = np.empty((6, n + 1), dtype=np.int64), np.zeros(C.CST_SIZE, dtype=np.int64)
     C.cache_reset(cm, cst, len(pool), n)
     for r in rng.permutation(n)[:60]:  # rows of many lengths, some past every j
         C.cache_get(int(r), int(rng.integers(300, n + 1)), XT, y, sq, kp, pool, cm, cst,

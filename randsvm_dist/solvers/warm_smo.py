@@ -50,7 +50,7 @@ from randsvm_dist.solvers.libsvm_adapter import (
     finish_solution,
     step_threads,
 )
-from randsvm_dist.solvers.warm_smo_cache import EVALS, cache_reset
+from randsvm_dist.solvers.warm_smo_cache import BAR_EVALS, BAR_UPDATES, CST_SIZE, EVALS, cache_reset
 from randsvm_dist.solvers.warm_smo_duals import (
     WarmDual,
     dual_for,
@@ -241,9 +241,7 @@ def _start(XT, dual: WarmDual, sq, kp, threads: int, tw, sums: np.ndarray | None
 
 @dataclass(frozen=True)
 class _Solved:
-    """The SMO's end, in the dual's variable order: the alphas, rho, the iterations, and
-    the gradient's parts Q alpha (= G - p) and G_bar."""
-
+    """The SMO's end in the dual's variable order: alphas, rho, iterations, Q alpha, G_bar."""
     alpha: np.ndarray
     rho: float
     iterations: int
@@ -272,7 +270,7 @@ def _smo(XT: np.ndarray, dual: WarmDual, params: SolverParams, n_threads: int,
     pool_size = int(min(max(params.cache_size * (1 << 20) // 4, 2 * n), n * n))
     pool = np.empty(max(pool_size, 1), dtype=np.float32)
     cm = np.empty((6, n + 1), dtype=np.int64)
-    cst = np.zeros(4, dtype=np.int64)
+    cst = np.zeros(CST_SIZE, dtype=np.int64)
     cache_reset(cm, cst, len(pool), n)
     every = WARM_SHRINK_EVERY if dual.warm else SHRINK_EVERY
     # a start with every row's gradient given (a re-solve of every row at a tighter tol)
@@ -298,9 +296,10 @@ def _smo(XT: np.ndarray, dual: WarmDual, params: SolverParams, n_threads: int,
     out, q_alpha, g_bar = np.empty(n), np.empty(n), np.empty(n)
     out[perm], q_alpha[perm], g_bar[perm] = alpha, G - dual.p[perm], G_bar
     stats.update(iterations=int(ist[ITER]), kernel_evals=int(cst[EVALS]),
-                 start_evals=start_evals, rebuild_evals=rebuild_evals,
+                 g_bar_evals=int(cst[BAR_EVALS]), g_bar_updates=int(cst[BAR_UPDATES]),
+                 start_evals=start_evals, rebuild_evals=rebuild_evals, start_s=t1 - t0,
                  mean_active=float(ist[SCANNED]) / max(int(ist[ITER]), 1),
-                 start_s=t1 - t0, smo_s=time.perf_counter() - t1, rebuild_s=t_rebuild)
+                 smo_s=time.perf_counter() - t1, rebuild_s=t_rebuild)
     return _Solved(out, _rho(y, alpha, G, Cb), int(ist[ITER]), q_alpha, g_bar)
 
 
@@ -365,12 +364,13 @@ def solve_warm_counted(X, y: np.ndarray | None, params: SolverParams,
 
     Args: as ``solve_warm``, and
         stats: a dict that receives ``iterations``, ``kernel_evals`` (kernel values the
-            SMO loop computed), ``start_evals`` and ``rebuild_evals`` (those of the
-            starting gradient and of the shrunk gradient's rebuilds), ``mean_active`` (the
-            active set's mean size over the iterations), ``start_s`` (seconds for the
-            starting gradient), ``smo_s`` (seconds in the SMO loop with its gradient
-            rebuilds), ``rebuild_s`` (seconds of those rebuilds) and ``threads`` (the
-            threads it took of the offered); None: none.
+            SMO loop computed), of those ``g_bar_evals`` in its ``g_bar_updates`` updates
+            of G_bar (an alpha reaching or leaving its bound), ``start_evals`` and
+            ``rebuild_evals`` (the starting gradient's and the shrunk gradient's
+            rebuilds'), ``mean_active`` (the active set's mean size over the iterations),
+            ``start_s``, ``smo_s`` (the SMO loop with its gradient rebuilds) and
+            ``rebuild_s`` (those rebuilds) in seconds, and ``threads`` (the threads it
+            took of the offered); None: none.
         start_sums: (n, 2) the rows' kernel sums at alpha0 as a previous solve's
             ``BinarySolution.kernel_sums`` gives them, NaN for rows without (fresh rows:
             computed); the starting gradient then costs the unknown rows only. A row with

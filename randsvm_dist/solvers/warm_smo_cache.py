@@ -13,7 +13,8 @@ row; a shrinking pass moves each cached row's values for all its swaps at once
 (``cache_swap_values``: one walk over the rows instead of one a swap, a row's values
 together in cache, the rows split over threads).
 
-The state: ``pool`` (float32 values), ``cst`` (int64: STRIDE, NSLOTS, NFREE, EVALS) and
+The state: ``pool`` (float32 values), ``cst`` (int64: STRIDE, NSLOTS, NFREE, EVALS, and the
+loop's counters BAR_EVALS, BAR_UPDATES) and
 ``cm`` (int64, shape (6, n + 1); column n is the LRU list's sentinel) whose rows are the
 slot of a row, the row of a slot, the computed length of a slot, the LRU links and the
 stack of free slots.
@@ -27,8 +28,11 @@ import numpy as np
 from randsvm_dist.solvers import warm_smo_types as S
 from randsvm_dist.solvers.warm_smo_kernels import qrow
 
-# indices into the cache's int64 state vector ``cst``
-STRIDE, NSLOTS, NFREE, EVALS = range(4)
+# indices into the cache's int64 state vector ``cst`` (CST_SIZE long): the slots' length,
+# their count, the free ones, the kernel values computed, and of those the ones G_bar's
+# updates computed (``warm_smo_loop._update_g_bar``) and the count of those updates
+STRIDE, NSLOTS, NFREE, EVALS, BAR_EVALS, BAR_UPDATES = range(6)
+CST_SIZE = 6
 # rows of the cache's bookkeeping matrix ``cm``
 SLOT_OF, ROW_IN, SLOT_LEN, PREV, NEXT, FREE = range(6)
 # a shrinking pass's value swaps split over threads from this many (cached rows x swaps):

@@ -33,6 +33,8 @@ import numpy as np
 
 from randsvm_dist.solvers import warm_smo_types as S
 from randsvm_dist.solvers.warm_smo_cache import (
+    BAR_EVALS,
+    BAR_UPDATES,
     EVALS,
     NSLOTS,
     STRIDE,
@@ -105,19 +107,23 @@ def _shrink(active, g1, g2, X, y, sq, alpha, G, G_bar, Cb, QD, perm, pool, cm, c
                 S.B1, S.TWINS), nogil=True, cache=True)
 def _update_g_bar(r, c, active, X, y, sq, kp, G_bar, pool, cm, cst, scratch, par, tw):
     """G_bar += c Q_r over all rows (LIBSVM's get_Q(r, l) when r's upper-bound state
-    changes): the active part from the cache, the shrunk part computed."""
+    changes): the active part from the cache, the shrunk part computed; counted in
+    cst[BAR_EVALS] and cst[BAR_UPDATES]."""
     n = len(y)
+    before = cst[EVALS]
+    cst[BAR_UPDATES] += 1
     if cst[STRIDE] == n:
         b = cache_get(r, n, X, y, sq, kp, pool, cm, cst, par, tw)
         for k in range(n):
             G_bar[k] += c * pool[b + k]
-        return
-    b = cache_get(r, active, X, y, sq, kp, pool, cm, cst, par, tw)
-    for k in range(active):
-        G_bar[k] += c * pool[b + k]
-    cst[EVALS] += qrow(r, active, n, X, y, sq, kp, scratch, 0, par, tw)
-    for k in range(active, n):
-        G_bar[k] += c * scratch[k - active]
+    else:
+        b = cache_get(r, active, X, y, sq, kp, pool, cm, cst, par, tw)
+        for k in range(active):
+            G_bar[k] += c * pool[b + k]
+        cst[EVALS] += qrow(r, active, n, X, y, sq, kp, scratch, 0, par, tw)
+        for k in range(active, n):
+            G_bar[k] += c * scratch[k - active]
+    cst[BAR_EVALS] += cst[EVALS] - before
 
 
 @nb.njit(nogil=True, cache=True, inline="always")

@@ -26,9 +26,12 @@ import importlib
 import os
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from randsvm_dist.app.kernel_pieces import is_cached, run_part
 
 
 def _importer(module: str) -> Callable[[], None]:
@@ -45,11 +48,51 @@ def _libsvm_csr() -> None:
     svm_problem(np.array([1.0, -1.0] * 4), sp.csr_matrix(X))
 
 
-# name: what compiles; the exact path's groups, most expensive first
-EXACT_GROUPS: dict[str, Callable[[], None]] = {
-    "warm_smo": _importer("randsvm_dist.solvers.warm_smo"),
-    "rbf_fused": _importer("randsvm_dist.numerics.rbf_fused"),
-    "libsvm_csr": _libsvm_csr,
+def _part(*kernels: str) -> Callable[[], None]:
+    """A group compiling ``kernels`` (and their callees) into numba's disk cache in a
+    process of its own (``app.kernel_pieces``), unless the cache holds the warm SMO's
+    last kernel (``run_smo``: the chain was compiled before)."""
+    names = [f"randsvm_dist.solvers.{k}" for k in kernels]
+
+    def run() -> None:
+        if not is_cached(_SMO_LAST):
+            run_part(names)
+
+    return run
+
+
+@dataclass(frozen=True)
+class Group:
+    """A piece of the warm-up, run by one process at a time (its lock file).
+
+    Attributes:
+        run: compiles (or loads) the piece's kernels.
+        loads: running it loads its kernels into this process (an import): a process that
+            left it to another runs it after the other is done (loading what that one
+            compiled); False: it only fills numba's disk cache, nothing to run again.
+        after: the groups that must be done first (by whichever process), so that this one
+            loads their kernels instead of compiling them a second time.
+    """
+
+    run: Callable[[], None]
+    loads: bool = True
+    after: tuple[str, ...] = ()
+
+
+# name: what compiles; the exact path's groups. The warm SMO's chain (~8 s of compiling in
+# one process) is cut into two parts of ~3-4 s each, compiled by two processes at once;
+# whichever process then imports the warm SMO compiles only ``run_smo``, which calls them all.
+_SMO_PARTS = ("smo_rows", "smo_steps")
+_SMO_LAST = "randsvm_dist.solvers.warm_smo_loop.run_smo"
+EXACT_GROUPS: dict[str, Group] = {
+    "smo_rows": Group(_part("warm_smo_cache.cache_get", "warm_smo_cache.cache_reset",
+                            "warm_smo_loop._update_g_bar"), loads=False),
+    "smo_steps": Group(_part("warm_smo_loop._step_i", "warm_smo_loop._select_j",
+                             "warm_smo_loop._shrink", "warm_smo_kernels._accumulate_rows"),
+                       loads=False),
+    "rbf_fused": Group(_importer("randsvm_dist.numerics.rbf_fused")),
+    "libsvm_csr": Group(_libsvm_csr),
+    "warm_smo": Group(_importer("randsvm_dist.solvers.warm_smo"), after=_SMO_PARTS),
 }
 
 
@@ -77,23 +120,31 @@ def _run_locked(group: Callable[[], None], lock: Path, wait: bool) -> bool:
         return True
 
 
-def warm(groups: dict[str, Callable[[], None]] | None = None) -> None:
+def _wait_for(lock: Path) -> None:
+    """Returns once no other process holds ``lock`` (its group is done or never started)."""
+    _run_locked(lambda: None, lock, wait=True)
+
+
+def warm(groups: dict[str, Group] | None = None) -> None:
     """Compile (or load from numba's cache) the kernels of ``groups``, sharing the work
     with other processes warming at the same time (see the module doc).
 
     Args:
-        groups: name -> a function running the kernels on a few rows (default: the exact
-            path's, ``EXACT_GROUPS``).
+        groups: name -> the group (default: the exact path's, ``EXACT_GROUPS``), in the
+            order tried.
     """
     groups = EXACT_GROUPS if groups is None else groups
     try:
         locks = _lock_dir()
     except OSError:  # no shared temporary directory: every process warms everything
         for group in groups.values():
-            _attempt(group)
+            _attempt(group.run)
         return
-    later = [name for name, group in groups.items()
-             if not _run_locked(group, locks / f"{name}.lock", wait=False)]
+    later = []
+    for name, group in groups.items():
+        for first in group.after:
+            _wait_for(locks / f"{first}.lock")
+        if not _run_locked(group.run, locks / f"{name}.lock", wait=False) and group.loads:
+            later.append(name)
     for name in later:
-        _run_locked(groups[name], locks / f"{name}.lock", wait=True)
-
+        _run_locked(groups[name].run, locks / f"{name}.lock", wait=True)

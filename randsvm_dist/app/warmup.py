@@ -13,10 +13,15 @@ warm cache it only loads them (a fraction of a second). LIBSVM's own CSR convers
 
 Processes warming at once split the groups: a process takes a group's lock file
 (``fcntl.flock``) or leaves the group to its holder and comes back to it at the end, when
-it loads what the other compiled. A task importing a module that this process's warm-up
-is importing waits for that import (Python's import lock), compiling nothing twice.
-Nothing here changes what a fit computes; a failing warm-up is ignored (the fit compiles
-on first use, as without it).
+it loads what the other compiled. The warm SMO's chain of modules compiles ~8 s in the one
+process that imports it; two of its parts (``smo_rows``, ``smo_steps``: ~3-4 s each) are
+compiled into numba's disk cache by two processes at once (``app.kernel_pieces``, each in a
+process of its own), after which importing the warm SMO compiles only its loop
+(``run_smo``) and loads the rest. Until the parts are done, an import of the chain in a
+warming process (a task's, say) waits for them rather than compiling them a second time;
+a task importing a module that this process's warm-up is importing waits for that import
+(Python's import lock). Nothing here changes what a fit computes; a failing warm-up is
+ignored (the fit compiles on first use, as without it).
 """
 
 from __future__ import annotations

@@ -175,3 +175,52 @@ def test_the_parts_name_declared_kernels():
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout)
     assert len(got["names"]) >= 6 and not got["missing"]
+
+
+CLUSTER_FIRST = textwrap.dedent("""
+    import json, sys
+    from distributed import Client
+    from randsvm_dist import RandSVMClassifier
+    from randsvm_dist.data import make_arrays
+    from randsvm_dist.engine.launcher import launch, wait_for_workers
+
+    def signature_counts():
+        import importlib
+        out = {}
+        for name in ("randsvm_dist.solvers.warm_smo_kernels",
+                     "randsvm_dist.solvers.warm_smo_cache", "randsvm_dist.solvers.warm_smo_loop"):
+            for attr, obj in vars(importlib.import_module(name)).items():
+                if type(obj).__name__ == "CPUDispatcher" and obj.__module__ == name:
+                    inlined = obj.targetoptions.get("inline") == "always"
+                    out[attr] = len(obj.signatures) - (0 if inlined else 1)
+        return out
+
+    X, y = make_arrays("checkerboard", 3000, 1)
+    procs = launch(n_workers=2)
+    try:
+        with Client(procs.address, set_as_default=False, timeout="60s") as client:
+            wait_for_workers(client, 2)
+            est = RandSVMClassifier(C=10, gamma=1.0, random_state=0, route="sample",
+                                    sample_size=800, client=client).fit(X, y)
+            json.dump({"score": est.score(X, y),
+                       "warm_solves": sum(bool(h.get("warm_start")) for h in est.history_),
+                       "workers": list(client.run(signature_counts).values())}, sys.stdout)
+    finally:
+        procs.close()
+""")
+
+
+def test_workers_compiling_the_parts_fit_on_one_signature_per_kernel(tmp_path):
+    """With an empty cache and no fit in the client first, the workers' warm-up compiles the
+    warm SMO in parts (``app.kernel_pieces``): every kernel on every worker then has its one
+    declared signature (inlined helpers none), whoever compiled or loaded it."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    proc = subprocess.run([sys.executable, "-c", CLUSTER_FIRST], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["score"] > 0.95 and got["warm_solves"] > 0 and len(got["workers"]) == 2
+    for counts in got["workers"]:
+        assert "run_smo" in counts and "qrow" in counts and "_scan_parallel" in counts
+        wrong = {k: n for k, n in counts.items() if n}
+        assert not wrong, wrong

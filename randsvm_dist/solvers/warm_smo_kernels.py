@@ -246,8 +246,9 @@ def _accumulate_rows(lo, hi, D, XR, XC, sq_r, sq_c, y_r, coefs, kp, out):
         else:
             if direct:
                 _direct_row(v, XR, XC, a, False)
-            else:
-                v[:] = D[a]
+            else:  # element by element: a slice copy compiles numba's broadcasting
+                for c in range(nc):  # checks and their messages (+1.3 s on a first fit)
+                    v[c] = D[a, c]
             kernel_of_dots(v, nc, sq_r[a], sq_c, kp, tb)
         for m in range(coefs.shape[0]):
             out[a, m] += y_r[a] * _dot(v, coefs[m])

@@ -4,9 +4,10 @@ The driver (``exact.driver``) is the same for every SVM whose solution is fixed 
 set of rows; a kind says how the rows of a partition become solver targets, when a row
 outside the working set violates the current model, its term of the primal objective over
 all rows (for the certificate), how 1/2 |w|^2 follows from a solve's dual objective, and
-the LIBSVM parameters of a working set, and whether its re-solves may start warm or be cut
-into a cascade. ``ProblemKind`` is that contract; ``CSVC``, ``EpsilonSVR`` and ``OneClass``
-fulfil it.
+the LIBSVM parameters of a working set, whether its re-solves may start warm or be cut
+into a cascade, whether a pilot draws its first working set, and the share of its rows a
+solve's support vectors stand for. ``ProblemKind`` is that contract; ``CSVC``,
+``EpsilonSVR`` and ``OneClass`` fulfil it.
 
 Every kind writes the model as f(x) = sum_i coef_i k(x_i, x) + b (b = -rho in LIBSVM's
 terms) and measures a row by its *slack* s(f(x), t): the row adds C_i max(0, s) to the
@@ -31,6 +32,9 @@ from below; the primal P over all rows, computed by the scan, bounds it from abo
   A working set of m rows (all other alphas zero) is feasible only when m >= nu n; its
   LIBSVM problem then takes nu_ws = nu n / m, so that sum alpha = nu_ws m = nu n and its
   solution is the whole problem's optimum restricted to the working set. Violator: f < -tol.
+  A pilot (the first sample solved with its own nu, its model scaled by n / m: the
+  primal's best multiple of it) only chooses the first working set's rows; the
+  certificate's D is always a working set's, as above.
 """
 
 from __future__ import annotations

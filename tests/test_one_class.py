@@ -295,7 +295,7 @@ def test_checkpoint_resume_equals_uninterrupted(dask_client, blob_sets, tmp_path
     train, _ = blob_sets
     params = {**PRODUCT, "gap_tol": 0.0, "tol": 1e-5}
     ref = RandSVMOneClass(**params, client=dask_client).fit(train)
-    assert ref.n_iter_ >= 3
+    assert ref.n_iter_ >= 2   # iterations left after the crash below
     save = Checkpoint.save
 
     def save_then_crash(self, state):

@@ -93,6 +93,31 @@ def test_working_set_nu_is_scaled_to_the_whole_problem(dask_client, blobs):
                                sklearn_ocsvm(X).decision_function(X), atol=2e-4)
 
 
+def test_a_pilot_draws_the_first_working_set(dask_client, blobs):
+    """The uniform first sample is solved as its own problem (a pilot) and its scaled model
+    scanned: the first working set holds nearly every outlier (at their bound in the
+    optimum), its solve starts warm from the pilot's alphas and says so, and the fit ends
+    at OneClassSVM's optimum."""
+    from randsvm_dist.exact.kinds import CSVC, OneClass
+
+    X, y = blobs
+    est = fit(dask_client, X, sample_size=100, max_iter=1, gap_tol=1e-8)
+    first = est.history_[0]
+    assert first["warm_start"] and first["solve_plan"] == "warm"
+    assert "drawn by a pilot: 100 rows solved as their own problem" in \
+        first["solve_plan_reason"]
+    assert first["sample_size"] >= NU * len(X)
+    # after one solve most of the data's outliers are bounded support vectors already
+    bounded = est.support_[est.dual_coef_[0] >= 1.0 - 1e-9]
+    assert np.isin(np.flatnonzero(y < 0), bounded).mean() >= 0.8
+    est = fit(dask_client, X, sample_size=100)
+    np.testing.assert_allclose(est.decision_function(X), sklearn_ocsvm(X).decision_function(X),
+                               atol=2e-4)
+    # the route's share of support vectors: of all rows (every solve has >= nu n of them)
+    assert OneClass(0.1).support_share(80, 200, 1000) == 0.08
+    assert CSVC(1).support_share(80, 200, 1000) == 0.4
+
+
 def test_an_uncertified_stop_warns(dask_client, blobs):
     X, _ = blobs
     with pytest.warns(ConvergenceWarning, match="max_iter"):
@@ -270,7 +295,7 @@ def test_checkpoint_resume_equals_uninterrupted(dask_client, blob_sets, tmp_path
     train, _ = blob_sets
     params = {**PRODUCT, "gap_tol": 0.0, "tol": 1e-5}
     ref = RandSVMOneClass(**params, client=dask_client).fit(train)
-    assert ref.n_iter_ >= 3
+    assert ref.n_iter_ >= 2   # iterations left after the crash below
     save = Checkpoint.save
 
     def save_then_crash(self, state):

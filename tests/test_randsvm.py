@@ -208,6 +208,8 @@ def test_every_kind_fulfils_the_problem_kind_contract():
     np.testing.assert_array_equal(EpsilonSVR(0.2).warm_alphas(np.array([-0.5, 2.0])),
                                   [-0.5, 2.0])
     assert [k.cascadable for k in kinds] == [True, True, True, False]
+    # one-class alone draws its first working set by a pilot and keeps its working sets' rows
+    assert [k.pilot for k in kinds] == [k.keeps_rows for k in kinds] == [False] * 3 + [True]
 
 
 def test_history_records_are_the_iteration_record_schema(dask_client, checkerboard):

@@ -46,7 +46,7 @@ from randsvm_dist.engine.row_totals import weight_total
 from randsvm_dist.exact import screening_store
 from randsvm_dist.exact.cancellation import check
 from randsvm_dist.exact.certificate import Certificate, certify, decide
-from randsvm_dist.exact.draw import FILL_BAND, draw_size, first_draw, with_draws
+from randsvm_dist.exact.draw import FILL_BAND, draw_size, first_working_sets, with_draws
 from randsvm_dist.exact.history import IterationRecord
 from randsvm_dist.exact.placement_of_solves import place_solves
 from randsvm_dist.exact.route import Machine, cold_backend, first_share, plan_route, sample_size_for
@@ -248,11 +248,7 @@ def _start(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunCo
         return loop, list(resume.problems)
     if route == "sample":
         check(cancelled, "the first draw")
-        draw = first_draw(client, parts, r, cfg)
-        seeds = cfg.seed_rows or [np.empty(0, np.int64)] * len(problems)
-        problems = with_draws(client, parts, problems,
-                              [np.union1d(draw, np.asarray(s, np.int64)) for s in seeds],
-                              problems[0].solver.C)
+        problems = first_working_sets(client, parts, problems, r, cfg)
     return loop, problems
 
 

@@ -4,9 +4,10 @@ The driver (``exact.driver``) is the same for every SVM whose solution is fixed 
 set of rows; a kind says how the rows of a partition become solver targets, when a row
 outside the working set violates the current model, its term of the primal objective over
 all rows (for the certificate), how 1/2 |w|^2 follows from a solve's dual objective, and
-the LIBSVM parameters of a working set, and whether its re-solves may start warm or be cut
-into a cascade. ``ProblemKind`` is that contract; ``CSVC``, ``EpsilonSVR`` and ``OneClass``
-fulfil it.
+the LIBSVM parameters of a working set, whether its re-solves may start warm or be cut
+into a cascade, whether a pilot draws its first working set, and the share of its rows a
+solve's support vectors stand for. ``ProblemKind`` is that contract; ``CSVC``,
+``EpsilonSVR`` and ``OneClass`` fulfil it.
 
 Every kind writes the model as f(x) = sum_i coef_i k(x_i, x) + b (b = -rho in LIBSVM's
 terms) and measures a row by its *slack* s(f(x), t): the row adds C_i max(0, s) to the
@@ -31,6 +32,9 @@ from below; the primal P over all rows, computed by the scan, bounds it from abo
   A working set of m rows (all other alphas zero) is feasible only when m >= nu n; its
   LIBSVM problem then takes nu_ws = nu n / m, so that sum alpha = nu_ws m = nu n and its
   solution is the whole problem's optimum restricted to the working set. Violator: f < -tol.
+  A pilot (the first sample solved with its own nu, its model scaled by n / m: the
+  primal's best multiple of it) only chooses the first working set's rows; the
+  certificate's D is always a working set's, as above.
 """
 
 from __future__ import annotations
@@ -59,6 +63,10 @@ class ProblemKind(Protocol):
             ``solving.WARM_MAX_FRESH_SHARE`` of its working set is fresh rows.
         cascadable: a working set may be cut into parts solved apart (not one-class: each
             part would need nu n rows).
+        pilot: the first sample is solved as its own problem of its rows (a pilot), and
+            the scan of that model picks the first working set (``draw.first_working_sets``).
+        keeps_rows: a working set keeps every row of the last one, not only its support
+            vectors (``draw.with_draws``).
     """
 
     svm_type: ClassVar[int]
@@ -67,6 +75,8 @@ class ProblemKind(Protocol):
     warm_startable: ClassVar[bool]
     warm_fresh_scale: ClassVar[float]
     cascadable: ClassVar[bool]
+    pilot: ClassVar[bool]
+    keeps_rows: ClassVar[bool]
 
     @property
     def label(self) -> str: ...
@@ -95,6 +105,10 @@ class ProblemKind(Protocol):
     def warm_alphas(self, coef: np.ndarray) -> np.ndarray:
         """The warm solver's starting point from a solve's dual coefficients."""
 
+    def support_share(self, n_support: int, n_ws: int, n_rows: int) -> float:
+        """The share of the problem's n_rows rows expected to be support vectors, from a
+        solve of n_ws rows that found n_support (``route.first_share``)."""
+
 
 @dataclass(frozen=True)
 class CSVC:
@@ -112,6 +126,8 @@ class CSVC:
     warm_startable = True
     warm_fresh_scale = 1.0
     cascadable = True
+    pilot = False
+    keeps_rows = False
 
     @property
     def label(self) -> str:
@@ -156,6 +172,10 @@ class CSVC:
         """The alphas: |y alpha| of LIBSVM's coefficients."""
         return np.abs(coef)
 
+    def support_share(self, n_support: int, n_ws: int, n_rows: int) -> float:
+        """That of the working set (a uniform sample's, the first time)."""
+        return n_support / max(n_ws, 1)
+
 
 @dataclass(frozen=True)
 class EpsilonSVR:
@@ -175,6 +195,8 @@ class EpsilonSVR:
     # fill) end inside the tube.
     warm_fresh_scale = 2.4
     cascadable = True
+    pilot = False
+    keeps_rows = False
 
     def targets(self, y: np.ndarray) -> tuple[np.ndarray, None]:
         """(real targets, None: every row belongs to the problem)."""
@@ -209,6 +231,10 @@ class EpsilonSVR:
         """The signed coefficients alpha - alpha* (the warm solver splits them)."""
         return np.asarray(coef, np.float64)
 
+    def support_share(self, n_support: int, n_ws: int, n_rows: int) -> float:
+        """That of the working set (a uniform sample's, the first time)."""
+        return n_support / max(n_ws, 1)
+
 
 @dataclass(frozen=True)
 class OneClass:
@@ -221,8 +247,26 @@ class OneClass:
     label = "one-class"
     error_slack = 0.0   # f < 0: predicted outlier
     warm_startable = True
-    warm_fresh_scale = 1.0
+    # 4 x 25%: any share. The start fills what the previous alphas lack of nu n on the
+    # rows of smallest (K alpha)_i (``warm_smo_duals.fill_to_total``), where the optimum
+    # puts its bounded alphas, so fresh rows cost little (oneclass:100000, nu 0.05: the
+    # pilot's alphas on 770 of 7.9-18.4k rows, 94-96% fresh, took 0.2-0.7 s to the
+    # optimum, one-thread, against LIBSVM's 1.4-3.6 s; 3e5: 2.2-3.0 s on 28-39k rows).
+    warm_fresh_scale = 4.0
     cascadable = False   # each part of a cascade would need nu n rows
+    # A uniform sample of m rows, solved as a working set (nu n / m), puts nu n of its rows
+    # at their bound: 40% of a 12,500-row first sample of 1e5 rows at nu 0.05, where the
+    # optimum bounds the 5% that lie farthest out. That model's violators were 35% of
+    # all rows, and its next three working sets (4 cold solves, gap > 1 until the last)
+    # took turns at fixing the bounded rows and rho. Solved as its own problem (nu), the
+    # sample's model is the whole one's shape at n / m its scale: its violators are
+    # about the optimum's bounded rows (``draw.first_working_sets``).
+    pilot = True
+    # The rows inside the boundary that a solve leaves at alpha 0 pin rho and the free
+    # support vectors; a working set of the support vectors and the violators only let
+    # them drift (oneclass:1000000: from a gap of 8.3e-3 and 11.6k violators to 2.7e-2
+    # and 388k violators; oneclass:100000 without the pilot: from 4.8k violators to 76k).
+    keeps_rows = True
 
     def targets(self, y: np.ndarray) -> tuple[np.ndarray, None]:
         """(ones: every row is a training row of the one class, None: all rows)."""
@@ -257,6 +301,11 @@ class OneClass:
         """The alphas (non-negative); the warm solver rescales them to the working set's
         nu (``solvers.warm_smo_duals``)."""
         return np.asarray(coef, np.float64)
+
+    def support_share(self, n_support: int, n_ws: int, n_rows: int) -> float:
+        """n_support / n_rows: every working set's solve has at least nu n support vectors
+        (sum alpha = nu n, alpha <= 1), whatever its size."""
+        return n_support / max(n_rows, 1)
 
 
 KINDS: dict[str, type[ProblemKind]] = {k.name: k for k in (CSVC, EpsilonSVR, OneClass)}

@@ -135,5 +135,7 @@ def plan_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
 
 
 def first_share(problems: list[ProblemState]) -> float:
-    """The largest share of support vectors among the problems' working sets."""
-    return max(p.model.n_support / max(len(p.ws.rows), 1) for p in problems)
+    """The largest share of support vectors a problem's rows are expected to have, from
+    its last solve (``kinds.ProblemKind.support_share``)."""
+    return max(p.kind.support_share(p.model.n_support, len(p.ws.rows), p.n_rows)
+               for p in problems)

@@ -17,7 +17,8 @@ working set's rows and features, the support vectors expected (the carried-over 
 plus FRESH_SV_SHARE of the fresh ones, FIRST_SV_SHARE of a first sample), the parts (the
 cluster's threads over the problems solved at once) and the threads offered; the fastest
 cut plan is taken when predicted at most CUT_PLAN_MAX_SHARE of the whole solve's time.
-The plan and its reason go to ``history_`` (``solve_plan``, ``solve_plan_reason``).
+The plan and its reason go to ``history_`` (``solve_plan``, ``solve_plan_reason``, which
+also says how the working set was drawn when a pilot drew it: ``WorkingSet.origin``).
 """
 
 from __future__ import annotations
@@ -194,7 +195,9 @@ def solve_sampled(client, problems: list[ProblemState], it: int, cfg: RunConfig,
                              s.solution.dual_coef, s.solution.intercept,
                              s.solution.dual_objective, s.solution.kernel_sums)
         return replace(p, model=model, prev_n_support=p.model.n_support, warm=s.warm,
-                       cascade=s.parts, solve_plan=plan.name, solve_plan_reason=plan.reason)
+                       cascade=s.parts, solve_plan=plan.name,
+                       solve_plan_reason=plan.reason + (f"; the rows {ws.origin}"
+                                                        if ws.origin else ""))
 
     results = gather(client, futures, "the working-set solves", [p.kind.label for p in active])
     return solving.with_results(problems, results, solved_state), time.perf_counter() - t0

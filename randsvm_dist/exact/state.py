@@ -53,6 +53,8 @@ class WorkingSet:
         weight: their sample weights.
         alpha0: the alphas a warm start begins from (aligned with rows), or empty.
         n_fresh: rows that were not support vectors of the previous model.
+        origin: how the rows were drawn when not by the driver's draws (a pilot's, see
+            ``draw.piloted``), for the solve's record; empty otherwise.
     """
 
     rows: np.ndarray = field(default_factory=_rows)
@@ -61,6 +63,7 @@ class WorkingSet:
     weight: np.ndarray = field(default_factory=_values)
     alpha0: np.ndarray = field(default_factory=_values)
     n_fresh: int = 0
+    origin: str = ""
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,7 @@ def section_fastest(load: Load) -> list[str]:
                  "nyc_airtime:20000 nyc_delayed:20000 --timeout 600 "
                  "--out benchmarks/results/ahead.jsonl",
                  "python benchmarks/bench_ahead.py --sets oneclass:1000000 --engines libsvm "
-                 "randsvm --timeout 300 --out benchmarks/results/ahead.jsonl",
+                 "randsvm --timeout 420 --out benchmarks/results/ahead.jsonl",
                  f"python benchmarks/bench_ahead.py --sets {PHASE_SET} --engines randsvm "
                  "--out benchmarks/results/ahead.jsonl",
                  "python benchmarks/bench_first_fit.py --rows 500000"),

@@ -243,7 +243,9 @@ def test_5_a_flipped_bit_in_a_part_is_refused_on_the_workers(cluster, work, tmp_
 def test_7_cancel_stops_a_running_job_and_status_reports_failure(cluster, tmp_path):
     from randsvm_dist.data import make
 
-    make("checkerboard", tmp_path / "big", rows=40000, partitions=4, seed=3, progress=False)
+    # large enough that the fit is still running when the cancel (a command-line start of
+    # a few seconds) reaches it: a job that ends first keeps its model
+    make("checkerboard", tmp_path / "big", rows=200000, partitions=4, seed=3, progress=False)
     jd = tmp_path / "jobs"
     at = ["--scheduler", cluster.address, "--job-dir", jd]
     proc = run("submit", "train", tmp_path / "big", "--model", tmp_path / "j.model", "--C",

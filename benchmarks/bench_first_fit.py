@@ -2,11 +2,15 @@
 
 For each learner, two fresh processes share one new, empty ``NUMBA_CACHE_DIR``: the first
 fits with nothing compiled (as right after ``pip install``), the second with the cache the
-first filled. Each process times only the fit (the data are generated before the clock
-starts), in wall seconds and in CPU seconds (user + system, ``resource.getrusage``) of the
-process itself and of its exited children (the embedded cluster's scheduler and workers,
-counted once they are stopped after the fit). A RandSVM fit also records its phases from
-``history_`` (every ``*_seconds`` field of each iteration, and the time outside the loop).
+first filled. A third fresh process fits with another new cache that ``randsvm-dist
+compile`` filled first (as after the README's set-up; the command's wall seconds are
+recorded as ``compile_command_seconds``). Each process times only the fit (the data are
+generated before the clock starts), in wall seconds and in CPU seconds (user + system,
+``resource.getrusage``) of the process itself and of its exited children (the embedded
+cluster's scheduler and workers, counted once they are stopped after the fit). A RandSVM
+fit also records its phases from ``history_`` (every ``*_seconds`` field of each
+iteration, and the time outside the loop).
+
 Learners:
 
 - ``randsvm``: ``RandSVMClassifier(C=100, gamma=1)`` (the checkerboard benchmarks' setting;
@@ -25,9 +29,10 @@ cache and compiles none), and ``compile_seconds``, their wall time.
 Each child process stops when this one ends, even if killed (``engine.parent_watch``: it
 closes its embedded cluster and exits), so no fit and no workers outlive the benchmark.
 
-One JSON line per (learner, phase) is appended to ``--out``; ``first_over_warm`` is the
-ratio of the two fits' wall seconds (issue 27's target: at most 1.5). Run it alone on the
-machine (other load makes compilation, and so the ratio, meaningless)::
+One JSON line per (learner, phase) is appended to ``--out``: phases ``first``, ``warm`` and
+``after_compile``; ``first_over_warm`` is the ratio of the first fit's wall seconds to the
+warm one's (issue 27's target: at most 1.5), ``over_warm`` that of the line's own fit. Run
+it alone on the machine (other load makes compilation, and so the ratio, meaningless)::
 
     python benchmarks/bench_first_fit.py --label after
     python benchmarks/bench_first_fit.py --rows 2000 --bsgd-rows 2000 --stream-rows 2000 \
@@ -169,14 +174,26 @@ def child(learner: str, rows: int) -> dict:
     return rec
 
 
-def _run_child(learner: str, rows: int, cache: str) -> dict:
+def _run_child(learner: str, rows: int, cache: str, compile_first: bool = False) -> dict:
+    """One fit in a fresh process with numba's cache in ``cache``; with ``compile_first``,
+    ``randsvm-dist compile`` fills that cache first (its wall seconds recorded as
+    ``compile_command_seconds``)."""
     env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+    done = {}
+    if compile_first:
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "randsvm_dist.cli", "compile", "--json"],
+                              env=env, capture_output=True, text=True)
+        if proc.returncode:
+            raise SystemExit(f"randsvm-dist compile failed:\n{proc.stderr[-3000:]}")
+        done = {"compile_command_seconds": time.perf_counter() - t0,
+                "compile_command": json.loads(proc.stdout)}
     proc = subprocess.run([sys.executable, __file__, "--child", learner, "--rows", str(rows),
                            "--parent-pid", str(os.getpid())],
                           env=env, capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"{learner} fit failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return {**json.loads(proc.stdout.strip().splitlines()[-1]), **done}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,10 +220,15 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="numba-first-fit-") as cache:
             first = _run_child(learner, rows, cache)
             warm = _run_child(learner, rows, cache)
-        ratio = first["fit_wall_seconds"] / max(warm["fit_wall_seconds"], 1e-9)
-        for phase, rec in (("first", first), ("warm", warm)):
+        with tempfile.TemporaryDirectory(prefix="numba-compiled-") as cache:
+            compiled = _run_child(learner, rows, cache, compile_first=True)
+        phases = (("first", first), ("warm", warm), ("after_compile", compiled))
+        for phase, rec in phases:
+            ratio = rec["fit_wall_seconds"] / max(warm["fit_wall_seconds"], 1e-9)
             line = {"learner": learner, "rows": rows, "phase": phase, **rec,
-                    "first_over_warm": ratio, "label": args.label,
+                    "first_over_warm": first["fit_wall_seconds"] / max(
+                        warm["fit_wall_seconds"], 1e-9),
+                    "over_warm": ratio, "label": args.label,
                     "cpus": os.cpu_count(), "python": platform.python_version(),
                     "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
             with open(args.out, "a") as fh:

@@ -46,6 +46,7 @@ COMMANDS = (
     "jobs",
     "report",
     "cluster",
+    "compile",
 )
 
 

@@ -71,9 +71,11 @@ def test_direct_route_runs_no_decision_value_pass_besides_the_scan(monkeypatch, 
         warnings.simplefilter("error", RuntimeWarning)  # no point refused
         fit = make("onedal").fit(X, y, sample_weight=weight)
     n_problems = 3 if case == "three classes" else 1
-    # a tightened re-solve starts from the last alphas (the warm SMO, not oneDAL)
+    # a tightened re-solve starts from the last alphas (the warm SMO, not oneDAL); the
+    # pairs of three classes are one oneDAL fit of all classes (``solve_onedal_pairs``)
     n_cold = sum(1 for r in fit.history_ if not r["warm_start"])
-    assert len(fits) == n_cold >= n_problems
+    assert n_cold >= n_problems
+    assert len(fits) == (1 if case == "three classes" else n_cold)
     assert not kkt and not objective
     _same_fit(fit, ref, X, 2e-2)
 
@@ -154,3 +156,58 @@ def test_several_problems_open_at_the_certificates_tol_and_reach_the_same_model(
     by_libsvm = RandSVMClassifier(solver="libsvm", **common).fit(X, y)
     assert all(r["tol"] == pytest.approx(1e-3)
                for r in by_libsvm.history_ if r["iteration"] == 1)
+
+
+def test_one_vs_one_pairs_by_one_onedal_fit_are_the_pairs_solved_alone(monkeypatch):
+    """Four classes: oneDAL fits all six pairs in one call (``solve_onedal_pairs``), each
+    pair read out as its own solution; the fit is certified and is the model of six
+    separate pair solves (within the solver's tolerance). Class weights or sample weights
+    keep the solves one by one."""
+    from randsvm_dist.exact import in_process
+
+    X, y, _ = _data(2400, d=16, classes=4, seed=5)
+    common = dict(C=4.0, gamma=0.08, random_state=0, solver="onedal")
+    at_once = _count(monkeypatch, onedal_backend, "solve_onedal_pairs")
+    alone = _count(monkeypatch, solving, "solve_onedal")
+    fit = RandSVMClassifier(**common).fit(X, y)
+    assert at_once == [1] and alone == []
+    monkeypatch.setattr(in_process, "_pairs_at_once", lambda *a: None)
+    ref = RandSVMClassifier(**common).fit(X, y)
+    assert at_once == [1] and len(alone) == 6
+    _same_fit(fit, ref, X, values_atol=2e-3)
+    np.testing.assert_array_equal(fit.predict(X), ref.predict(X))
+    monkeypatch.undo()
+    at_once = _count(monkeypatch, onedal_backend, "solve_onedal_pairs")
+    RandSVMClassifier(class_weight={0: 2.0}, **common).fit(X, y)
+    RandSVMClassifier(**common).fit(X, y, sample_weight=np.linspace(0.5, 2, len(y)))
+    assert at_once == []
+
+
+def test_solve_onedal_pairs_reads_each_pair_as_its_own_solve():
+    """Every pair's solution from one fit of all classes: the same support vectors and
+    decision values as oneDAL's fit of the pair's rows alone, class i (the first) +1."""
+    from randsvm_dist.model_files.ovo_layout import ovo_pairs
+    from randsvm_dist.numerics.kernels import Kernel, decision_values
+    from randsvm_dist.solvers.libsvm_adapter import SolverParams
+
+    X, y, _ = _data(1800, d=12, classes=3, seed=7)
+    params = SolverParams(kernel=Kernel("rbf", gamma=0.1), C=3.0, backend="onedal",
+                          tol=1e-4)
+    solutions = onedal_backend.solve_onedal_pairs(X, y, 3, params, 2)
+    assert len(solutions) == 3
+    for sol, (i, j) in zip(solutions, ovo_pairs(3)):
+        rows = np.flatnonzero((y == i) | (y == j))
+        t = np.where(y[rows] == i, 1.0, -1.0)
+        ref = onedal_backend.solve_onedal(X[rows], t, params, n_threads=2, scanned=True)
+        np.testing.assert_array_equal(sol.support, ref.support)
+        assert np.all(np.diff(sol.support) > 0) and np.all(sol.dual_coef * t[sol.support] > 0)
+        f = decision_values(X[rows], X[rows][sol.support], sol.dual_coef, sol.intercept,
+                            params.kernel)
+        f_ref = decision_values(X[rows], X[rows][ref.support], ref.dual_coef,
+                                ref.intercept, params.kernel)
+        np.testing.assert_allclose(f, f_ref, atol=1e-3)
+    with pytest.raises(ValueError, match="three or more classes"):
+        onedal_backend.solve_onedal_pairs(X, np.minimum(y, 1), 2, params, 1)
+    with pytest.raises(Exception, match="class weights"):
+        onedal_backend.solve_onedal_pairs(X, y, 3, SolverParams(
+            kernel=params.kernel, C=3.0, weight_pos=2.0, backend="onedal"), 1)

@@ -7,7 +7,9 @@ makes a Dask round trip. The arrays are checked and built into one partition her
 rules the workers use (``engine.partition_build``: duplicates collapsed when that pays, the
 layout by density; float32 rows, which every backend takes as they are), solved with every
 core of the machine (``exact.solving.solve_partitions``; several problems, as the pairs of
-one-vs-one, one per core at a time unless oneDAL solves them cold), and scanned here, on
+one-vs-one, one per core at a time unless oneDAL solves them cold; every pair of
+one-vs-one by one oneDAL fit of all classes when that is the solve each would get alone),
+and scanned here, on
 every core too, for the certificate over all rows (``exact.scan.scan_partition``: each row
 against the models of the active problems it belongs to). The loop's certify-and-decide
 step and its records are the driver's (``exact.driver.decide_step``): a tightened solver
@@ -219,7 +221,9 @@ def _solve_all(rows: InMemoryRows, problems: list[ProblemState], threads: int,
     each on its share of the ``threads`` cores (largest first; the results in the
     problems' order, each the bytes of its solve alone with that share), or one at a time
     on every core when oneDAL solves them cold (measured: 6 Fashion-MNIST pairs side by
-    side on one thread each took 10.8 s, one at a time on two 5.7 s), oneDAL's checks
+    side on one thread each took 10.8 s, one at a time on two 5.7 s), and every pair of
+    one-vs-one by one oneDAL fit of all classes when that is the same solve
+    (``_pairs_at_once``), oneDAL's checks
     and dual objectives left to the scan that follows (``solving.finish_scanned``), each
     from its last solve's alphas when it solved every row before (``solving.direct_start``);
     with ``redo``, only the problems at those indices, cold by LIBSVM, into ``solved`` (the
@@ -243,9 +247,12 @@ def _solve_all(rows: InMemoryRows, problems: list[ProblemState], threads: int,
                                 p.solver.C, rows.weighted, share, rows.part,
                                 start=starts[j], scanned=True)
 
-    if at_once == 1:
+    results = None
+    if cold_onedal and all(starts[j] is None for j in todo):
+        results = _pairs_at_once(rows, problems, todo, threads)
+    if results is None and at_once == 1:
         results = [solve(j) for j in todo]
-    else:
+    elif results is None:
         order = sorted(todo, key=lambda j: -problems[j].size)
         # the solves set BLAS's count (process-wide, unlike OpenMP's) and put it back
         # concurrently, so one may put back another's: the batch's limit restores the
@@ -258,6 +265,47 @@ def _solve_all(rows: InMemoryRows, problems: list[ProblemState], threads: int,
                                           [starts[j] for j in todo])):
         out[j] = p
     return out, SolveStep(tols, time.perf_counter() - t0, share)
+
+
+def _pairs_at_once(rows: InMemoryRows, problems: list[ProblemState], todo: list[int],
+                   threads: int) -> list[tuple] | None:
+    """The cold solves of every one-vs-one pair by one oneDAL fit of all classes
+    (``solvers.onedal_backend.solve_onedal_pairs``), as ``solve_partitions`` answers them,
+    when that is the solve each pair would get alone: three or more classes, every problem
+    a pair in LIBSVM's order and all of them to be solved, no class or sample weights, one
+    solver setting, and oneDAL the backend of every pair's rows; else (or when oneDAL
+    refuses the fit) None: the pairs are solved one by one."""
+    from randsvm_dist.exact.kinds import CSVC
+    from randsvm_dist.model_files.ovo_layout import ovo_pairs
+    from randsvm_dist.solvers.onedal_backend import onedal_pays, solve_onedal_pairs
+
+    pairs = ovo_pairs(int(np.sqrt(2 * len(problems))) + 1)
+    if rows.weighted or len(todo) != len(problems) or len(problems) != len(pairs) or \
+            len(pairs) < 3 or not all(isinstance(p.kind, CSVC) for p in problems) or \
+            [(p.kind.positive, p.kind.negative) for p in problems] != pairs:
+        return None
+    params = [p.kind.solver_params(p.solver, p.size, p.size) for p in problems]
+    if any(q != params[0] for q in params) or params[0].weight_pos != 1.0 or \
+            params[0].weight_neg != 1.0:
+        return None
+    X, codes = rows.part.X, rows.part.y
+    per_row = np.diff(X.indptr) if sp.issparse(X) else None
+    counts = np.bincount(codes, minlength=len(pairs))
+    for i, j in pairs:
+        nnz = None if per_row is None else int(per_row[(codes == i) | (codes == j)].sum())
+        if params[0].backend != "onedal" and not onedal_pays(
+                int(counts[i] + counts[j]), X.shape[1], nnz, params[0]):
+            return None
+    solutions = solve_onedal_pairs(X, codes, pairs[-1][1] + 1, params[0], threads)
+    if solutions is None:
+        return None
+    weights = rows.part.weights()
+    out = []
+    for p, sol in zip(problems, solutions):
+        t, mask = p.kind.targets(codes)
+        sv = np.flatnonzero(mask)[sol.support]
+        out.append((sv, X[sv], t[sv], weights[sv], sol))
+    return out
 
 
 def concurrent_solves(n_problems: int, threads: int) -> int:

@@ -103,38 +103,12 @@ def _exit_with_parent(parent: int) -> None:
     watch_parent(parent, close_embedded, exit_after=0.0)
 
 
-class _CompileCount:
-    """Counts numba's compilations of this package's kernels (outermost ones: a kernel's
-    compilation that compiles a callee counts both, its seconds only once)."""
+def _listen():
+    """A ``CompileCounter`` listening from now on (``app.compile_kernels``)."""
+    from randsvm_dist.app.compile_kernels import CompileCounter
 
-    def __init__(self) -> None:
-        self.kernels, self.seconds, self._open = 0, 0.0, []
-
-    def on_start(self, event) -> None:
-        self._open.append(time.perf_counter())
-
-    def on_end(self, event) -> None:
-        t0 = self._open.pop()
-        disp = event.data.get("dispatcher")
-        if getattr(disp, "__module__", "").startswith("randsvm_dist"):
-            self.kernels += 1
-        if not self._open:
-            self.seconds += time.perf_counter() - t0
-
-
-def _listen() -> _CompileCount:
-    from numba.core import event
-
-    count = _CompileCount()
-
-    class Listener(event.Listener):
-        def on_start(self, ev):
-            count.on_start(ev)
-
-        def on_end(self, ev):
-            count.on_end(ev)
-
-    event.register("numba:compile", Listener())
+    count = CompileCounter()
+    count.listen()
     return count
 
 

@@ -14,16 +14,15 @@ BESIDE_PYTHON = Path(sys.executable).with_name("randsvm-dist")
 EXE = str(BESIDE_PYTHON) if BESIDE_PYTHON.exists() else shutil.which("randsvm-dist") or ""
 
 # fits a user could run first, each in this fresh process; prints the package's kernels
-# numba compiled meanwhile (the benchmark's own counter)
+# numba compiled meanwhile
 FITS = textwrap.dedent("""
-    import sys
     import numpy as np
     import scipy.sparse as sp
-    sys.path.insert(0, {bench!r})
-    from bench_first_fit import _listen
     from randsvm_dist import RandSVMClassifier, RandSVMRegressor
+    from randsvm_dist.app.compile_kernels import CompileCounter
     from randsvm_dist.streaming import LEARNERS
-    count = _listen()
+    count = CompileCounter()
+    count.listen()
     rng = np.random.default_rng(3)
     X = rng.standard_normal((3000, 12)).astype(np.float32)
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
@@ -52,8 +51,7 @@ def test_compile_fills_the_cache_so_that_first_fits_compile_nothing(tmp_path):
     assert report["compiled_after"] == 0 and report["cache_dir"] == str(tmp_path / "numba")
     assert {"warm_smo", "rbf_fused", "stream_bsgd", "stream_streamsvm", "stream_blurred_ball",
             "stream_ramp"} <= set(report["groups"])
-    bench = str(Path(__file__).resolve().parents[1] / "benchmarks")
-    fits = subprocess.run([sys.executable, "-c", FITS.format(bench=bench)], env=env,
+    fits = subprocess.run([sys.executable, "-c", FITS], env=env,
                           capture_output=True, text=True, timeout=600)
     assert fits.returncode == 0, fits.stderr[-2000:]
     assert fits.stdout.strip().splitlines()[-1] == "0"

@@ -152,28 +152,50 @@ def _run_all(groups: dict[str, Group]) -> None:
         group.run()
 
 
+class CompileCounter:
+    """Counts numba's compilations of this package's kernels while it listens
+    (``listen``): ``kernels`` (one per kernel and signature compiled; a kernel whose
+    compilation compiles a callee counts both) and ``seconds`` (their wall time, nested
+    ones once). Loading a kernel from numba's cache is no compilation."""
+
+    def __init__(self) -> None:
+        self.kernels, self.seconds, self._open = 0, 0.0, []
+
+    def listen(self):
+        """Register with numba's compile events; returns the listener (for
+        ``numba.core.event.unregister("numba:compile", ...)``)."""
+        from numba.core import event
+
+        counter = self
+
+        class Listener(event.Listener):
+            def on_start(self, ev) -> None:
+                counter._open.append(time.perf_counter())
+
+            def on_end(self, ev) -> None:
+                t0 = counter._open.pop()
+                disp = ev.data.get("dispatcher")
+                if getattr(disp, "__module__", "").startswith("randsvm_dist"):
+                    counter.kernels += 1
+                if not counter._open:
+                    counter.seconds += time.perf_counter() - t0
+
+        listener = Listener()
+        event.register("numba:compile", listener)
+        return listener
+
+
 def _count_compiles(run: Callable[[], None]) -> int:
     """The kernels of this package numba compiles while ``run`` runs."""
     from numba.core import event
 
-    counted = []
-
-    class Listener(event.Listener):
-        def on_start(self, ev) -> None:
-            pass
-
-        def on_end(self, ev) -> None:
-            disp = ev.data.get("dispatcher")
-            if getattr(disp, "__module__", "").startswith("randsvm_dist"):
-                counted.append(disp)
-
-    listener = Listener()
-    event.register("numba:compile", listener)
+    counter = CompileCounter()
+    listener = counter.listen()
     try:
         run()
     finally:
         event.unregister("numba:compile", listener)
-    return len(counted)
+    return counter.kernels
 
 
 def main(argv: list[str]) -> int:

@@ -141,10 +141,10 @@ def section_fastest(load: Load) -> list[str]:
              if k.startswith("max_abs_decision_diff_vs_")]
     return [
         "## The fastest path by default (issue 27)", "",
-        "RandSVM's defaults (given C, gamma, epsilon or nu, random_state=0) on numpy arrays, "
-        "each peer alone first: LIBSVM `-s 0/3/2`, sklearnex SVC/SVR (one-class: "
-        "scikit-learn). nyc_delayed: arrival delay > 15 min. (earlier): an earlier run's "
-        "figure. Met: the target, gap <= 1e-3, quality within 0.3 points (R^2, AUC 0.005).",
+        "RandSVM's defaults (the set's C, gamma, epsilon, nu) on arrays, each peer alone "
+        "first: LIBSVM `-s 0/3/2`, sklearnex SVC/SVR (one-class: scikit-learn). nyc_delayed: "
+        "> 15 min late. (earlier): an earlier run. Met: target, gap <= 1e-3, quality within "
+        "0.3 points.",
         "",
         *table(["set", "rows", "LIBSVM s", "sklearnex (one-class: sklearn) s", "RandSVM s",
                 "vs LIBSVM", "vs faster peer", "quality LIBSVM / peer / RandSVM", "gap",
@@ -153,11 +153,9 @@ def section_fastest(load: Load) -> list[str]:
           if diffs else []),
         *section_phases(load),
         *command("python benchmarks/bench_ahead.py --sets ijcnn1 a9a w8a fmnist06 skin_nonskin "
+                 "nyc_airtime:20000 nyc_delayed:20000 fmnist10 oneclass:100000 "
                  "friedman1:300000 --reuse-peers benchmarks/results/ahead.jsonl benchmarks/"
                  "results/svm_family.jsonl --reuse-engines libsvm --timeout 600 "
-                 "--out benchmarks/results/ahead.jsonl",
-                 "python benchmarks/bench_ahead.py --sets fmnist10 oneclass:100000 "
-                 "nyc_airtime:20000 nyc_delayed:20000 --timeout 600 "
                  "--out benchmarks/results/ahead.jsonl",
                  "python benchmarks/bench_ahead.py --sets oneclass:1000000 --engines libsvm "
                  "randsvm --timeout 420 --out benchmarks/results/ahead.jsonl",
@@ -191,22 +189,19 @@ def section_phases(load: Load) -> list[str]:
                 *table(["placement", "duplicates", "setup", "iterations (i: solve / scan)",
                         "assembly", "attributes", "rest", "total"], [_phase_cells(ours)])]
     pairs = sorted({(lr, n) for lr, n, _ in first})
-    if pairs:
-        out += ["", "First fit with an empty numba cache / warm, seconds (`bench_first_fit.py`): "
-                + "; ".join(f"{lr} {n:,} rows {first[(lr, n, 'first')]['fit_wall_seconds']:.1f}"
-                            f" / {first[(lr, n, 'warm')]['fit_wall_seconds']:.1f} "
-                            f"({first[(lr, n, 'first')]['first_over_warm']:.2f}x)"
-                            for lr, n in pairs) + "."]
     compiled = {lr: first[(lr, n, "after_compile")] for lr, n in pairs
                 if (lr, n, "after_compile") in first}
     if compiled:
         seconds = max(r["compile_command_seconds"] for r in compiled.values())
-        out += ["", "After `randsvm-dist compile` (the README's set-up; it took up to "
-                f"{seconds:.1f} s) in a fresh numba cache, the first fit / warm, seconds: "
-                + "; ".join(f"{lr} {r['fit_wall_seconds']:.1f} / "
-                            f"{first[(lr, r['rows'], 'warm')]['fit_wall_seconds']:.1f} "
-                            f"({r['over_warm']:.2f}x, {r['compiled_kernels']} kernels compiled)"
-                            for lr, r in sorted(compiled.items())) + "."]
+        kernels = sum(r["compiled_kernels"] for r in compiled.values())
+        out += ["", "`bench_first_fit.py`, seconds, a first fit with an empty numba cache / "
+                "after `randsvm-dist compile` (the README's set-up; up to "
+                f"{seconds:.1f} s; {kernels} kernels compiled in those fits) / warm: "
+                + "; ".join(f"{lr} {n:,} rows "
+                            f"{first[(lr, n, 'first')]['fit_wall_seconds']:.1f} / "
+                            f"{compiled[lr]['fit_wall_seconds']:.1f} / "
+                            f"{first[(lr, n, 'warm')]['fit_wall_seconds']:.1f}"
+                            for lr, n in pairs if lr in compiled) + "."]
     ratios = {lr: first[(lr, n, "first")]["first_over_warm"] for lr, n in pairs}
     streaming = [lr for lr in ("bsgd", "streamsvm", "blurred_ball", "ramp") if lr in ratios]
     after = {lr: r["over_warm"] for lr, r in compiled.items()}
@@ -220,6 +215,7 @@ def section_phases(load: Load) -> list[str]:
          "within 1.5x a warm one",
          " / ".join(f"{ratios[lr]:.2f}x" for lr in streaming) or "not run",
          None if not streaming else max(ratios[lr] for lr in streaming) <= 1.5),
-        ("every learner: first fit after `randsvm-dist compile` within 1.5x a warm one",
+        (f"{' / '.join(sorted(after)) or 'every learner'}: first fit after `randsvm-dist "
+         "compile` within 1.5x a warm one",
          " / ".join(f"{after[lr]:.2f}x" for lr in sorted(after)) or "not run",
          None if not after else max(after.values()) <= 1.5)])

@@ -4,8 +4,8 @@
 A fit compiles each numba kernel it runs the first time that kernel runs on a machine, and
 loads it from numba's disk cache (``cache=True``) ever after. Measured on 2 cores
 (``benchmarks/bench_first_fit.py``): the exact path's kernels take ~10 s of compiling, of
-which the embedded cluster's start hides part (``app.warmup``); a streaming learner's, 1.4-7
-s where its fit takes 1-3 s. :func:`compile_kernels` compiles all of them once, in
+which the embedded cluster's start hides part (``app.warmup``); a streaming learner's 1.4-7
+s, against warm fits of 0.8-13 s. :func:`compile_kernels` compiles all of them once, in
 ``processes`` processes at once that share the work as the embedded cluster's workers do
 (``app.warmup``: a lock file per group, each group compiled by one process):
 
@@ -13,8 +13,10 @@ s where its fit takes 1-3 s. :func:`compile_kernels` compiles all of them once, 
   sums);
 - one group per streaming learner (``streaming.LEARNERS``), which fits it with small
   settings on generated rows, dense and CSR, with and without sample weights: the learners
-  take float32 rows, so these are the specialisations any fit of theirs compiles; the small
-  budget and look-ahead send the fits through budget maintenance and ball merges.
+  convert every input to float32 rows, so these are the specialisations their fits compile
+  (``tests/test_compile_command.py`` checks dense and CSR, binary and multi-class fits);
+  the small budget and look-ahead send the fits through budget maintenance and ball
+  merges.
 
 Then this process loads every group itself and counts the kernels numba still had to
 compile (``CompileReport.compiled_after``: 0 when the cache holds them all; LIBSVM's own

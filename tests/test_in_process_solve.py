@@ -186,8 +186,8 @@ def test_one_vs_one_pairs_by_one_onedal_fit_are_the_pairs_solved_alone(monkeypat
 def test_solve_onedal_pairs_reads_each_pair_as_its_own_solve():
     """Every pair's solution from one fit of all classes: the same support vectors and
     decision values as oneDAL's fit of the pair's rows alone, class i (the first) +1."""
-    from randsvm_dist.model_files.ovo_layout import ovo_pairs
     from randsvm_dist.numerics.kernels import Kernel, decision_values
+    from randsvm_dist.numerics.multiclass import ovo_pairs
     from randsvm_dist.solvers.libsvm_adapter import SolverParams
 
     X, y, _ = _data(1800, d=12, classes=3, seed=7)

@@ -10,10 +10,10 @@ from sklearn.datasets import load_iris
 from sklearn.svm import SVC
 
 from randsvm_dist.exceptions import ParameterError
-from randsvm_dist.model_files.ovo_layout import ovo_pairs
 from randsvm_dist.numerics.multiclass import (
     decision_function,
     n_classes_of,
+    ovo_pairs,
     ovo_predict,
     ovo_votes,
     ovr_decision_function,

@@ -20,10 +20,10 @@ from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.numerics.kernels import Kernel, decision_values_float64
 from randsvm_dist.solvers import onedal_backend
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
+from randsvm_dist.solvers.onedal_auto import prefer_onedal
 from randsvm_dist.solvers.onedal_backend import (
     check_backend,
     onedal_available,
-    prefer_onedal,
     solve_onedal,
 )
 

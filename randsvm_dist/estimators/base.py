@@ -110,7 +110,7 @@ class RandSVMBase(BaseEstimator):
             installed, solves the problem and was measured faster: working sets of at
             least 500 rows that carry per-row weights, or are sparse with at least 5
             non-zeros per row on average, or dense with at least 10 features, see
-            ``solvers.onedal_backend.prefer_onedal``; LIBSVM otherwise), 'libsvm'
+            ``solvers.onedal_auto.prefer_onedal``; LIBSVM otherwise), 'libsvm'
             (libsvm-official, the reference) or 'onedal' (oneDAL via scikit-learn-intelex
             for C-SVC and epsilon-SVR, LIBSVM for the rest). scikit-learn-intelex comes
             with the default install on x86-64. Same optimum, same certificate.

@@ -105,6 +105,6 @@ def fit_sigmoids(client, parts: PartitionSet, classes, est) -> tuple[np.ndarray,
 
 
 def _pairs(k: int) -> list[tuple[int, int]]:
-    from randsvm_dist.model_files.ovo_layout import ovo_pairs
+    from randsvm_dist.numerics.multiclass import ovo_pairs
 
     return ovo_pairs(k)

@@ -276,8 +276,9 @@ def _pairs_at_once(rows: InMemoryRows, problems: list[ProblemState], todo: list[
     solver setting, and oneDAL the backend of every pair's rows; else (or when oneDAL
     refuses the fit) None: the pairs are solved one by one."""
     from randsvm_dist.exact.kinds import CSVC
-    from randsvm_dist.model_files.ovo_layout import ovo_pairs
-    from randsvm_dist.solvers.onedal_backend import onedal_pays, solve_onedal_pairs
+    from randsvm_dist.numerics.multiclass import ovo_pairs
+    from randsvm_dist.solvers.onedal_auto import onedal_pays
+    from randsvm_dist.solvers.onedal_backend import solve_onedal_pairs
 
     pairs = ovo_pairs(int(np.sqrt(2 * len(problems))) + 1)
     if rows.weighted or len(todo) != len(problems) or len(problems) != len(pairs) or \

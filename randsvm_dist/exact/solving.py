@@ -47,11 +47,11 @@ from randsvm_dist.solvers.libsvm_adapter import (
     dual_objective_from_values,
     solve_libsvm,
 )
+from randsvm_dist.solvers.onedal_auto import prefer_onedal
 from randsvm_dist.solvers.onedal_backend import (
     margin_violation,
     missed_optimum,
     onedal_solves,
-    prefer_onedal,
     solve_onedal,
 )
 from randsvm_dist.solvers.weighted import solve_weighted

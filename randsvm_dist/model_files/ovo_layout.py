@@ -34,11 +34,7 @@ from randsvm_dist.model_files.libsvm_text import (
     LibsvmModel,
 )
 from randsvm_dist.numerics.kernels import Kernel
-
-
-def ovo_pairs(n_classes: int) -> list[tuple[int, int]]:
-    """LIBSVM's pair order: [(0, 1), (0, 2), ..., (k-2, k-1)]."""
-    return [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
+from randsvm_dist.numerics.multiclass import ovo_pairs, pair_coef_matrix
 
 
 def _gather_rows(blocks, offsets: np.ndarray, flat: np.ndarray):
@@ -166,22 +162,6 @@ def ovo_to_libsvm(kernel: Kernel, labels, pair_rows, pair_X, pair_coef, pair_int
                         None if prob_b is None else np.asarray(prob_b, float))
     model.check()
     return model, support
-
-
-def pair_coef_matrix(sv_coef: np.ndarray, n_support) -> np.ndarray:
-    """LIBSVM's (n_sv, k-1) coefficient columns -> one column per pair (n_sv, n_pairs).
-
-    Column p of the result holds the coefficients of pair p = (i, j) over all SVs (zero
-    outside classes i and j), so ``K(X, SV) @ M - rho`` are LIBSVM's decision values.
-    """
-    n_support = np.asarray(n_support, dtype=np.int64)
-    k = len(n_support)
-    start = np.concatenate([[0], np.cumsum(n_support)])
-    out = np.zeros((sv_coef.shape[0], k * (k - 1) // 2))
-    for p, (i, j) in enumerate(ovo_pairs(k)):
-        out[start[i]:start[i + 1], p] = sv_coef[start[i]:start[i + 1], j - 1]
-        out[start[j]:start[j + 1], p] = sv_coef[start[j]:start[j + 1], i]
-    return out
 
 
 def libsvm_to_pairs(model: LibsvmModel) -> list[PairModel]:

@@ -1,7 +1,10 @@
-"""One-vs-one voting as LIBSVM and scikit-learn's SVC do it, from pairwise decision values.
+"""One-vs-one's pairs and voting as LIBSVM and scikit-learn's SVC do them.
+
+- ``ovo_pairs``: LIBSVM's pair order; ``pair_coef_matrix``: its shared-SV coefficient
+  columns (``model_files.ovo_layout``) as one column per pair.
 
 Pairwise decision values ``dec`` are (n, k(k-1)/2) in LIBSVM's pair order (0,1), (0,2),
-..., (k-2,k-1) (``randsvm_dist.model_files.ovo_layout.ovo_pairs``), pair (i, j) positive
+..., (k-2,k-1) (``ovo_pairs``), pair (i, j) positive
 towards class i: what ``svm_predict_values`` computes and what SVC's
 ``decision_function_shape='ovo'`` returns for k > 2.
 
@@ -24,6 +27,27 @@ from __future__ import annotations
 import numpy as np
 
 from randsvm_dist.exceptions import ParameterError
+
+
+def ovo_pairs(n_classes: int) -> list[tuple[int, int]]:
+    """LIBSVM's pair order: [(0, 1), (0, 2), ..., (k-2, k-1)]."""
+    return [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
+
+
+def pair_coef_matrix(sv_coef: np.ndarray, n_support) -> np.ndarray:
+    """LIBSVM's (n_sv, k-1) coefficient columns -> one column per pair (n_sv, n_pairs).
+
+    Column p of the result holds the coefficients of pair p = (i, j) over all SVs (zero
+    outside classes i and j), so ``K(X, SV) @ M - rho`` are LIBSVM's decision values.
+    """
+    n_support = np.asarray(n_support, dtype=np.int64)
+    k = len(n_support)
+    start = np.concatenate([[0], np.cumsum(n_support)])
+    out = np.zeros((sv_coef.shape[0], k * (k - 1) // 2))
+    for p, (i, j) in enumerate(ovo_pairs(k)):
+        out[start[i]:start[i + 1], p] = sv_coef[start[i]:start[i + 1], j - 1]
+        out[start[j]:start[j + 1], p] = sv_coef[start[j]:start[j + 1], i]
+    return out
 
 
 def ovr_predict(scores) -> np.ndarray:

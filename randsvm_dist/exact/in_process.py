@@ -276,14 +276,19 @@ def _pairs_at_once(rows: InMemoryRows, problems: list[ProblemState], todo: list[
     solver setting, and oneDAL the backend of every pair's rows; else (or when oneDAL
     refuses the fit) None: the pairs are solved one by one."""
     from randsvm_dist.exact.kinds import CSVC
-    from randsvm_dist.numerics.multiclass import ovo_pairs
+    from randsvm_dist.exceptions import ParameterError
+    from randsvm_dist.numerics.multiclass import n_classes_of, ovo_pairs
     from randsvm_dist.solvers.onedal_auto import onedal_pays
     from randsvm_dist.solvers.onedal_backend import solve_onedal_pairs
 
-    pairs = ovo_pairs(int(np.sqrt(2 * len(problems))) + 1)
-    if rows.weighted or len(todo) != len(problems) or len(problems) != len(pairs) or \
-            len(pairs) < 3 or not all(isinstance(p.kind, CSVC) for p in problems) or \
-            [(p.kind.positive, p.kind.negative) for p in problems] != pairs:
+    if rows.weighted or len(todo) != len(problems) or len(problems) < 3 or \
+            not all(isinstance(p.kind, CSVC) for p in problems):
+        return None
+    try:
+        pairs = ovo_pairs(n_classes_of(len(problems)))
+    except ParameterError:  # not k(k-1)/2 problems: not one-vs-one
+        return None
+    if [(p.kind.positive, p.kind.negative) for p in problems] != pairs:
         return None
     params = [p.kind.solver_params(p.solver, p.size, p.size) for p in problems]
     if any(q != params[0] for q in params) or params[0].weight_pos != 1.0 or \

@@ -109,6 +109,33 @@ def test_threads_give_the_scan_of_one_thread():
         np.testing.assert_array_equal(a.rows, b.rows)
 
 
+def test_a_threaded_scan_holds_one_blas_thread_between_its_pieces(monkeypatch):
+    """Every piece of a threaded scan starts with BLAS at one thread, also the first and
+    any that starts while no other piece runs: a count that went back up between pieces
+    left OpenBLAS's idle worker spinning on a core the pieces needed."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from randsvm_dist.exact import scan_values
+
+    X, y = _classes(n=3000, k=3)
+    kinds, models = _pair_models(X, y, 3)
+    model = scan_model([_Holder(m) for m in models], KERNEL, False, X.shape[1])
+    seen = []
+    real = scan_values.decision_values
+
+    def watched(*args, **kwargs):
+        seen.append(max(i["num_threads"] for i in threadpool_info()
+                        if i["user_api"] == "blas"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(scan_values, "decision_values", watched)
+    with threadpool_limits(2, user_api="blas"):
+        scan_partition(Partition(X, y, 7), model, _requests(kinds), threads=2)
+        after = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+    assert len(seen) > 2 and set(seen) == {1}
+    assert after == 2
+
+
 def _fit(X, y, solver, threads, monkeypatch):
     """An in-process fit on a machine of ``threads`` cores."""
     import randsvm_dist.estimators.base as base

@@ -224,6 +224,19 @@ def test_removal_keeps_at_most_m_non_svs(noisy, m):
         assert len(f) == m
 
 
+def test_removal_drops_the_first_of_a_stable_sort():
+    """The removal step's selection is the first k of a stable argsort: ties by position."""
+    from randsvm_dist.streaming._ramp_kernels import _smallest
+
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        n = int(rng.integers(1, 50))
+        key = (rng.integers(0, 4, n) if trial % 2 else rng.standard_normal(n)).astype(float)
+        k = int(rng.integers(1, n + 1))
+        np.testing.assert_array_equal(_smallest(key, k),
+                                      np.argsort(key, kind="stable")[:k])
+
+
 def test_removal_with_large_m_equals_no_removal(noisy):
     X, y = noisy
     a = OnlineRampSVM(C=10.0, gamma=1.0, max_non_sv=10_000).fit(X, y)

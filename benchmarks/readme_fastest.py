@@ -47,8 +47,10 @@ def _peer_time(x: dict) -> tuple[float, bool] | None:
 
 def _seconds(x: dict) -> str:
     if "seconds" in x:
+        fits = len(x.get("seconds_all", ()))
         return f"{x['seconds']:.1f}" + (" (earlier)" if x.get("reused") else
-                                        " (ref.)" if x.get("reference") else "")
+                                        " (ref.)" if x.get("reference") else
+                                        f" (median of {fits})" if fits > 1 else "")
     return f"> {x['timed_out']:.0f} (timed out)" if "timed_out" in x else "-"
 
 

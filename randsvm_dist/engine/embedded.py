@@ -77,6 +77,12 @@ def embedded_client(n_workers: int | None = None):
     return _EMBEDDED.get(n_workers)
 
 
+def embedded_running() -> bool:
+    """Whether the embedded default runs (a fit that needed it, or ``embedded_client``,
+    started it)."""
+    return _EMBEDDED.client is not None
+
+
 def close_embedded() -> None:
     """Stop the embedded default if it runs (it is also stopped at exit)."""
     _EMBEDDED.close()

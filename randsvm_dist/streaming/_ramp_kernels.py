@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from randsvm_dist.streaming._select import smallest_keys
+
 # cnt indices
 C_SLOTS, C_NNZ, C_KEVALS, C_SMO, C_OUTER, C_CAPHIT, C_DEAD = 0, 1, 2, 3, 4, 5, 6
 N_CNT = 7
@@ -274,27 +276,6 @@ def _ramp_cccp(Xs, s_start, s_len, s_ind, s_val, sqn, qdiag, y, alpha, cb, g, st
 
 
 @njit(cache=True)
-def _smallest(key, k):
-    """Positions of the k smallest keys, ascending, ties in position order (the first k of
-    a stable argsort), by insertion into a sorted list of k: O(len(key) k), and a tenth of
-    the first-use compile time of numba's mergesort (0.13 s against 1.1 s)."""
-    out = np.empty(k, dtype=np.int64)
-    n = 0
-    for i in range(key.shape[0]):
-        v = key[i]
-        if n == k and key[out[n - 1]] <= v:
-            continue
-        j = n if n < k else n - 1
-        while j > 0 and key[out[j - 1]] > v:
-            out[j] = out[j - 1]
-            j -= 1
-        out[j] = i
-        if n < k:
-            n += 1
-    return out
-
-
-@njit(cache=True)
 def _ramp_remove_non_sv(g, alpha, state, row_of, owner, cnt, m):
     """Algorithm 2: keep at most m non-SVs (alpha = 0), the ones with the smallest |1 - g|."""
     n = cnt[C_SLOTS]
@@ -313,7 +294,7 @@ def _ramp_remove_non_sv(g, alpha, state, row_of, owner, cnt, m):
             idx[t] = k
             key[t] = -abs(1.0 - g[k])
             t += 1
-    drop = idx[_smallest(key, excess)]
+    drop = idx[smallest_keys(key, excess)]
     for t in range(drop.shape[0]):
         k = drop[t]
         state[k] = 0

@@ -226,14 +226,14 @@ def test_removal_keeps_at_most_m_non_svs(noisy, m):
 
 def test_removal_drops_the_first_of_a_stable_sort():
     """The removal step's selection is the first k of a stable argsort: ties by position."""
-    from randsvm_dist.streaming._select import smallest_keys
+    from randsvm_dist.streaming._select import first_of_stable_sort
 
     rng = np.random.default_rng(0)
     for trial in range(300):
         n = int(rng.integers(1, 50))
         key = (rng.integers(0, 4, n) if trial % 2 else rng.standard_normal(n)).astype(float)
         k = int(rng.integers(1, n + 1))
-        np.testing.assert_array_equal(smallest_keys(key, k),
+        np.testing.assert_array_equal(first_of_stable_sort(key, k),
                                       np.argsort(key, kind="stable")[:k])
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from randsvm_dist.streaming._select import smallest_keys
+from randsvm_dist.streaming._select import first_of_stable_sort
 
 # cnt indices
 C_SLOTS, C_NNZ, C_KEVALS, C_SMO, C_OUTER, C_CAPHIT, C_DEAD = 0, 1, 2, 3, 4, 5, 6
@@ -294,7 +294,7 @@ def _ramp_remove_non_sv(g, alpha, state, row_of, owner, cnt, m):
             idx[t] = k
             key[t] = -abs(1.0 - g[k])
             t += 1
-    drop = idx[smallest_keys(key, excess)]
+    drop = idx[first_of_stable_sort(key, excess)]
     for t in range(drop.shape[0]):
         k = drop[t]
         state[k] = 0

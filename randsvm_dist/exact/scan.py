@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from randsvm_dist.engine.partitions import Partition
+from randsvm_dist.engine.worker_memory import process_rss
 from randsvm_dist.exact.kinds import ProblemKind
 from randsvm_dist.exact.row_screening import cheapest_size, clear_rows, feature_norms, neg_slack
 from randsvm_dist.exact.sampling import keys_of, smallest_keys
@@ -347,6 +348,7 @@ class ScanAnswer:
     cpu_seconds: float = 0.0
     ran_on: str | None = None
     full_evals: int = 0
+    rss: int = 0             # the worker process's memory when the task ended (bytes)
 
 
 def row_range(part: Partition, lo: int, hi: int) -> Partition:
@@ -398,7 +400,7 @@ def scan_partition_task(part: Partition, inputs: ScanInputs, key: int,
             and screening_store.put(inputs.run, key, inputs.iteration, out.bounds))
     return ScanAnswer(out.problems, out.n_evaluated, out.seconds, address if kept else None,
                       out.n_screened, out.kernel_evals, out.cpu_seconds, address,
-                      out.full_evals)
+                      out.full_evals, process_rss())
 
 
 def _worker_address() -> str | None:

@@ -69,6 +69,7 @@ class ScanResult:
     threads: int = 1         # worker threads of the cluster during the scan
     task_rows: dict = field(default_factory=dict)  # worker -> rows its tasks scanned
     full_evals: int = 0      # kernel evaluations of the rows evaluated in full
+    worker_rss: int = 0      # the largest worker memory at the end of a task (bytes)
 
     @property
     def efficiency(self) -> float:
@@ -135,7 +136,8 @@ def _scan_result(parts: PartitionSet, tasks: list, answers: list[ScanAnswer],
                       sum(a.n_screened for a in answers),
                       delta_evals + sum(a.kernel_evals for a in answers),
                       sum(a.cpu_seconds for a in answers), wall_seconds, threads, task_rows,
-                      sum(a.full_evals for a in answers))
+                      sum(a.full_evals for a in answers),
+                      max((a.rss for a in answers), default=0))
 
 
 def _holders(client, parts: PartitionSet) -> list[list[str]]:

@@ -1,0 +1,99 @@
+"""What memory each Dask worker has for a fit's tasks: its limit, what it already holds,
+and where Dask pauses and restarts it.
+
+A worker started with ``--memory-limit M`` is paused by Dask when its process memory
+passes ``distributed.worker.memory.pause`` x M (0.8 by default) and restarted by its
+nanny past ``distributed.worker.memory.terminate`` x M (0.95). A task therefore has
+``pause x M`` minus what the worker holds before it starts: the interpreter, Dask and the
+modules a fit's tasks import (``baseline``, measured after importing them). Nothing here
+decides how to use it (``exact.memory_plan`` does).
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+from dataclasses import dataclass
+
+MB = 1 << 20
+
+
+@dataclass(frozen=True)
+class WorkerMemory:
+    """One worker's memory, in bytes.
+
+    Attributes:
+        address: the worker's address.
+        limit: its ``--memory-limit`` (0: none).
+        baseline: its process memory (RSS) after importing a fit's task modules.
+        pause: the fraction of ``limit`` at which Dask pauses it (1.0 when pausing is off).
+        terminate: the fraction at which its nanny restarts it (1.0 when off).
+    """
+
+    address: str
+    limit: int
+    baseline: int
+    pause: float = 0.8
+    terminate: float = 0.95
+
+    @property
+    def usable(self) -> int | None:
+        """Bytes a task may add to the baseline before Dask pauses the worker (None: no
+        limit)."""
+        if self.limit <= 0:
+            return None
+        return int(self.pause * self.limit) - self.baseline
+
+
+def _fraction(value) -> float:
+    """A Dask memory threshold as a fraction (``False``/None: never, 1.0)."""
+    return 1.0 if value in (False, None) else float(value)
+
+
+def _measure(modules: tuple[str, ...], dask_worker=None) -> dict:
+    """Run on a worker: import ``modules``, collect garbage, report memory (see
+    ``worker_memory``)."""
+    import dask
+    import psutil
+
+    for name in modules:
+        importlib.import_module(name)
+    gc.collect()
+    limit = getattr(getattr(dask_worker, "memory_manager", None), "memory_limit", None)
+    return {"limit": int(limit or 0), "rss": int(psutil.Process().memory_info().rss),
+            "pause": _fraction(dask.config.get("distributed.worker.memory.pause", 0.8)),
+            "terminate": _fraction(dask.config.get("distributed.worker.memory.terminate",
+                                                   0.95))}
+
+
+def worker_memory(client, modules: tuple[str, ...] = ()) -> list[WorkerMemory]:
+    """Every worker's memory limit and baseline, after importing ``modules`` on it.
+
+    Args:
+        client: distributed.Client.
+        modules: dotted module names a fit's tasks import (counted in the baseline).
+
+    Returns:
+        one WorkerMemory per worker, by address.
+    """
+    got = client.run(_measure, tuple(modules))
+    return [WorkerMemory(a, m["limit"], m["rss"], m["pause"], m["terminate"])
+            for a, m in sorted(got.items())]
+
+
+def process_peak_rss() -> int:
+    """This process's peak resident memory so far, in bytes (Linux/macOS; 0 elsewhere)."""
+    try:
+        import resource
+        import sys
+    except ImportError:
+        return 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+def process_rss() -> int:
+    """This process's resident memory now, in bytes."""
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)

@@ -66,19 +66,35 @@ def _measure(modules: tuple[str, ...], dask_worker=None) -> dict:
                                                    0.95))}
 
 
-def worker_memory(client, modules: tuple[str, ...] = ()) -> list[WorkerMemory]:
+def worker_memory(client, modules: tuple[str, ...] = (), import_bytes: int = 0
+                  ) -> list[WorkerMemory]:
     """Every worker's memory limit and baseline, after importing ``modules`` on it.
+
+    A worker whose memory now plus ``import_bytes`` (what importing ``modules`` is
+    expected to add) already passes its pause threshold is not asked to import them (the
+    import itself could get it restarted): its baseline is that estimate. A worker that
+    dies while importing counts as one whose baseline is its limit.
 
     Args:
         client: distributed.Client.
         modules: dotted module names a fit's tasks import (counted in the baseline).
+        import_bytes: the memory importing ``modules`` is expected to add.
 
     Returns:
         one WorkerMemory per worker, by address.
     """
-    got = client.run(_measure, tuple(modules))
-    return [WorkerMemory(a, m["limit"], m["rss"], m["pause"], m["terminate"])
-            for a, m in sorted(got.items())]
+    bare = client.run(_measure, ())
+    out = {a: WorkerMemory(a, m["limit"], m["rss"] + import_bytes, m["pause"], m["terminate"])
+           for a, m in bare.items()}
+    roomy = [a for a, w in out.items() if w.usable is None or w.usable > 0]
+    if modules and roomy:
+        got = client.run(_measure, tuple(modules), workers=roomy, on_error="return")
+        for a, m in got.items():
+            w = out[a]
+            out[a] = (WorkerMemory(a, m["limit"], m["rss"], m["pause"], m["terminate"])
+                      if isinstance(m, dict) else WorkerMemory(a, w.limit, w.limit, w.pause,
+                                                               w.terminate))
+    return [out[a] for a in sorted(out)]
 
 
 def process_peak_rss() -> int:

@@ -35,7 +35,8 @@ from randsvm_dist.exceptions import ClusterError
 # The modules a fit's worker tasks import (read, scan, solve): a worker's baseline is
 # measured with them loaded.
 SCAN_MODULES = ("randsvm_dist.exact.scan", "randsvm_dist.numerics.rbf_fused")
-SOLVE_MODULES = ("randsvm_dist.exact.solve_plan", "libsvm.svmutil")
+# What importing them adds to a worker (numba's LLVM and the scan's compiled kernels).
+SCAN_IMPORT_BYTES = 110 * MB
 
 # A slice's bytes held at once while it is read and scanned: the Parquet pages, Arrow's
 # columns and the float32 rows (feature-major, then the row-major copy).
@@ -50,7 +51,10 @@ KERNEL_BLOCK_BYTES = 3 * 4 * (1 << 20)
 SOLVE_BYTES_PER_VALUE = 4 + 16 + 8
 SOLVE_BYTES_PER_ROW = 96          # alphas, gradients, targets, boxes, index sets
 MIN_CACHE_MB = 16.0               # a solve with less kernel cache recomputes too much
-SOLVE_IMPORT_BYTES = 160 * MB     # scikit-learn, scikit-learn-intelex and LIBSVM loaded
+SOLVE_IMPORT_BYTES = 200 * MB     # scikit-learn, scikit-learn-intelex and LIBSVM loaded
+# Kept free under Dask's pause threshold for what no estimate sees (freed memory the
+# allocators keep, Dask's own buffers): a share of the limit.
+HEADROOM = 0.05
 # Working sets grow past the first sample by the support vectors they keep.
 WORKING_SET_GROWTH = 3
 
@@ -153,8 +157,8 @@ def plan_memory(workers: list[WorkerMemory], threads: dict[str, int], sizes: np.
         held = max(held, int(cached * rows_here * bytes_per_row)
                    + min(bounds_cap, int(rows_here * n_problems * 8)))
     _refuse_small(limited, scan * threads_of(limited, threads) + held, scan, held)
-    usable = min(w.usable for w in limited)
-    spare = usable - held - scan * (most_threads - 1)
+    usable = min(w.usable - int(HEADROOM * w.limit) for w in limited)
+    spare = usable - held - scan * most_threads
     need_min = SOLVE_IMPORT_BYTES + solve_bytes(ws_rows, n_features, MIN_CACHE_MB,
                                                 bytes_per_row, sparse)
     direct = solve_bytes(n_rows, n_features, MIN_CACHE_MB, bytes_per_row, sparse)
@@ -188,11 +192,11 @@ def _refuse_small(workers: list[WorkerMemory], need: int, scan: int, held: int) 
     for w in workers:
         if w.usable is not None and need > w.usable:
             least = (need + w.baseline) / w.pause
-            raise ClusterError(
-                f"each worker needs at least {least / MB:.0f} MB for this data "
-                f"({w.baseline / MB:.0f} MB loaded before any task, {scan / MB:.0f} MB per "
-                f"scan task, {held / MB:.0f} MB held between scans, under Dask's pause at "
-                f"{w.pause:.0%} of the limit); {w.address} has {w.limit / MB:.0f} MB. Give "
+            raise ClusterError(   # in MB of 10^6 bytes, as ``--memory-limit 512MB`` counts
+                f"each worker needs at least {least / 1e6:.0f} MB for this data "
+                f"({w.baseline / 1e6:.0f} MB loaded before any task, {scan / 1e6:.0f} MB per "
+                f"scan task, {held / 1e6:.0f} MB held between scans, under Dask's pause at "
+                f"{w.pause:.0%} of the limit); {w.address} has {w.limit / 1e6:.0f} MB. Give "
                 "the workers more memory (dask worker --memory-limit) or write the data "
                 "in smaller partitions")
 
@@ -218,7 +222,7 @@ def fit_memory_plan(client, parts: PartitionSet, problems: list[ProblemState],
     """
     n = parts.n_rows
     r = sample_size_for(problems, min(cfg.sample_size, n), n)
-    workers = worker_memory(client, SCAN_MODULES)
+    workers = worker_memory(client, SCAN_MODULES, SCAN_IMPORT_BYTES)
     limits = [w.limit for w in workers if w.limit > 0]
     plan = plan_memory(workers, {w: int(t) for w, t in client.nthreads().items()},
                        parts.sizes, parts.n_features, bytes_per_row(parts), parts.is_sparse,

@@ -8,9 +8,9 @@ import scipy.sparse as sp
 
 from randsvm_dist.exceptions import ParameterError, SchemaError
 from randsvm_dist.streaming import BlurredBallSVM, StreamSVM
-from randsvm_dist.streaming._meb_balls import ST_NSTORE
-from randsvm_dist.streaming._meb_cover import BallCover
-from randsvm_dist.streaming.blurred_ball import _BlurredCover
+from randsvm_dist.streaming.meb._balls import ST_NSTORE
+from randsvm_dist.streaming.meb._cover import BallCover
+from randsvm_dist.streaming.meb.blurred_ball import _BlurredCover
 
 
 def blobs(n=40, d=3, seed=0, sep=1.0):

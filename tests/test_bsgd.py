@@ -14,8 +14,8 @@ from sklearn.svm import SVC
 
 from randsvm_dist.exceptions import NotFittedError, ParameterError, SchemaError
 from randsvm_dist.streaming import BudgetedSGD
-from randsvm_dist.streaming import _bsgd_merge as K
-from randsvm_dist.streaming.bsgd import merge_points, weight_degradation
+from randsvm_dist.streaming.bsgd import _merge as K
+from randsvm_dist.streaming.bsgd.budgeted_sgd import merge_points, weight_degradation
 
 # -- brute-force references ---------------------------------------------------------------
 

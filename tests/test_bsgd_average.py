@@ -9,7 +9,8 @@ import pytest
 import scipy.linalg as sla
 from sklearn.datasets import load_svmlight_file
 
-from randsvm_dist.streaming import BudgetedSGD, bsgd_binary
+from randsvm_dist.streaming import BudgetedSGD
+from randsvm_dist.streaming.bsgd import binary as bsgd_binary
 
 # a9a's benchmark setting: C=32 and a broad kernel (every kernel value between two rows is
 # at least ~0.8), where the merged-away points' function is a large near-constant

@@ -1,5 +1,5 @@
 """The draws after a settled solve (``exact.draw.draw_size``, the scan's draw order in
-``exact.scan``): rows inside the margin by less than the violator slack carry the gap
+``exact.scan.partition``): rows inside the margin by less than the violator slack carry the gap
 without being violators; they must join the working set before the other near-margin
 rows, also when the support vectors outnumber the sample size (skin_nonskin's collapsed,
 weighted rows: the gap stalled at 1.9e-2 for two iterations there)."""
@@ -13,7 +13,7 @@ from randsvm_dist.engine.partitions import Partition
 from randsvm_dist.estimators import RandSVMClassifier
 from randsvm_dist.exact.draw import LEAN_FILL, draw_size
 from randsvm_dist.exact.kinds import CSVC
-from randsvm_dist.exact.scan import ProblemRequest, ScanModel, scan_partition
+from randsvm_dist.exact.scan.partition import ProblemRequest, ScanModel, scan_partition
 from randsvm_dist.exact.state import ProblemState, SupportModel
 from randsvm_dist.numerics.kernels import Kernel
 from randsvm_dist.solvers.libsvm_adapter import SolverParams

@@ -25,8 +25,8 @@ FIRST_FIT = textwrap.dedent("""
     from randsvm_dist.data import make_arrays
     from randsvm_dist.engine.launcher import launch, wait_for_workers
 
-    MODULES = ("randsvm_dist.solvers.warm_smo_kernels", "randsvm_dist.solvers.warm_smo_cache",
-               "randsvm_dist.solvers.warm_smo_loop", "randsvm_dist.numerics.rbf_fused")
+    MODULES = ("randsvm_dist.solvers.warm_smo.kernels", "randsvm_dist.solvers.warm_smo.cache",
+               "randsvm_dist.solvers.warm_smo.loop", "randsvm_dist.numerics.rbf_fused")
 
     def signature_counts():
         import importlib
@@ -59,9 +59,9 @@ FIRST_FIT = textwrap.dedent("""
 """)
 
 # the kernels that must be there, each compiled once (the parallel loops included)
-KEY_KERNELS = ("solvers.warm_smo_loop.run_smo", "solvers.warm_smo_kernels.qrow",
-               "solvers.warm_smo_kernels._qfill_parallel",
-               "solvers.warm_smo_loop._scan_parallel",
+KEY_KERNELS = ("solvers.warm_smo.loop.run_smo", "solvers.warm_smo.kernels.qrow",
+               "solvers.warm_smo.kernels._qfill_parallel",
+               "solvers.warm_smo.loop._scan_parallel",
                "numerics.rbf_fused.rbf_accumulate", "numerics.rbf_fused.rbf_direct_accumulate")
 
 

@@ -12,9 +12,11 @@ import pytest
 from randsvm_dist import RandSVMClassifier
 from randsvm_dist.data import make_arrays
 from randsvm_dist.numerics.kernels import Kernel
-from randsvm_dist.solvers import libsvm_adapter, warm_smo, warm_smo_kernels
+from randsvm_dist.solvers import libsvm_adapter
+from randsvm_dist.solvers.warm_smo import solve as warm_smo
+from randsvm_dist.solvers.warm_smo import kernels as warm_smo_kernels
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
-from randsvm_dist.solvers.warm_smo import solve_warm_counted
+from randsvm_dist.solvers.warm_smo.solve import solve_warm_counted
 
 # the fixed route: sampled working sets solved by LIBSVM (then warm-started). Not oneDAL:
 # its solves are the same bytes for one thread count but not across thread counts (its own

@@ -1,5 +1,5 @@
 """One-vs-one problems on the scan and the in-process route: every row is evaluated only
-for the pairs it belongs to, against their support vectors (``exact.scan_values``), the pieces
+for the pairs it belongs to, against their support vectors (``exact.scan.values``), the pieces
 run on several threads with the same answers, and the pairs solved several at a time
 (``exact.in_process``) give the bytes of their solves one at a time."""
 
@@ -14,8 +14,8 @@ from randsvm_dist.engine.partitions import Partition
 from randsvm_dist.exact import in_process
 from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.route import Machine
-from randsvm_dist.exact.scan import ProblemRequest, scan_partition
-from randsvm_dist.exact.scan_dispatch import scan_model
+from randsvm_dist.exact.scan.partition import ProblemRequest, scan_partition
+from randsvm_dist.exact.scan.dispatch import scan_model
 from randsvm_dist.exact.state import SupportModel
 from randsvm_dist.numerics.kernels import Kernel, decision_values
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
@@ -115,7 +115,7 @@ def test_a_threaded_scan_holds_one_blas_thread_between_its_pieces(monkeypatch):
     left OpenBLAS's idle worker spinning on a core the pieces needed."""
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    from randsvm_dist.exact import scan_values
+    from randsvm_dist.exact.scan import values as scan_values
 
     X, y = _classes(n=3000, k=3)
     kinds, models = _pair_models(X, y, 3)

@@ -13,8 +13,8 @@ from randsvm_dist.estimators import RandSVMClassifier
 from randsvm_dist.exact.bounds import support_bound
 from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.sampling import stream_id
-from randsvm_dist.exact.scan import ProblemRequest, ScanModel, scan_partition
-from randsvm_dist.exact.scan_dispatch import merged_scan
+from randsvm_dist.exact.scan.partition import ProblemRequest, ScanModel, scan_partition
+from randsvm_dist.exact.scan.dispatch import merged_scan
 from randsvm_dist.numerics.kernels import Kernel, decision_values
 
 
@@ -202,7 +202,7 @@ def test_every_kind_fulfils_the_problem_kind_contract():
     kinds = [CSVC(1), CSVC(0, 1), EpsilonSVR(0.2), OneClass(0.3)]
     assert {type(k) for k in kinds} == set(KINDS.values())
     assert all(isinstance(k, ProblemKind) for k in kinds)
-    # every kind's re-solves start warm (solvers.warm_smo); one-class is never cut in parts
+    # every kind's re-solves start warm (solvers.warm_smo.solve); one-class is never cut in parts
     assert [k.warm_startable for k in kinds] == [True, True, True, True]
     np.testing.assert_array_equal(CSVC(1).warm_alphas(np.array([-0.5, 2.0])), [0.5, 2.0])
     np.testing.assert_array_equal(EpsilonSVR(0.2).warm_alphas(np.array([-0.5, 2.0])),

@@ -9,8 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 from randsvm_dist.engine.partitions import Partition
-from randsvm_dist.exact.scan_values import evaluated
-from randsvm_dist.exact.screening import KERNEL_VALUE_ERROR
+from randsvm_dist.exact.scan.values import evaluated
+from randsvm_dist.exact.scan.screening import KERNEL_VALUE_ERROR
 from randsvm_dist.numerics.kernels import (
     Kernel,
     block_rows,

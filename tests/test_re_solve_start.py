@@ -18,9 +18,9 @@ from randsvm_dist.exact import certificate, solving
 from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.state import ProblemState
 from randsvm_dist.numerics.kernels import Kernel, decision_values
-from randsvm_dist.solvers import warm_smo
+from randsvm_dist.solvers.warm_smo import solve as warm_smo
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
-from randsvm_dist.solvers.warm_smo import solve_warm_counted
+from randsvm_dist.solvers.warm_smo.solve import solve_warm_counted
 
 GAMMA = 0.05
 REAL_START, REAL_DIRECT_START = warm_smo._start, solving.direct_start
@@ -64,7 +64,7 @@ def test_a_start_from_scan_values_is_the_rebuilt_start_for_fewer_kernel_values(w
     alpha0 = np.zeros(len(t))
     alpha0[first.support] = np.abs(coef)
     assert abs(np.sum(t * alpha0)) > 0
-    # the scan's values: float32 rows and coefficients, as ``exact.scan`` computes them
+    # the scan's values: float32 rows and coefficients, as ``exact.scan.partition`` computes them
     f = decision_values(X, X[first.support], coef, 0.0, params.kernel).astype(np.float32)
     sums = np.full((len(t), 2), np.nan)
     sums[:, 0] = f

@@ -1,4 +1,4 @@
-"""The scan's dispatch (``exact.scan_dispatch``) and its kernel products
+"""The scan's dispatch (``exact.scan.dispatch``) and its kernel products
 (``numerics.kernels``): sparse and dense rows give the same scan, the models travel once
 per worker, and every worker thread gets its share of the rows."""
 
@@ -9,10 +9,10 @@ import pytest
 import scipy.sparse as sp
 
 from randsvm_dist.engine.inputs import load_partitions
-from randsvm_dist.exact import scan_dispatch
+from randsvm_dist.exact.scan import dispatch as scan_dispatch
 from randsvm_dist.exact.kinds import CSVC
-from randsvm_dist.exact.scan import ProblemRequest, ScanInputs, ScanModel
-from randsvm_dist.exact.scan_dispatch import ScanTask, merged_scan, plan_scan, run_scan
+from randsvm_dist.exact.scan.partition import ProblemRequest, ScanInputs, ScanModel
+from randsvm_dist.exact.scan.dispatch import ScanTask, merged_scan, plan_scan, run_scan
 from randsvm_dist.numerics import kernels
 from randsvm_dist.numerics.kernels import Kernel, decision_values
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
@@ -46,7 +46,7 @@ def _scan(client, X, y, sol, layout: str):
                       np.array([sol.intercept]))
     req = [ProblemRequest(CSVC(1), np.sort(sol.support).astype(np.int64), 300, 5,
                           tol=1e-3, band=0.5, C=10.0)]
-    from randsvm_dist.exact import screening_store
+    from randsvm_dist.exact.scan import screening_store
 
     try:
         result = run_scan(client, parts, model, req, "t", 1)

@@ -1,5 +1,5 @@
-"""Screening of the violator scan by the change of the coefficients (``exact.scan``,
-``exact.screening.model_delta``): rows are skipped once a model settles, and nothing the scan
+"""Screening of the violator scan by the change of the coefficients (``exact.scan.partition``,
+``exact.scan.screening.model_delta``): rows are skipped once a model settles, and nothing the scan
 reports changes (every kind, sample weights, a lost store, a whole fit)."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import pytest
 from randsvm_dist.data import make_arrays, write_arrays
 from randsvm_dist.engine.partitions import Partition
 from randsvm_dist.estimators import RandSVMClassifier
-from randsvm_dist.exact import screening_store
+from randsvm_dist.exact.scan import screening_store
 from randsvm_dist.exact.kinds import CSVC, EpsilonSVR, OneClass
-from randsvm_dist.exact.scan import ProblemRequest, ScanModel, scan_partition
-from randsvm_dist.exact.scan_dispatch import scan_model
-from randsvm_dist.exact.screening import model_delta
+from randsvm_dist.exact.scan.partition import ProblemRequest, ScanModel, scan_partition
+from randsvm_dist.exact.scan.dispatch import scan_model
+from randsvm_dist.exact.scan.screening import model_delta
 from randsvm_dist.exact.state import SupportModel
 from randsvm_dist.numerics.kernels import Kernel, decision_values
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
@@ -128,7 +128,8 @@ def test_residual_norms_on_the_workers_are_the_drivers(monkeypatch):
     workers (one block per thread) and sum to the driver's own result."""
     from distributed import Client, LocalCluster
 
-    from randsvm_dist.exact import scan_dispatch, screening
+    from randsvm_dist.exact.scan import dispatch as scan_dispatch
+    from randsvm_dist.exact.scan import screening
 
     X, y = make_arrays("checkerboard", 4000, seed=3)
     old, new = _models(X, y)

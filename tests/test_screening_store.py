@@ -8,7 +8,7 @@ import pytest
 
 from randsvm_dist.data import make_arrays, write_arrays
 from randsvm_dist.estimators import RandSVMClassifier
-from randsvm_dist.exact import screening_store
+from randsvm_dist.exact.scan import screening_store
 
 
 @pytest.fixture()

@@ -17,7 +17,7 @@ from randsvm_dist.solvers.libsvm_adapter import (
     solve_libsvm,
     step_threads,
 )
-from randsvm_dist.solvers.warm_smo import WARM_SYNC_TERMS, solve_warm_counted
+from randsvm_dist.solvers.warm_smo.solve import WARM_SYNC_TERMS, solve_warm_counted
 
 
 def problem(n: int, d: int, seed: int = 0):

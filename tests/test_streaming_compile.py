@@ -25,11 +25,11 @@ from sklearn.datasets import make_moons
 from randsvm_dist.streaming import BlurredBallSVM, BudgetedSGD, OnlineRampSVM, StreamSVM
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNEL_MODULES = ("_bsgd_merge", "_bsgd_kernels", "_bsgd_gradient", "_bsgd_pass_csr",
-                  "_bsgd_pass_dense")
+KERNEL_MODULES = ("bsgd._merge", "bsgd._kernels", "bsgd._gradient", "bsgd._pass_csr",
+                  "bsgd._pass_dense")
 # what a fit on CSR rows with the default golden-section merges compiles
-CSR_GOLDEN = {"_bsgd_merge._alpha_z_pair", "_bsgd_merge.golden_pair", "_bsgd_merge.sqdist",
-              "_bsgd_kernels.maintain_golden", "_bsgd_pass_csr.train_sparse"}
+CSR_GOLDEN = {"bsgd._merge._alpha_z_pair", "bsgd._merge.golden_pair", "bsgd._merge.sqdist",
+              "bsgd._kernels.maintain_golden", "bsgd._pass_csr.train_sparse"}
 
 
 def dispatchers(module: str) -> dict:
@@ -84,7 +84,7 @@ def test_one_signature_per_kernel_and_one_model_whatever_the_input(params):
                                                                    disp.signatures)
 
 
-OTHER_MODULES = ("_meb_balls", "_meb_coreset", "_meb_dual", "_meb_primal", "_meb_solver",
+OTHER_MODULES = ("meb._balls", "meb._coreset", "meb._dual", "meb._primal", "meb._solver",
                  "_ramp_kernels")
 
 
@@ -155,18 +155,18 @@ def test_a_first_csr_fit_compiles_only_its_kernels_into_the_cache(tmp_path):
     assert all(hits == 1 and misses == 0 for hits, misses in second.values()), second
 
 
-MEB_MODULES = ("_meb_balls", "_meb_coreset", "_meb_dual", "_meb_primal", "_meb_solver")
+MEB_MODULES = ("meb._balls", "meb._coreset", "meb._dual", "meb._primal", "meb._solver")
 # the declared kernels each ball-cover fit (and its predictions) calls
 MEB_ENTRY = {
-    "streamsvm": {"_meb_dual.dual_pass", "_meb_dual.dual_flush"},
-    "blurred": {"_meb_dual.dual_pass", "_meb_coreset.coreset_flush"},
-    "linear": {"_meb_primal.primal_pass_csr", "_meb_primal.primal_flush"},
+    "streamsvm": {"meb._dual.dual_pass", "meb._dual.dual_flush"},
+    "blurred": {"meb._dual.dual_pass", "meb._coreset.coreset_flush"},
+    "linear": {"meb._primal.primal_pass_csr", "meb._primal.primal_flush"},
 }
 # declared kernels that the flush steps also call (the learner calls them when merging)
 MEB_NESTED = {
-    "streamsvm": {"_meb_balls.discard_small", "_meb_solver.meb_into"},
-    "blurred": {"_meb_balls.discard_small"},
-    "linear": {"_meb_balls.discard_small", "_meb_solver.meb_into"},
+    "streamsvm": {"meb._balls.discard_small", "meb._solver.meb_into"},
+    "blurred": {"meb._balls.discard_small"},
+    "linear": {"meb._balls.discard_small", "meb._solver.meb_into"},
 }
 
 MEB_FIT = textwrap.dedent("""

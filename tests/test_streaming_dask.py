@@ -26,7 +26,7 @@ from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
 from randsvm_dist.model_files.load import load_model
 from randsvm_dist.numerics.kernels import resolve_gamma
 from randsvm_dist.streaming import BudgetedSGD, StreamSVM
-from randsvm_dist.streaming._meb_balls import ST_NSTORE
+from randsvm_dist.streaming.meb._balls import ST_NSTORE
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,9 @@ from scipy.optimize import minimize
 
 from randsvm_dist.exceptions import ParameterError, SchemaError
 from randsvm_dist.streaming import StreamSVM
-from randsvm_dist.streaming._meb_balls import ST_NSTORE
-from randsvm_dist.streaming._meb_cover import BallCover
-from randsvm_dist.streaming._meb_solver import meb_of_balls
+from randsvm_dist.streaming.meb._balls import ST_NSTORE
+from randsvm_dist.streaming.meb._cover import BallCover
+from randsvm_dist.streaming.meb._solver import meb_of_balls
 
 TOL = 1e-9
 

@@ -13,7 +13,7 @@ from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kerne
 
 from randsvm_dist.numerics.kernels import Kernel
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
-from randsvm_dist.solvers.warm_smo import feasible_start, solve_warm_counted
+from randsvm_dist.solvers.warm_smo.solve import feasible_start, solve_warm_counted
 
 
 def moons(n=600, seed=0):
@@ -272,7 +272,7 @@ def test_two_threads_take_the_same_path():
 
 
 def test_the_vectorised_exp_is_exact():
-    from randsvm_dist.solvers.warm_smo_kernels import EXP_MIN_ARG, exp_inplace
+    from randsvm_dist.solvers.warm_smo.kernels import EXP_MIN_ARG, exp_inplace
 
     x = np.concatenate([-np.geomspace(1e-300, 800, 20_000), [0.0, -0.3466, EXP_MIN_ARG]])
     v, tb = x.copy(), np.empty(len(x))

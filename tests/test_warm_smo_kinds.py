@@ -15,8 +15,8 @@ from sklearn.metrics.pairwise import rbf_kernel
 
 from randsvm_dist.numerics.kernels import Kernel
 from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
-from randsvm_dist.solvers.warm_smo import solve_warm_counted
-from randsvm_dist.solvers.warm_smo_duals import fill_to_total, one_class_start, svr_dual
+from randsvm_dist.solvers.warm_smo.solve import solve_warm_counted
+from randsvm_dist.solvers.warm_smo.duals import fill_to_total, one_class_start, svr_dual
 from randsvm_dist.solvers.weighted import solve_weighted, solve_weighted_warm
 
 TOL = 1e-4
@@ -254,7 +254,7 @@ def test_starts_are_repaired_to_feasible_points():
 def test_a_twinned_row_of_q_is_the_per_variable_row():
     """a_i and a*_i share row i: a Q row over both costs row i's kernel values once
     (LIBSVM's SVR_Q), exactly the values computed per variable, in any variable order."""
-    from randsvm_dist.solvers.warm_smo_kernels import kernel_params, qfill, qrow
+    from randsvm_dist.solvers.warm_smo.kernels import kernel_params, qfill, qrow
 
     X, z = friedman(300)
     dual = svr_dual(z, np.full(len(z), SVR.C), SVR.epsilon, None)

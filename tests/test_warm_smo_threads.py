@@ -9,10 +9,11 @@ import pytest
 
 from randsvm_dist.data.generators import make_arrays
 from randsvm_dist.numerics.kernels import Kernel
-from randsvm_dist.solvers import libsvm_adapter, warm_smo
+from randsvm_dist.solvers import libsvm_adapter
+from randsvm_dist.solvers.warm_smo import solve as warm_smo
 from randsvm_dist.solvers.libsvm_adapter import SolverParams
-from randsvm_dist.solvers.warm_smo import solve_warm_counted
-from randsvm_dist.solvers.warm_smo_loop import PARALLEL_MIN_ROWS
+from randsvm_dist.solvers.warm_smo.solve import solve_warm_counted
+from randsvm_dist.solvers.warm_smo.loop import PARALLEL_MIN_ROWS
 
 ROWS = 6000
 
@@ -78,7 +79,7 @@ def test_sixteen_threads_offered_do_no_more_work_than_one(monkeypatch, warm_prob
 def _swap_row_by_row(pairs, pool, cm, cst):
     """LIBSVM's ``swap_index`` on the cached rows, a swap at a time over every row: the
     reference ``cache_swap_values`` must equal."""
-    from randsvm_dist.solvers.warm_smo_cache import NEXT, ROW_IN, SLOT_LEN, STRIDE
+    from randsvm_dist.solvers.warm_smo.cache import NEXT, ROW_IN, SLOT_LEN, STRIDE
 
     n = cm.shape[1] - 1
     dropped = set()
@@ -101,8 +102,8 @@ def test_a_shrinking_pass_swaps_every_cached_row_as_libsvm_does(nth):
     """The cached rows' values after a shrinking pass's swaps (``cache_swap_values``, all
     swaps at once, the rows split over nth threads): those of LIBSVM's walk over every row
     for each swap; rows holding an i but not its j are dropped and their slots freed."""
-    from randsvm_dist.solvers import warm_smo_cache as C
-    from randsvm_dist.solvers.warm_smo_kernels import kernel_params
+    from randsvm_dist.solvers.warm_smo import cache as C
+    from randsvm_dist.solvers.warm_smo.kernels import kernel_params
 
     n, d = 900, 5
     rng = np.random.default_rng(7)

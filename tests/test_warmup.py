@@ -18,7 +18,7 @@ CHECK = textwrap.dedent("""
     from randsvm_dist.app.warmup import warm
     from randsvm_dist.numerics import rbf_fused
     from randsvm_dist.numerics.kernels import Kernel, decision_values
-    from randsvm_dist.solvers import warm_smo
+    from randsvm_dist.solvers.warm_smo import solve as warm_smo
     from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
 
     def signatures():
@@ -57,7 +57,7 @@ def test_warm_covers_the_exact_kernels_signatures():
                    "randsvm_dist.numerics.rbf_fused.rbf_direct_accumulate",
                    "libsvm.svm.csr_to_problem_jit"):
         assert warm[kernel], f"{kernel} not warmed"
-    assert any(warm[k] for k in warm if k.startswith("randsvm_dist.solvers.warm_smo."))
+    assert any(warm[k] for k in warm if k.startswith("randsvm_dist.solvers.warm_smo.solve."))
     assert fit == warm  # the calls on other data compiled no new specialisation
 
 
@@ -122,7 +122,7 @@ PART_THEN_IMPORT = textwrap.dedent("""
     from numba.core import event
     from randsvm_dist.app.kernel_pieces import is_cached, run_part
 
-    K = "randsvm_dist.solvers.warm_smo_kernels."
+    K = "randsvm_dist.solvers.warm_smo.kernels."
     before = is_cached(K + "kernel_of_dots")
     run_part([K + "kernel_of_dots"])  # and exp_inplace, which it calls
     compiled = []
@@ -137,7 +137,7 @@ PART_THEN_IMPORT = textwrap.dedent("""
                 compiled.append(disp.__name__)
 
     event.register("numba:compile", Listener())
-    from randsvm_dist.solvers import warm_smo_kernels as wk
+    from randsvm_dist.solvers.warm_smo import kernels as wk
     json.dump({"before": before, "after": is_cached(K + "kernel_of_dots"),
                "compiled": compiled,
                "signatures": {n: len(getattr(wk, n).signatures)

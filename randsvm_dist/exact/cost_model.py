@@ -9,7 +9,7 @@ q = d + KERNEL_ROW_TERMS terms per kernel value:
 - cold solve: ``a x m x s x q`` seconds on one thread for LIBSVM and the weighted solver
   (the SMO's kernel columns: about one per support vector, each m long), ``a_o x m x s``
   for oneDAL (its kernel blocks are GEMMs: the features hardly count, measured);
-- warm solve (``solvers.warm_smo``): ``b_f x m x f x q + b_g x m x s0 x q`` (the SMO's
+- warm solve (``solvers.warm_smo.solve``): ``b_f x m x f x q + b_g x m x s0 x q`` (the SMO's
   steps are driven by the fresh rows; the starting gradient is m x s0 kernel values);
 - with p threads a solve takes ``t1 x (k + q x (1 / p + sync x (p - 1)^2 / (m q))) /
   (k + q)``: k serial terms per kernel value (the SMO's selection and gradient loops), and
@@ -42,7 +42,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from randsvm_dist.exact.scan_dispatch import SCAN_TASKS_PER_THREAD
+from randsvm_dist.exact.scan.dispatch import SCAN_TASKS_PER_THREAD
 from randsvm_dist.exact.solving import WARM_MAX_FRESH_SHARE
 from randsvm_dist.solvers.libsvm_adapter import (
     KERNEL_ROW_TERMS,
@@ -387,7 +387,7 @@ def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
         sv_share: support vectors over rows solved, in (0, 1].
         coef: Coefficients; backend: the cold solver ('libsvm' or 'onedal').
         iterations: rounds after the first solve.
-        warm: the re-solves start from the previous alphas (``solvers.warm_smo``).
+        warm: the re-solves start from the previous alphas (``solvers.warm_smo.solve``).
         in_memory: the rows are in the client's memory (arrays passed to ``fit``).
 
     Returns:

@@ -131,7 +131,7 @@ def solve_working_set_task(kind: ProblemKind, X, t: np.ndarray, box: np.ndarray 
                            sums: np.ndarray | None = None) -> solving.Solved:
     """A working set's solve run from a task, by ``plan`` (its cut plans' parts are
     tasks too): 'warm' from ``alpha0`` and the rows' kernel sums ``sums``
-    (``start_sums``; ``solvers.warm_smo``), 'whole', 'cascade'
+    (``start_sums``; ``solvers.warm_smo.solve``), 'whole', 'cascade'
     (``solving.solve_working_set``) or 'divide' (``divide.solve_divided``).
 
     Returns:
@@ -140,7 +140,7 @@ def solve_working_set_task(kind: ProblemKind, X, t: np.ndarray, box: np.ndarray 
     from distributed import worker_client
 
     if plan.name == "warm":
-        from randsvm_dist.solvers.warm_smo import solve_warm
+        from randsvm_dist.solvers.warm_smo.solve import solve_warm
         from randsvm_dist.solvers.weighted import solve_weighted_warm
 
         sol = (solve_warm(X, t, params, alpha0, n_threads, start_sums=sums) if box is None

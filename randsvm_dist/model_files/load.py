@@ -122,7 +122,9 @@ def _streaming_classes() -> dict[str, type]:
     """The classes a streaming model file may rebuild, by name."""
     from randsvm_dist import streaming
     from randsvm_dist.numerics.kernels import Kernel
-    from randsvm_dist.streaming import blurred_ball, ramp, streamsvm
+    from randsvm_dist.streaming import ramp
+    from randsvm_dist.streaming.meb import blurred_ball
+    from randsvm_dist.streaming.meb import streamsvm
 
     out = {c.__name__: c for c in (Kernel, blurred_ball._BlurredCover, streaming._BinaryBSGD,
                                    ramp._RampBinary, streamsvm._StreamBall)}

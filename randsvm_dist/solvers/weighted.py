@@ -175,7 +175,7 @@ def solve_weighted_warm(X, y: np.ndarray | None, params: SolverParams, row_C,
     Raises:
         ParameterError: bad row_C.
     """
-    from randsvm_dist.solvers.warm_smo import needs_libsvm, solve_warm
+    from randsvm_dist.solvers.warm_smo.solve import needs_libsvm, solve_warm
 
     n = X.shape[0]
     c = check_row_C(row_C, n)

@@ -12,11 +12,11 @@ from dataclasses import replace
 import numpy as np
 
 from randsvm_dist.engine.partitions import PartitionSet, fetch_rows, vstack_rows
-from randsvm_dist.exact.scan import screening_store
 from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.sampling import stream_id
-from randsvm_dist.exact.scan.partition import ProblemRequest, ScanModel
+from randsvm_dist.exact.scan import screening_store
 from randsvm_dist.exact.scan.dispatch import merged_scan, run_scan
+from randsvm_dist.exact.scan.partition import ProblemRequest, ScanModel
 from randsvm_dist.exact.solve_plan import solve_sampled
 from randsvm_dist.exact.state import ProblemState, RunConfig, WorkingSet
 

@@ -43,7 +43,6 @@ import numpy as np
 
 from randsvm_dist.engine.partitions import PartitionSet
 from randsvm_dist.engine.row_totals import weight_total
-from randsvm_dist.exact.scan import screening_store
 from randsvm_dist.exact.cancellation import check
 from randsvm_dist.exact.certificate import Certificate, certify, decide
 from randsvm_dist.exact.draw import FILL_BAND, draw_size, first_working_sets, with_draws
@@ -51,8 +50,9 @@ from randsvm_dist.exact.history import IterationRecord
 from randsvm_dist.exact.placement_of_solves import place_solves
 from randsvm_dist.exact.route import Machine, cold_backend, first_share, plan_route, sample_size_for
 from randsvm_dist.exact.sampling import stream_id
-from randsvm_dist.exact.scan.partition import ProblemRequest
+from randsvm_dist.exact.scan import screening_store
 from randsvm_dist.exact.scan.dispatch import ScanResult, merged_scan, run_scan, scan_model
+from randsvm_dist.exact.scan.partition import ProblemRequest
 from randsvm_dist.exact.scan.screening import model_delta
 from randsvm_dist.exact.solve_plan import solve_sampled
 from randsvm_dist.exact.solving import solve_direct, total_threads
@@ -293,7 +293,7 @@ def _scan_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: R
 
 
 def full_scan_evals(problems: list[ProblemState], n: int) -> int:
-    """The kernel evaluations of a scan of all ``n`` rows without screening (``exact.scan.partition``:
+    """The kernel evaluations of a scan of all ``n`` rows without screening (``scan.partition``:
     each row against the support vectors of the active problems it belongs to): at most
     every row against their union, and at most each problem's rows against its own."""
     active = [p for p in problems if p.active]

@@ -47,8 +47,8 @@ from randsvm_dist.exact.cancellation import check
 from randsvm_dist.exact.certificate import opening_tol
 from randsvm_dist.exact.driver import Loop, ScanStep, SolveStep, decide_step, scan_requests
 from randsvm_dist.exact.route import Machine, backend_of, cold_backend
-from randsvm_dist.exact.scan.partition import scan_partition
 from randsvm_dist.exact.scan.dispatch import ScanResult, scan_model
+from randsvm_dist.exact.scan.partition import scan_partition
 from randsvm_dist.exact.solving import (
     direct_start,
     directly_solved,

@@ -123,8 +123,7 @@ def _streaming_classes() -> dict[str, type]:
     from randsvm_dist import streaming
     from randsvm_dist.numerics.kernels import Kernel
     from randsvm_dist.streaming import ramp
-    from randsvm_dist.streaming.meb import blurred_ball
-    from randsvm_dist.streaming.meb import streamsvm
+    from randsvm_dist.streaming.meb import blurred_ball, streamsvm
 
     out = {c.__name__: c for c in (Kernel, blurred_ball._BlurredCover, streaming._BinaryBSGD,
                                    ramp._RampBinary, streamsvm._StreamBall)}

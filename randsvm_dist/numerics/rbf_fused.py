@@ -32,7 +32,7 @@ Accuracy (why float32 serves): a kernel value's error is the exp's (1.3e-7 relat
 that of the float32 squared distance (a few float32 ulps of |x|^2 + |s|^2 in the GEMM
 form, times gamma; of |x - s|^2 in the direct one); on scaled data every value is within
 ``exact.scan.screening.KERNEL_VALUE_ERROR`` (1e-6 absolute) of the float64 one, so a decision
-value is within 1e-6 sum_j |coef_j| of it (``tests/test_rbf_fused.py`` checks both forms
+value is within 1e-6 sum_j |coef_j| of it (``tests/numerics/test_rbf_fused.py`` checks both forms
 and CSR one-hot rows against a float64 reference). The scan's decisions allow for that:
 screening pads its residual norms by it and keeps rows SCREEN_SLACK clear of every
 threshold (``exact.scan.partition``). Each row's value is computed on its own (one row of G, one

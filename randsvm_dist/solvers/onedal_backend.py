@@ -14,7 +14,7 @@ in-process direct route, ``exact.in_process``) leaves the dual objective and the
 optimality check below to that scan's decision values (``exact.solving.finish_scanned``):
 one pass over the rows instead of three.
 
-What runs where (scikit-learn-intelex 2026.2; ``tests/test_onedal_backend.py``):
+What runs where (scikit-learn-intelex 2026.2; ``tests/solvers/test_onedal_backend.py``):
 
 - C-SVC, linear/rbf/poly kernels, dense or CSR, with or without sample_weight: oneDAL.
   Per-row boxes (C x class weight x sample weight) go in as ``sample_weight`` with C = 1:

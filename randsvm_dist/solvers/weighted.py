@@ -22,7 +22,7 @@ semantics by construction. Its costs: a float64 copy of the working
 set (libsvm-official copies to float64 too), and no OpenMP: scikit-learn's LIBSVM computes
 kernel columns on one core, where libsvm-official with ``n_threads=2`` uses two (4.8 s vs
 6.5 s on ijcnn1, measured by hand). So unweighted problems should keep using
-``libsvm_adapter.solve_libsvm``. Tests: ``tests/test_solvers_weighted.py``.
+``libsvm_adapter.solve_libsvm``. Tests: ``tests/solvers/test_weighted.py``.
 
 Zero and negative weights behave as in scikit-learn: a row with C_i <= 0 is removed from
 the problem (LIBSVM's ``remove_zero_weight``): it is never a support vector and does not

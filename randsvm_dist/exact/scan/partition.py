@@ -16,8 +16,13 @@ import numpy as np
 
 from randsvm_dist.engine.partitions import Partition
 from randsvm_dist.exact.kinds import ProblemKind
-from randsvm_dist.exact.scan.row_screening import cheapest_size, clear_rows, feature_norms, neg_slack
 from randsvm_dist.exact.sampling import keys_of, smallest_keys
+from randsvm_dist.exact.scan.row_screening import (
+    cheapest_size,
+    clear_rows,
+    feature_norms,
+    neg_slack,
+)
 from randsvm_dist.exact.scan.values import evaluated, full_costs
 from randsvm_dist.numerics.kernels import Kernel, decision_values
 

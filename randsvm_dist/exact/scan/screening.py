@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from randsvm_dist.engine.partitions import empty_rows, vstack_rows
-from randsvm_dist.exact.scan.partition import ModelDelta
 from randsvm_dist.exact.scan.dispatch import row_blocks_on_workers, united_support
+from randsvm_dist.exact.scan.partition import ModelDelta
 from randsvm_dist.exact.state import SupportModel
 from randsvm_dist.numerics.kernels import decision_values, kernel_matrix, single_threaded_blas
 

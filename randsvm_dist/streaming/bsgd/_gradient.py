@@ -1,4 +1,4 @@
-"""The M-point gradient merge of :class:`~randsvm_dist.streaming.bsgd.budgeted_sgd.BudgetedSGD`
+"""The M-point gradient merge of :class:`.budgeted_sgd.BudgetedSGD`
 (MM-GD, ``merge_method='gradient'``; numba): the merge maths and the budget maintenance
 step using it.
 

@@ -1,5 +1,5 @@
 """Compiled budget maintenance and row steps of
-:class:`~randsvm_dist.streaming.bsgd.budgeted_sgd.BudgetedSGD` (numba).
+:class:`.budgeted_sgd.BudgetedSGD` (numba).
 
 The model is kept *unscaled*: the Pegasos weight vector after ``t`` steps is
 ``w_t = (1 / (lambda * t)) * sum_j beta_j phi(sv_j)`` (see ``bsgd.py``), so one SGD step only

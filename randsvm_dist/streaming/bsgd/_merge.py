@@ -1,4 +1,4 @@
-"""Compiled merge maths of :class:`~randsvm_dist.streaming.bsgd.budgeted_sgd.BudgetedSGD` (numba): the
+"""Compiled merge maths of :class:`.budgeted_sgd.BudgetedSGD` (numba): the
 golden-section merge of two weighted points (the M-point gradient merge is
 :mod:`._gradient`'s).
 

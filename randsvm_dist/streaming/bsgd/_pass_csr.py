@@ -1,4 +1,4 @@
-"""The compiled SGD pass of :class:`~randsvm_dist.streaming.bsgd.budgeted_sgd.BudgetedSGD` over CSR rows
+"""The compiled SGD pass of :class:`.budgeted_sgd.BudgetedSGD` over CSR rows
 (numba; compiled for its one signature, :mod:`._types`, when imported: the learner
 imports it on its first fit on sparse rows)."""
 

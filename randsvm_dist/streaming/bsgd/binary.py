@@ -1,4 +1,4 @@
-"""The binary budgeted Pegasos learner of :class:`~randsvm_dist.streaming.bsgd.budgeted_sgd.BudgetedSGD`:
+"""The binary budgeted Pegasos learner of :class:`.budgeted_sgd.BudgetedSGD`:
 SGD steps over the compiled kernels, the t-weighted average of the iterates kept on the
 iterate's support vectors (fold and projection), merging of two learners, and the model."""
 
@@ -12,9 +12,9 @@ import scipy.sparse as sp
 
 from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.numerics.kernels import Kernel, decision_values
+from randsvm_dist.streaming.base import gamma_moments, learner_gamma
 from randsvm_dist.streaming.bsgd import _compiled as _c
 from randsvm_dist.streaming.bsgd import _types as _t
-from randsvm_dist.streaming.base import gamma_moments, learner_gamma
 
 # averaging: the iterate is folded into the averaged model every
 # max(FOLD_MIN_STEPS, min(FOLD_BUDGETS * budget, FOLD_MAX_STEPS)) steps

@@ -69,8 +69,8 @@ from randsvm_dist.core.validation import (
     check_positive,
 )
 from randsvm_dist.exceptions import ParameterError, SchemaError
-from randsvm_dist.streaming.bsgd import _types as _t
 from randsvm_dist.streaming.base import StreamingClassifier
+from randsvm_dist.streaming.bsgd import _types as _t
 from randsvm_dist.streaming.bsgd.binary import _BinaryBSGD
 
 MERGE_METHODS = {"golden": _t.MERGE_GOLDEN, "gradient": _t.MERGE_GRADIENT}

@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.numerics.kernels import Kernel, kernel_matrix, row_sq_norms
+from randsvm_dist.streaming.base import gamma_moments, learner_gamma, readonly_rows
 from randsvm_dist.streaming.meb._balls import (
     KERNEL_IDS,
     ST_NB,
@@ -32,7 +33,6 @@ from randsvm_dist.streaming.meb._dual import cross_gram, dual_flush, dual_pass
 from randsvm_dist.streaming.meb._merge import CoverMerge
 from randsvm_dist.streaming.meb._primal import primal_flush, primal_pass_csr, primal_pass_dense
 from randsvm_dist.streaming.meb._types import compiled
-from randsvm_dist.streaming.base import gamma_moments, learner_gamma, readonly_rows
 
 DENSE_CHUNK_VALUES = 1 << 22  # values per densified chunk of sparse rows (kernel form)
 

@@ -75,8 +75,8 @@ import numpy as np
 from randsvm_dist.core.validation import check_choice, check_int, check_positive
 from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.numerics.kernels import KERNELS
-from randsvm_dist.streaming.meb._cover import BallCover
 from randsvm_dist.streaming.base import StreamingClassifier
+from randsvm_dist.streaming.meb._cover import BallCover
 
 
 def check_cover_params(est) -> None:

@@ -21,8 +21,8 @@ lookahead buffer, and storing, dropping and discarding balls; the passes that us
 (its docstring also explains weighted rows).
 
 numba's on-disk cache (``cache=True``) keys a kernel on its own file only: after editing
-this module, clear the ``__pycache__`` of ``streaming/`` so that the kernels of the other
-``_meb_*`` modules that call it are compiled again.
+this module, clear the ``__pycache__`` of ``streaming/meb/`` so that the kernels of the other
+private modules of this package that call it are compiled again.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ which is what makes it the weighted l2-SVM (non-integer w: the same formulas). A
 distance test is the copies' (``1/C``), unchanged.
 
 numba's on-disk cache (``cache=True``) keys a kernel on its own file only: after editing
-this module, clear the ``__pycache__`` of ``streaming/`` so that the kernels of
+this module, clear the ``__pycache__`` of ``streaming/meb/`` so that the kernels of
 ``_primal``, ``_dual`` and ``_coreset`` that call it are compiled again.
 """
 

@@ -35,7 +35,8 @@ import numpy as np
 
 from randsvm_dist.data.generators import make_arrays
 from randsvm_dist.numerics.kernels import Kernel
-from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
+from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
+from randsvm_dist.solvers.params import SolverParams
 from randsvm_dist.solvers.warm_smo.solve import solve_warm_counted
 
 # the sets' usual parameters (as in bench_randsvm.py)

@@ -52,8 +52,8 @@ from randsvm_dist.numerics.kernels import (
     decision_values_float64,
     resolve_gamma,
 )
-from randsvm_dist.solvers.libsvm_adapter import SolverParams
 from randsvm_dist.solvers.onedal_backend import check_backend
+from randsvm_dist.solvers.params import SolverParams
 
 ADVICE = {
     "k_reached": "drop k (or raise it)",

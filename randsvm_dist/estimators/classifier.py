@@ -27,7 +27,7 @@ from randsvm_dist.model_files.ovo_layout import (
     svc_attributes,
 )
 from randsvm_dist.numerics.multiclass import ovr_decision_function, ovr_predict, predict
-from randsvm_dist.solvers.libsvm_adapter import SolverParams
+from randsvm_dist.solvers.params import SolverParams
 
 
 class RandSVMClassifier(ClassifierMixin, RandSVMBase):

@@ -23,7 +23,8 @@ from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.exact.placement_of_solves import place_solves
 from randsvm_dist.exact.solving import Solved, solve_rows
 from randsvm_dist.numerics.kernels import Kernel, kernel_matrix
-from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams
+from randsvm_dist.solvers.params import SolverParams
+from randsvm_dist.solvers.solution import BinarySolution
 
 NYSTROM_LANDMARKS = 64
 CLUSTER_SAMPLE_ROWS = 4_000

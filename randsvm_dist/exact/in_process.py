@@ -57,13 +57,8 @@ from randsvm_dist.exact.solving import (
 )
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.numerics.kernels import Kernel, moments_variance
-from randsvm_dist.solvers.libsvm_adapter import (
-    C_SVC,
-    EPSILON_SVR,
-    ONE_CLASS,
-    SolverParams,
-    host_cores,
-)
+from randsvm_dist.solvers.params import C_SVC, EPSILON_SVR, ONE_CLASS, SolverParams
+from randsvm_dist.solvers.threads import host_cores
 
 TASK_SVM_TYPES = {"classification": C_SVC, "regression": EPSILON_SVR, "one_class": ONE_CLASS}
 

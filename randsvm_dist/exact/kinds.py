@@ -45,7 +45,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from randsvm_dist.solvers.libsvm_adapter import SolverParams
+from randsvm_dist.solvers.params import SolverParams
 
 
 @runtime_checkable

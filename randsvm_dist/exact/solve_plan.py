@@ -37,8 +37,8 @@ from randsvm_dist.exact.kinds import ProblemKind
 from randsvm_dist.exact.placement_of_solves import place_solves
 from randsvm_dist.exact.sampling import stream_id
 from randsvm_dist.exact.state import ProblemState, RunConfig, SupportModel
-from randsvm_dist.solvers.libsvm_adapter import C_SVC, SolverParams
 from randsvm_dist.solvers.onedal_auto import prefer_onedal
+from randsvm_dist.solvers.params import C_SVC, SolverParams
 
 # support vectors expected of a cold working set's fresh rows: of a first sample (random
 # rows; ringnorm 50k and checkerboard 100k kept 8-11%), and of violators joining a model

@@ -40,13 +40,8 @@ from randsvm_dist.exact.placement_of_solves import (
 from randsvm_dist.exact.sampling import keys_of
 from randsvm_dist.exact.state import ProblemState, SupportModel, WorkingSet
 from randsvm_dist.numerics.kernels import decision_values
-from randsvm_dist.solvers.libsvm_adapter import (
-    C_SVC,
-    BinarySolution,
-    SolverParams,
-    dual_objective_from_values,
-    solve_libsvm,
-)
+from randsvm_dist.solvers.dual_objective import dual_objective_from_values
+from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
 from randsvm_dist.solvers.onedal_auto import prefer_onedal
 from randsvm_dist.solvers.onedal_backend import (
     margin_violation,
@@ -54,6 +49,8 @@ from randsvm_dist.solvers.onedal_backend import (
     onedal_solves,
     solve_onedal,
 )
+from randsvm_dist.solvers.params import C_SVC, SolverParams
+from randsvm_dist.solvers.solution import BinarySolution
 from randsvm_dist.solvers.weighted import solve_weighted
 
 # A cascade pays when its parts are large and most rows of the working set are fresh

@@ -19,7 +19,8 @@ CHECK = textwrap.dedent("""
     from randsvm_dist.numerics import rbf_fused
     from randsvm_dist.numerics.kernels import Kernel, decision_values
     from randsvm_dist.solvers.warm_smo import solve as warm_smo
-    from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
+    from randsvm_dist.solvers.params import SolverParams
+    from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
 
     def signatures():
         out = {}
@@ -36,7 +37,7 @@ CHECK = textwrap.dedent("""
         X = rng.standard_normal((300, d)).astype(np.float32)
         y = np.where(X[:, 0] * X[:, 1] > 0, 1.0, -1.0)
         params = SolverParams(2.0, Kernel("rbf", 0.3))
-        sol = solve_binary(sp.csr_matrix(X), y, params)
+        sol = solve_libsvm(sp.csr_matrix(X), y, params)
         alpha0 = np.zeros(len(y))
         alpha0[sol.support] = np.abs(sol.dual_coef)
         warm_smo.solve_warm(X, y, params, alpha0)

@@ -12,8 +12,9 @@ import pytest
 from randsvm_dist import RandSVMClassifier
 from randsvm_dist.data import make_arrays
 from randsvm_dist.numerics.kernels import Kernel
-from randsvm_dist.solvers import libsvm_adapter
-from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
+from randsvm_dist.solvers import threads as solve_threads
+from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
+from randsvm_dist.solvers.params import SolverParams
 from randsvm_dist.solvers.warm_smo import kernels as warm_smo_kernels
 from randsvm_dist.solvers.warm_smo import solve as warm_smo
 from randsvm_dist.solvers.warm_smo.solve import solve_warm_counted
@@ -91,7 +92,7 @@ def test_the_warm_smo_gives_the_same_bytes_with_any_threads(monkeypatch, d):
     gradient's rows in ranges; each value is summed in one order whatever the split, so
     the alphas are the same bytes."""
     monkeypatch.setattr(warm_smo, "WARM_SYNC_TERMS", 0.0)
-    monkeypatch.setattr(libsvm_adapter, "host_cores", lambda: 8)
+    monkeypatch.setattr(solve_threads, "host_cores", lambda: 8)
     n = max(2400, warm_smo_kernels.PARALLEL_MIN_WORK // (d + 8) + 600)  # long rows split in blocks
     X, y = make_arrays("ringnorm", n, seed=d)
     X = np.hstack([X] * (d // X.shape[1]) + [X[:, : d % X.shape[1]]]).astype(np.float32)

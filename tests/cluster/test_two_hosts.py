@@ -38,13 +38,9 @@ from randsvm_dist.exact.placement_of_solves import (
 )
 from randsvm_dist.exact.solving import solve_rows, solve_working_set
 from randsvm_dist.numerics.kernels import Kernel, decision_values
-from randsvm_dist.solvers.libsvm_adapter import (
-    LIBSVM_SYNC_TERMS,
-    SolverParams,
-    host_cores,
-    kernel_row_terms,
-    step_threads,
-)
+from randsvm_dist.solvers.libsvm_adapter import LIBSVM_SYNC_TERMS
+from randsvm_dist.solvers.params import SolverParams
+from randsvm_dist.solvers.threads import host_cores, kernel_row_terms, step_threads
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTS = ("127.0.0.2", "127.0.0.3")

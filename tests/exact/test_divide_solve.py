@@ -18,7 +18,7 @@ from randsvm_dist.exact.kinds import CSVC, EpsilonSVR, OneClass
 from randsvm_dist.exact.solve_plan import SolvePlan, choose_solve_plan, solve_working_set_task
 from randsvm_dist.exact.state import ProblemState, WorkingSet
 from randsvm_dist.numerics.kernels import Kernel, decision_values
-from randsvm_dist.solvers.libsvm_adapter import SolverParams
+from randsvm_dist.solvers.params import SolverParams
 
 PARAMS = SolverParams(C=100.0, kernel=Kernel("rbf", 1.0))
 FIT = dict(C=100, gamma=1.0, sample_size=1500, max_iter=8, route="sample", random_state=11)
@@ -73,7 +73,7 @@ def test_parts_are_kernel_clusters_seeded_by_the_stream():
 
 
 def test_union_alphas_places_each_parts_alphas():
-    from randsvm_dist.solvers.libsvm_adapter import BinarySolution
+    from randsvm_dist.solvers.solution import BinarySolution
 
     members = [np.array([0, 2, 4]), np.array([1, 3])]
     sols = [BinarySolution(np.array([1, 2]), np.array([-0.5, 1.0]), 0.0, 0.0),

@@ -16,7 +16,7 @@ from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.scan.partition import ProblemRequest, ScanModel, scan_partition
 from randsvm_dist.exact.state import ProblemState, SupportModel
 from randsvm_dist.numerics.kernels import Kernel
-from randsvm_dist.solvers.libsvm_adapter import SolverParams
+from randsvm_dist.solvers.params import SolverParams
 
 
 def _settled(n_sv: int) -> ProblemState:

@@ -12,8 +12,10 @@ import pytest
 
 from randsvm_dist import RandSVMClassifier, RandSVMRegressor
 from randsvm_dist.exact import solving
-from randsvm_dist.solvers import libsvm_adapter, onedal_backend
+from randsvm_dist.solvers import dual_objective as dual_objective_module
+from randsvm_dist.solvers import onedal_backend
 from randsvm_dist.solvers.onedal_backend import onedal_available
+from randsvm_dist.solvers.solution import BinarySolution
 
 pytestmark = pytest.mark.skipif(not onedal_available(),
                                 reason="scikit-learn-intelex not installed")
@@ -66,7 +68,7 @@ def test_direct_route_runs_no_decision_value_pass_besides_the_scan(monkeypatch, 
     ref = make("libsvm").fit(X, y, sample_weight=weight)
     fits = _count(monkeypatch, onedal_backend, "_fit")
     kkt = _count(monkeypatch, onedal_backend, "decision_values")
-    objective = _count(monkeypatch, libsvm_adapter, "decision_values")
+    objective = _count(monkeypatch, dual_objective_module, "decision_values")
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # no point refused
         fit = make("onedal").fit(X, y, sample_weight=weight)
@@ -90,7 +92,7 @@ def test_a_bad_onedal_point_is_caught_and_solved_by_libsvm(monkeypatch):
     def halved(*a, **k):
         sol = real(*a, **k)
         bad.append(1)
-        return libsvm_adapter.BinarySolution(sol.support, sol.dual_coef / 2, sol.intercept,
+        return BinarySolution(sol.support, sol.dual_coef / 2, sol.intercept,
                                              sol.dual_objective)
 
     monkeypatch.setattr(solving, "solve_onedal", halved)
@@ -109,7 +111,8 @@ def test_a_good_point_passes_the_scans_check():
     from randsvm_dist.exact.kinds import CSVC
     from randsvm_dist.exact.state import ProblemState
     from randsvm_dist.numerics.kernels import Kernel, decision_values
-    from randsvm_dist.solvers.libsvm_adapter import SolverParams, dual_objective
+    from randsvm_dist.solvers.dual_objective import dual_objective
+    from randsvm_dist.solvers.params import SolverParams
 
     X, y, _ = _data(900)
     rows = in_memory_rows(X, y, "classification")
@@ -188,7 +191,7 @@ def test_solve_onedal_pairs_reads_each_pair_as_its_own_solve():
     decision values as oneDAL's fit of the pair's rows alone, class i (the first) +1."""
     from randsvm_dist.numerics.kernels import Kernel, decision_values
     from randsvm_dist.numerics.multiclass import ovo_pairs
-    from randsvm_dist.solvers.libsvm_adapter import SolverParams
+    from randsvm_dist.solvers.params import SolverParams
 
     X, y, _ = _data(1800, d=12, classes=3, seed=7)
     params = SolverParams(kernel=Kernel("rbf", gamma=0.1), C=3.0, backend="onedal",

@@ -18,7 +18,8 @@ from randsvm_dist.exact import certificate, solving
 from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.state import ProblemState
 from randsvm_dist.numerics.kernels import Kernel, decision_values
-from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
+from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
+from randsvm_dist.solvers.params import SolverParams
 from randsvm_dist.solvers.warm_smo import solve as warm_smo
 from randsvm_dist.solvers.warm_smo.solve import solve_warm_counted
 

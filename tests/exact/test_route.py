@@ -31,7 +31,7 @@ def test_small_data_goes_direct_and_large_data_samples():
 def _problem(kind, n):
     from randsvm_dist.exact.state import ProblemState
     from randsvm_dist.numerics.kernels import Kernel
-    from randsvm_dist.solvers.libsvm_adapter import SolverParams
+    from randsvm_dist.solvers.params import SolverParams
 
     return [ProblemState(kind, SolverParams(1.0, Kernel("rbf", 0.1)), n_rows=n, size=float(n))]
 

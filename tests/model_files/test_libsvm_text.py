@@ -47,7 +47,8 @@ from randsvm_dist.model_files.ovo_layout import (
 from randsvm_dist.numerics.kernels import Kernel
 from randsvm_dist.numerics.multiclass import ovo_predict
 from randsvm_dist.numerics.probability import predict_proba
-from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
+from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
+from randsvm_dist.solvers.params import SolverParams
 
 
 def gram(A, B, k: Kernel):

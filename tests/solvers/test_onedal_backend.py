@@ -19,13 +19,14 @@ from randsvm_dist.exact.solving import solve_rows
 from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.numerics.kernels import Kernel, decision_values_float64
 from randsvm_dist.solvers import onedal_backend
-from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
+from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
 from randsvm_dist.solvers.onedal_auto import prefer_onedal
 from randsvm_dist.solvers.onedal_backend import (
     check_backend,
     onedal_available,
     solve_onedal,
 )
+from randsvm_dist.solvers.params import SolverParams
 
 needs_onedal = pytest.mark.skipif(not onedal_available(),
                                   reason="scikit-learn-intelex not installed")

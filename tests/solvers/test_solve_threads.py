@@ -8,15 +8,10 @@ import pytest
 from sklearn.datasets import make_classification
 
 from randsvm_dist.numerics.kernels import Kernel
-from randsvm_dist.solvers import libsvm_adapter
-from randsvm_dist.solvers.libsvm_adapter import (
-    LIBSVM_SYNC_TERMS,
-    SolverParams,
-    best_threads,
-    host_cores,
-    solve_libsvm,
-    step_threads,
-)
+from randsvm_dist.solvers import threads as solve_threads
+from randsvm_dist.solvers.libsvm_adapter import LIBSVM_SYNC_TERMS, solve_libsvm
+from randsvm_dist.solvers.params import SolverParams
+from randsvm_dist.solvers.threads import best_threads, host_cores, step_threads
 from randsvm_dist.solvers.warm_smo.solve import WARM_SYNC_TERMS, solve_warm_counted
 
 
@@ -33,7 +28,7 @@ def test_thread_choice_never_exceeds_the_hosts_cores(monkeypatch):
         for work in (0, 1e3, 1e6, 1e12):
             for sync in (0.0, LIBSVM_SYNC_TERMS, WARM_SYNC_TERMS):
                 assert 1 <= step_threads(work, offered, sync) <= min(offered, cores)
-    monkeypatch.setattr(libsvm_adapter, "host_cores", lambda: 4)
+    monkeypatch.setattr(solve_threads, "host_cores", lambda: 4)
     assert step_threads(1e12, 64, 0.0) == 4          # all the host has, not what was offered
     assert step_threads(1e12, 3, 0.0) == 3           # never more than offered
 
@@ -50,7 +45,7 @@ def test_threads_grow_with_work_per_step_and_few_for_small_problems():
 
 @pytest.mark.parametrize("n,d", [(400, 2), (3000, 20)])
 def test_warm_solve_offered_16_threads_does_the_same_work_as_with_one(monkeypatch, n, d):
-    monkeypatch.setattr(libsvm_adapter, "host_cores", lambda: 16)
+    monkeypatch.setattr(solve_threads, "host_cores", lambda: 16)
     X, y = problem(n, d)
     params = SolverParams(C=1.0, kernel=Kernel("rbf", gamma=0.5 / d), tol=1e-4)
     first = solve_libsvm(X[: n // 2], y[: n // 2], params)
@@ -68,7 +63,7 @@ def test_warm_solve_offered_16_threads_does_the_same_work_as_with_one(monkeypatc
     np.testing.assert_allclose(one.dual_coef, many.dual_coef, rtol=0, atol=1e-12)
     assert one.intercept == pytest.approx(many.intercept, abs=1e-12)
     assert s1["threads"] == 1
-    expected = best_threads(n * (d + libsvm_adapter.KERNEL_ROW_TERMS), 16, WARM_SYNC_TERMS)
+    expected = best_threads(n * (d + solve_threads.KERNEL_ROW_TERMS), 16, WARM_SYNC_TERMS)
     assert s16["threads"] == expected
     if n * d < 1000:
         assert s16["threads"] == 1                   # a small problem keeps to one thread

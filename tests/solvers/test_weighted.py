@@ -17,7 +17,8 @@ from sklearn.svm import SVC, SVR, OneClassSVM
 
 from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.numerics.kernels import Kernel, decision_values
-from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
+from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
+from randsvm_dist.solvers.params import SolverParams
 from randsvm_dist.solvers.weighted import solve_weighted, solve_weighted_warm
 
 KERNEL = Kernel("rbf", 1.0)

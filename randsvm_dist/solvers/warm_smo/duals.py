@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from randsvm_dist.solvers.libsvm_adapter import C_SVC, EPSILON_SVR, ONE_CLASS, SolverParams
+from randsvm_dist.solvers.params import C_SVC, EPSILON_SVR, ONE_CLASS, SolverParams
 
 # a start's y'a (C-SVC, SVR) or sum a (one-class) is left alone when it is this close to
 # its target relative to the sums

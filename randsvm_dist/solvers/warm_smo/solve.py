@@ -19,10 +19,10 @@ LIBSVM's own algorithm (``svm.cpp``, ``Solver::Solve``) started from the previou
   exact rebuild of the shrunk rows' gradient (LIBSVM's ``reconstruct_gradient``: a
   blocked kernel product, shrunk rows x free alphas) when the loop asks for it and at the
   end; LIBSVM's rho (the mean of y_i G_i over free alphas, else the middle of the
-  bounds); the solution in ``libsvm_adapter``'s convention with its kernel sums, from
+  bounds); the solution in ``solvers.solution``'s convention with its kernel sums, from
   which its dual objective follows (no kernel product over the support vectors).
 
-Of the ``n_threads`` offered a solve takes ``libsvm_adapter.step_threads`` for its kernel
+Of the ``n_threads`` offered a solve takes ``threads.step_threads`` for its kernel
 rows' length (WARM_SYNC_TERMS: each step's parallel loops are short, and waiting for many
 threads costs more than they give); BLAS runs on one thread meanwhile. The threads never
 change the result: every value is computed the same way whatever the split. A CSR working
@@ -41,15 +41,9 @@ import numba as nb
 import numpy as np
 import scipy.sparse as sp
 
-from randsvm_dist.solvers.libsvm_adapter import (
-    C_SVC,
-    KERNEL_ROW_TERMS,
-    BinarySolution,
-    SolverParams,
-    degenerate_solution,
-    finish_solution,
-    step_threads,
-)
+from randsvm_dist.solvers.params import C_SVC, SolverParams
+from randsvm_dist.solvers.solution import BinarySolution, degenerate_solution, finish_solution
+from randsvm_dist.solvers.threads import KERNEL_ROW_TERMS, step_threads
 from randsvm_dist.solvers.warm_smo.cache import BAR_EVALS, BAR_UPDATES, CST_SIZE, EVALS, cache_reset
 from randsvm_dist.solvers.warm_smo.duals import (
     WarmDual,
@@ -84,7 +78,7 @@ __all__ = ["WARM_SYNC_TERMS", "feasible_start", "needs_libsvm", "solve_warm",
 
 # dense copies of sparse working sets above this many bytes are not made (LIBSVM instead)
 MAX_DENSE_BYTES = 1 << 30
-# a solve's threads: ``libsvm_adapter.step_threads`` of the offered ones for its first
+# a solve's threads: ``threads.step_threads`` of the offered ones for its first
 # kernel row's cost (the working set's rows), with this wait per step and extra thread:
 # a step forks and joins numba's threads for its scans and long kernel rows. On 2 cores
 # (benchmarks/bench_warm_threads.py) two threads re-solved a captured 15.9k-row ringnorm
@@ -431,7 +425,7 @@ def solve_warm(X, y: np.ndarray | None, params: SolverParams,
             one-class: dual_coef, whose sum is brought to nu x sum of the boxes) or, for
             SVR, the signed dual coefficients a_i - a*_i.
         n_threads: threads offered for the starting gradient (BLAS) and long kernel rows
-            (the solve takes ``libsvm_adapter.step_threads`` of them).
+            (the solve takes ``threads.step_threads`` of them).
         row_C: (n,) per-row upper bounds C_i > 0 replacing C x class weight (C-SVC), C
             (SVR) or 1 (one-class) (sample weights; ``params.C`` and the class weights
             are then not applied). Rows with C_i <= 0 must be dropped by the caller

@@ -18,8 +18,9 @@ from randsvm_dist.exact.scan.dispatch import scan_model
 from randsvm_dist.exact.scan.partition import ProblemRequest, scan_partition
 from randsvm_dist.exact.state import SupportModel
 from randsvm_dist.numerics.kernels import Kernel, decision_values
-from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
+from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
 from randsvm_dist.solvers.onedal_backend import onedal_available
+from randsvm_dist.solvers.params import SolverParams
 
 KERNEL = Kernel("rbf", 0.05)
 FIELDS = ("n_rows", "n_violators", "n_errors", "loss", "loss_ws", "max_slack")
@@ -45,7 +46,7 @@ def _pair_models(X, y, k):
     for i in range(k):
         for j in range(i + 1, k):
             rows = np.flatnonzero((y == i) | (y == j))
-            sol = solve_binary(X[rows], np.where(y[rows] == i, 1.0, -1.0),
+            sol = solve_libsvm(X[rows], np.where(y[rows] == i, 1.0, -1.0),
                                SolverParams(3.0, KERNEL))
             sv = rows[sol.support]
             kinds.append(CSVC(i, j))

@@ -15,7 +15,8 @@ from randsvm_dist.exact.scan.dispatch import ScanTask, merged_scan, plan_scan, r
 from randsvm_dist.exact.scan.partition import ProblemRequest, ScanInputs, ScanModel
 from randsvm_dist.numerics import kernels
 from randsvm_dist.numerics.kernels import Kernel, decision_values
-from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
+from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
+from randsvm_dist.solvers.params import SolverParams
 
 KERNEL = Kernel("rbf", 0.2)
 TERMS = ("n_rows", "n_violators", "n_errors", "loss", "loss_ws", "max_slack")
@@ -34,7 +35,7 @@ def _one_hot(n: int, seed: int = 0):
 @pytest.fixture(scope="module")
 def data():
     X, y = _one_hot(5000)
-    sol = solve_binary(X[:1200], y[:1200].astype(np.int32), SolverParams(10.0, KERNEL))
+    sol = solve_libsvm(X[:1200], y[:1200].astype(np.int32), SolverParams(10.0, KERNEL))
     return X, y, sol
 
 

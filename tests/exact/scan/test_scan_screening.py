@@ -17,7 +17,8 @@ from randsvm_dist.exact.scan.partition import ProblemRequest, ScanModel, scan_pa
 from randsvm_dist.exact.scan.screening import model_delta
 from randsvm_dist.exact.state import SupportModel
 from randsvm_dist.numerics.kernels import Kernel, decision_values
-from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
+from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
+from randsvm_dist.solvers.params import SolverParams
 
 KERNEL = Kernel("rbf", 1.0)
 FIELDS = ("n_rows", "n_violators", "n_errors", "loss", "loss_ws", "max_slack")
@@ -26,7 +27,7 @@ FIELDS = ("n_rows", "n_violators", "n_errors", "loss", "loss_ws", "max_slack")
 def _models(X, y):
     """A LIBSVM model of 1,500 rows and a settled successor: every coefficient moved a
     little, a few a lot, two SVs gone, three new ones, b moved."""
-    sol = solve_binary(X[:1500], y[:1500], SolverParams(10.0, KERNEL))
+    sol = solve_libsvm(X[:1500], y[:1500], SolverParams(10.0, KERNEL))
     rows = sol.support
     old = SupportModel(rows, X[rows], coef=sol.dual_coef, intercept=sol.intercept)
     rng = np.random.default_rng(0)
@@ -240,7 +241,7 @@ def test_residuals_run_over_the_coefficients_that_moved():
     from sklearn.metrics.pairwise import rbf_kernel
 
     X, y = make_arrays("checkerboard", 6000, seed=13)
-    sol = solve_binary(X[:1500], y[:1500], SolverParams(10.0, KERNEL))
+    sol = solve_libsvm(X[:1500], y[:1500], SolverParams(10.0, KERNEL))
     rows = sol.support
     old = SupportModel(rows, X[rows], coef=sol.dual_coef, intercept=sol.intercept)
     coef = sol.dual_coef.copy()

@@ -12,7 +12,8 @@ from sklearn.datasets import make_classification, make_moons
 from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel
 
 from randsvm_dist.numerics.kernels import Kernel
-from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_binary
+from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
+from randsvm_dist.solvers.params import SolverParams
 from randsvm_dist.solvers.warm_smo.solve import feasible_start, solve_warm_counted
 
 
@@ -59,7 +60,7 @@ CASES = [
 @pytest.mark.parametrize("name, params", CASES, ids=[c[0] for c in CASES])
 def test_cold_start_is_libsvm(name, params):
     X, y = moons()
-    ref = solve_binary(X, y, params)
+    ref = solve_libsvm(X, y, params)
     sol, it = solve_warm_counted(X, y, params)
     assert it > 0
     assert sol.dual_objective == pytest.approx(ref.dual_objective, rel=1e-6)
@@ -85,9 +86,9 @@ def test_sparse_input_is_the_dense_solution():
 def test_warm_start_from_a_subset_reaches_the_full_optimum_in_fewer_steps():
     X, y = moons(1500)
     params = SolverParams(C=10.0, kernel=Kernel("rbf", 2.0), tol=1e-5)
-    full = solve_binary(X, y, params)
+    full = solve_libsvm(X, y, params)
     sub = np.arange(1350)  # the optimum of 90% of the rows as the starting point
-    part = solve_binary(X[sub], y[sub], params)
+    part = solve_libsvm(X[sub], y[sub], params)
     start = np.zeros(len(y))
     start[sub[part.support]] = np.abs(part.dual_coef)
     warm_stats, cold_stats = {}, {}
@@ -114,7 +115,7 @@ def test_an_infeasible_start_is_repaired():
     a = feasible_start(bad, y, Cb)
     assert np.all((a >= 0) & (a <= Cb)) and abs(a @ y) < 1e-9
     sol, _ = solve_warm_counted(X, y, params, bad)
-    ref = solve_binary(X, y, params)
+    ref = solve_libsvm(X, y, params)
     assert sol.dual_objective == pytest.approx(ref.dual_objective, rel=1e-6)
 
 
@@ -157,7 +158,7 @@ def previous_optimum_plus_fresh(X, y, params, fresh=0.2, seed=0):
     the fresh rows."""
     n = len(y)
     old = np.sort(np.random.default_rng(seed).permutation(n)[: int((1 - fresh) * n)])
-    part = solve_binary(X[old], y[old], params)
+    part = solve_libsvm(X[old], y[old], params)
     a0 = np.zeros(n)
     a0[old[part.support]] = np.abs(part.dual_coef)
     return a0
@@ -190,7 +191,7 @@ def test_every_start_reaches_libsvms_optimum(name, params, start):
     """From zeros, from a previous optimum plus fresh rows, and from an infeasible point
     (repaired), with class weights too: LIBSVM's optimum, KKT on every row."""
     X, y = moons()
-    ref = solve_binary(X, y, params)
+    ref = solve_libsvm(X, y, params)
     sol, _ = solve_warm_counted(X, y, params, start_point(start, X, y, params))
     assert_libsvm_optimum(X, y, params, sol, ref)
 
@@ -205,7 +206,7 @@ def test_csr_input_gives_the_dense_optimum(start):
     assert it_dense == it_sparse
     np.testing.assert_array_equal(dense.support, sparse.support)
     np.testing.assert_allclose(dense.dual_coef, sparse.dual_coef, atol=1e-12)
-    assert_libsvm_optimum(X, y, params, sparse, solve_binary(X, y, params))
+    assert_libsvm_optimum(X, y, params, sparse, solve_libsvm(X, y, params))
 
 
 @pytest.mark.parametrize("start", START_CASES)
@@ -234,7 +235,7 @@ def test_shrinking_on_and_off_give_the_same_optimum(start):
     a0 = start_point(start, X, y, params)
     on, _ = solve_warm_counted(X, y, params, a0)
     off, _ = solve_warm_counted(X, y, replace(params, shrinking=False), a0)
-    ref = solve_binary(X, y, params)
+    ref = solve_libsvm(X, y, params)
     assert_libsvm_optimum(X, y, params, on, ref)
     assert_libsvm_optimum(X, y, params, off, ref)
     assert on.dual_objective == pytest.approx(off.dual_objective, rel=1e-6)

@@ -14,7 +14,8 @@ from sklearn.datasets import make_friedman1, make_moons
 from sklearn.metrics.pairwise import rbf_kernel
 
 from randsvm_dist.numerics.kernels import Kernel
-from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
+from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
+from randsvm_dist.solvers.params import SolverParams
 from randsvm_dist.solvers.warm_smo.duals import fill_to_total, one_class_start, svr_dual
 from randsvm_dist.solvers.warm_smo.solve import solve_warm_counted
 from randsvm_dist.solvers.weighted import solve_weighted, solve_weighted_warm

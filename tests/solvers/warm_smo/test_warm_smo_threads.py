@@ -9,8 +9,8 @@ import pytest
 
 from randsvm_dist.data.generators import make_arrays
 from randsvm_dist.numerics.kernels import Kernel
-from randsvm_dist.solvers import libsvm_adapter
-from randsvm_dist.solvers.libsvm_adapter import SolverParams
+from randsvm_dist.solvers import threads as solve_threads
+from randsvm_dist.solvers.params import SolverParams
 from randsvm_dist.solvers.warm_smo import solve as warm_smo
 from randsvm_dist.solvers.warm_smo.loop import PARALLEL_MIN_ROWS
 from randsvm_dist.solvers.warm_smo.solve import solve_warm_counted
@@ -58,7 +58,7 @@ def test_one_two_and_four_threads_give_the_same_bytes(monkeypatch, warm_problem)
     the steps, the kernel work and every byte of the result are those of one thread."""
     assert ROWS > PARALLEL_MIN_ROWS
     monkeypatch.setattr(warm_smo, "WARM_SYNC_TERMS", 0.0)
-    monkeypatch.setattr(libsvm_adapter, "host_cores", lambda: 4)
+    monkeypatch.setattr(solve_threads, "host_cores", lambda: 4)
     runs = {t: _solve(warm_problem, t) for t in (1, 2, 4)}
     assert [runs[t][2]["threads"] for t in (1, 2, 4)] == [1, 2, 4]
     assert runs[1][1] > 50  # a real path, not a start already optimal
@@ -70,7 +70,7 @@ def test_sixteen_threads_offered_do_no_more_work_than_one(monkeypatch, warm_prob
     """Offered 16 threads on a 16-core host the solve takes what its steps' work pays for
     (``WARM_SYNC_TERMS``: 2 for 6,000 rows of 20 features) and takes the same path to the
     same bytes as with one thread."""
-    monkeypatch.setattr(libsvm_adapter, "host_cores", lambda: 16)
+    monkeypatch.setattr(solve_threads, "host_cores", lambda: 16)
     one, many = _solve(warm_problem, 1), _solve(warm_problem, 16)
     assert one[2]["threads"] == 1 and many[2]["threads"] == 2
     _same(one, many)

@@ -74,11 +74,6 @@ def _part(*kernels: str) -> _Part:
     return _Part(tuple(f"randsvm_dist.solvers.warm_smo.{k}" for k in kernels))
 
 
-def _part_kernels(group: Group) -> tuple[str, ...]:
-    """The kernels a group compiles in a process of its own (none: not a part)."""
-    return group.run.kernels if isinstance(group.run, _Part) else ()
-
-
 @dataclass(frozen=True)
 class Group:
     """A piece of the warm-up, run by one process at a time (its lock file).

@@ -116,7 +116,7 @@ KINDS = {"int": {"type": int}, "float": {"type": float},
 def _kind(name: str, constraints: list) -> tuple[str, list | None]:
     """The argparse kind of a parameter (a key of KINDS, 'choices' or 'form') and its
     choices, from its ``_parameter_constraints`` entry."""
-    from sklearn.utils._param_validation import Interval, StrOptions
+    from randsvm_dist.core.constraints import Interval, StrOptions
 
     if name in CLI_FORMS:
         return "form", None

@@ -6,9 +6,9 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import ClassifierMixin
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
+from randsvm_dist.core.constraints import Interval, StrOptions
 from randsvm_dist.core.validation import balanced_class_weight, check_weighted_classes
 from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.inputs import dask_accuracy, is_dask_collection

@@ -6,8 +6,8 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import RegressorMixin
-from sklearn.utils._param_validation import Interval
 
+from randsvm_dist.core.constraints import Interval
 from randsvm_dist.estimators.base import RandSVMBase
 from randsvm_dist.exact.kinds import EpsilonSVR
 from randsvm_dist.exact.state import ProblemState

@@ -97,7 +97,9 @@ def load_model(path: str | os.PathLike, *, allow_pickle: bool = False):
     if data.startswith(b"PK"):
         return load_streaming_model(data, where)
     if data.startswith(b"svm_type"):
-        return load_randsvm_model(data, where)
+        from randsvm_dist.estimators import ESTIMATORS
+
+        return load_randsvm_model(data, where, ESTIMATORS)
     if data.startswith(b"\x80"):
         if not allow_pickle:
             raise DataFormatError(

@@ -119,22 +119,6 @@ def merge_points(points: np.ndarray, alphas: np.ndarray, gamma: float,
     return z, float(az)
 
 
-def weight_degradation(points: np.ndarray, alphas: np.ndarray, z: np.ndarray,
-                       alpha_z: float, gamma: float) -> float:
-    """``|sum_i alpha_i phi(x_i) - alpha_z phi(z)|^2`` for the Gaussian kernel (numpy).
-
-    Args:
-        points: (M, d); alphas: (M,); z: (d,); alpha_z: coefficient of z; gamma: width.
-
-    Returns:
-        the squared RKHS norm of the difference (>= 0 up to rounding).
-    """
-    Q = np.vstack([np.asarray(points, dtype=np.float64), np.asarray(z, dtype=np.float64)])
-    c = np.append(np.asarray(alphas, dtype=np.float64), -float(alpha_z))
-    d2 = np.sum((Q[:, None, :] - Q[None, :, :]) ** 2, axis=2)
-    return float(c @ np.exp(-gamma * d2) @ c)
-
-
 class BudgetedSGD(StreamingClassifier):
     """Kernel SVM by budgeted SGD (BSGD) with multi-merge budget maintenance.
 

@@ -15,9 +15,17 @@ from sklearn.svm import SVC
 from randsvm_dist.exceptions import NotFittedError, ParameterError, SchemaError
 from randsvm_dist.streaming import BudgetedSGD
 from randsvm_dist.streaming.bsgd import _merge as K
-from randsvm_dist.streaming.bsgd.budgeted_sgd import merge_points, weight_degradation
+from randsvm_dist.streaming.bsgd.budgeted_sgd import merge_points
 
 # -- brute-force references ---------------------------------------------------------------
+
+
+def weight_degradation(points, alphas, z, alpha_z, gamma) -> float:
+    """``|sum_i alpha_i phi(x_i) - alpha_z phi(z)|^2`` for the Gaussian kernel (numpy)."""
+    Q = np.vstack([np.asarray(points, dtype=np.float64), np.asarray(z, dtype=np.float64)])
+    c = np.append(np.asarray(alphas, dtype=np.float64), -float(alpha_z))
+    d2 = np.sum((Q[:, None, :] - Q[None, :, :]) ** 2, axis=2)
+    return float(c @ np.exp(-gamma * d2) @ c)
 
 
 def best_alpha_z(points, alphas, z, gamma):

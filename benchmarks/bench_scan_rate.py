@@ -8,7 +8,7 @@ most 4 features ``rbf_fused.rbf_direct_accumulate``, no GEMM) runs single-thread
 worker, so its machine rate is the per-core rate x the cores (the scans run one task per
 core). RandSVM's in-run rates are in ``history_``
 (``kernel_evals_per_second``) and in bench_randsvm's table. The last column is a whole
-partition's scan (``exact.scan.scan_partition``: the kernel plus the scan's own work on
+partition's scan (``exact.scan.partition.scan_partition``: the kernel plus the scan's own work on
 every row), one core: what a scan task reaches at most. Dask's worker processes run with
 ``MALLOC_TRIM_THRESHOLD_`` set (by the nanny), which makes every large temporary array
 page-fault afresh; run this with that variable set to see a worker's rate
@@ -27,7 +27,7 @@ from threadpoolctl import threadpool_limits
 
 from randsvm_dist.engine.partitions import Partition
 from randsvm_dist.exact.kinds import CSVC
-from randsvm_dist.exact.scan import ProblemRequest, ScanModel, scan_partition
+from randsvm_dist.exact.scan.partition import ProblemRequest, ScanModel, scan_partition
 from randsvm_dist.numerics.kernels import Kernel, decision_values, row_sq_norms
 
 

@@ -187,7 +187,7 @@ def table(results):
 
 def throughput(n=1_000_000, d=20, repeats=3):
     """Rows/s of a one-pass linear fit on n x d float32 (best of repeats)."""
-    from randsvm_dist.streaming._meb_cover import BallCover
+    from randsvm_dist.streaming.meb._cover import BallCover
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(n, d)).astype(np.float32)

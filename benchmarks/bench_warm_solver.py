@@ -1,4 +1,4 @@
-"""The warm-started SMO (``solvers.warm_smo``) against a cold LIBSVM solve of the same rows.
+"""The warm-started SMO (``solvers.warm_smo.solve``) against a cold LIBSVM solve of the same rows.
 
 What RandSVM does on a re-solve: the working set holds the rows of the previous working
 set, whose optimum is known, plus fresh rows. Here, per size n: n rows of a generated set
@@ -35,8 +35,9 @@ import numpy as np
 
 from randsvm_dist.data.generators import make_arrays
 from randsvm_dist.numerics.kernels import Kernel
-from randsvm_dist.solvers.libsvm_adapter import SolverParams, solve_libsvm
-from randsvm_dist.solvers.warm_smo import solve_warm_counted
+from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
+from randsvm_dist.solvers.params import SolverParams
+from randsvm_dist.solvers.warm_smo.solve import solve_warm_counted
 
 # the sets' usual parameters (as in bench_randsvm.py)
 SETS = {

@@ -26,8 +26,8 @@ import numpy as np
 
 from randsvm_dist.data.generators import make_arrays
 from randsvm_dist.numerics.kernels import Kernel, decision_values
-from randsvm_dist.solvers.libsvm_adapter import SolverParams
-from randsvm_dist.solvers.warm_smo import solve_warm_counted
+from randsvm_dist.solvers.params import SolverParams
+from randsvm_dist.solvers.warm_smo.solve import solve_warm_counted
 
 
 def warm_problem(sample: int, second: int, fresh: int, pool: int, seed: int):

@@ -397,7 +397,7 @@ def section_data() -> list[str]:
                   ("3M-row svmlight conversion in < 1 GiB",
                    f"{max(r['peak_rss_mib'] for r in conv)} MiB at most",
                    max(r["peak_rss_mib"] for r in conv) < 1024)]),
-        *command(rows[0]["command"], "pytest -m heavy tests/test_data_heavy.py   "
+        *command(rows[0]["command"], "pytest -m heavy tests/data/test_bounded_memory.py   "
                  "# asserts the peak RSS"),
     ]
 

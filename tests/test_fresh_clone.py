@@ -50,7 +50,7 @@ def test_shared_data_tests_skip_with_the_reason_without_shared(tmp_path):
     env = {**os.environ, "RANDSVM_SHARED_DATASETS": str(tmp_path / "no-shared")}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
-         "tests/test_data_convert.py", "-k", "real_sets or width_without"],
+         "tests/data/test_convert.py", "-k", "real_sets or width_without"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert proc.stdout.startswith("ssssss ") and "passed" not in proc.stdout

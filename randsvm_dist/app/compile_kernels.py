@@ -14,7 +14,7 @@ s, against warm fits of 0.8-13 s. :func:`compile_kernels` compiles all of them o
 - one group per streaming learner (``streaming.LEARNERS``), which fits it with small
   settings on generated rows, dense and CSR, with and without sample weights: the learners
   convert every input to float32 rows, so these are the specialisations their fits compile
-  (``tests/test_compile_command.py`` checks dense and CSR, binary and multi-class fits);
+  (``tests/cli/test_compile_command.py`` checks dense and CSR, binary and multi-class fits);
   the small budget and look-ahead send the fits through budget maintenance and ball
   merges.
 

@@ -4,7 +4,7 @@ A first fit after install spends most of its extra time in numba compiling (ever
 is then cached on disk, ``cache=True``). The embedded default's workers run :func:`warm`
 in a background thread of their preload (``app.worker_preload``), so the kernels compile
 while the cluster starts and the data are placed. The warm SMO's kernels
-(``solvers.warm_smo*``) and the fused RBF sums (``numerics.rbf_fused``) declare their one
+(``solvers.warm_smo``) and the fused RBF sums (``numerics.rbf_fused``) declare their one
 signature each and compile it when their module is imported, so warming them is importing
 them: exactly what a fit runs, nothing run on data, no BLAS thread limits touched; with a
 warm cache it only loads them (a fraction of a second). LIBSVM's own CSR conversion
@@ -71,12 +71,7 @@ class _Part:
 
 
 def _part(*kernels: str) -> _Part:
-    return _Part(tuple(f"randsvm_dist.solvers.{k}" for k in kernels))
-
-
-def _part_kernels(group: Group) -> tuple[str, ...]:
-    """The kernels a group compiles in a process of its own (none: not a part)."""
-    return group.run.kernels if isinstance(group.run, _Part) else ()
+    return _Part(tuple(f"randsvm_dist.solvers.warm_smo.{k}" for k in kernels))
 
 
 @dataclass(frozen=True)
@@ -104,17 +99,17 @@ class Group:
 # one process) is cut into two parts of ~3-4 s each, compiled by two processes at once;
 # whichever process then imports the warm SMO compiles only ``run_smo``, which calls them all.
 _SMO_PARTS = ("smo_rows", "smo_steps")
-_SMO_LAST = "randsvm_dist.solvers.warm_smo_loop.run_smo"
-_SMO_FIRST = ("randsvm_dist.solvers.warm_smo_kernels",)  # every other one imports it first
+_SMO_LAST = "randsvm_dist.solvers.warm_smo.loop.run_smo"
+_SMO_FIRST = ("randsvm_dist.solvers.warm_smo.kernels",)  # every other one imports it first
 EXACT_GROUPS: dict[str, Group] = {
-    "smo_rows": Group(_part("warm_smo_cache.cache_get", "warm_smo_cache.cache_reset",
-                            "warm_smo_loop._update_g_bar"), loads=False, holds=_SMO_FIRST),
-    "smo_steps": Group(_part("warm_smo_loop._step_i", "warm_smo_loop._select_j",
-                             "warm_smo_loop._shrink", "warm_smo_kernels._accumulate_rows"),
+    "smo_rows": Group(_part("cache.cache_get", "cache.cache_reset",
+                            "loop._update_g_bar"), loads=False, holds=_SMO_FIRST),
+    "smo_steps": Group(_part("loop._step_i", "loop._select_j",
+                             "loop._shrink", "kernels._accumulate_rows"),
                        loads=False, holds=_SMO_FIRST),
     "rbf_fused": Group(_importer("randsvm_dist.numerics.rbf_fused")),
     "libsvm_csr": Group(_libsvm_csr),
-    "warm_smo": Group(_importer("randsvm_dist.solvers.warm_smo"), after=_SMO_PARTS),
+    "warm_smo": Group(_importer("randsvm_dist.solvers.warm_smo.solve"), after=_SMO_PARTS),
 }
 
 

@@ -11,7 +11,7 @@ The estimators import scikit-learn (seconds), which ``--help`` and argument erro
 not, so the parser reads what :func:`describe_options` derives from them through a
 generated module, ``cli/estimator_option_table.py`` (plain literals). Regenerate it with
 ``python -m randsvm_dist.cli.estimator_options`` after changing an estimator's parameters:
-``tests/test_estimator_options.py`` fails while it differs from the estimators, so a
+``tests/cli/test_estimator_options.py`` fails while it differs from the estimators, so a
 change of the estimators never changes the command line silently.
 """
 
@@ -116,7 +116,7 @@ KINDS = {"int": {"type": int}, "float": {"type": float},
 def _kind(name: str, constraints: list) -> tuple[str, list | None]:
     """The argparse kind of a parameter (a key of KINDS, 'choices' or 'form') and its
     choices, from its ``_parameter_constraints`` entry."""
-    from sklearn.utils._param_validation import Interval, StrOptions
+    from randsvm_dist.core.constraints import Interval, StrOptions
 
     if name in CLI_FORMS:
         return "form", None

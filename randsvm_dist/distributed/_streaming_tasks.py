@@ -15,7 +15,7 @@ from sklearn.base import clone
 
 from randsvm_dist.exceptions import SchemaError
 from randsvm_dist.streaming.base import StreamingClassifier, gamma_moments
-from randsvm_dist.streaming.streamsvm import resolve_normalize
+from randsvm_dist.streaming.meb.streamsvm import resolve_normalize
 
 
 def _worker_name() -> str:

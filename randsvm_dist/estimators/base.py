@@ -19,8 +19,8 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 
+from randsvm_dist.core.constraints import Interval, StrOptions, check_params
 from randsvm_dist.core.seeds import resolve_seed
 from randsvm_dist.core.validation import check_features
 from randsvm_dist.engine.client import dask_client
@@ -52,8 +52,8 @@ from randsvm_dist.numerics.kernels import (
     decision_values_float64,
     resolve_gamma,
 )
-from randsvm_dist.solvers.libsvm_adapter import SolverParams
 from randsvm_dist.solvers.onedal_backend import check_backend
+from randsvm_dist.solvers.params import SolverParams
 
 ADVICE = {
     "k_reached": "drop k (or raise it)",
@@ -184,11 +184,13 @@ class RandSVMBase(BaseEstimator):
         return state
 
     def _check_params(self) -> None:
-        """scikit-learn's parameter validation, raised as this package's ParameterError."""
-        try:
-            self._validate_params()
-        except InvalidParameterError as e:
-            raise ParameterError(str(e)) from None
+        """The parameters against ``_parameter_constraints`` (``core.constraints``).
+
+        Raises:
+            ParameterError: a parameter out of its constraints, or an unavailable solver.
+        """
+        check_params(self.get_params(deep=False), self._parameter_constraints,
+                     type(self).__name__)
         check_backend(self.solver)  # 'onedal' without scikit-learn-intelex, before any data
 
     # -- what the subclasses say -------------------------------------------------------------
@@ -441,9 +443,10 @@ class RandSVMBase(BaseEstimator):
             FileNotFoundError, DataFormatError (truncated, corrupt or disallowed metadata),
             ParameterError (the file holds another kind of model than this class).
         """
+        from randsvm_dist.estimators import ESTIMATORS  # the registry: the package's __init__
         from randsvm_dist.model_files.estimator_files import load_estimator
 
-        est = load_estimator(path)
+        est = load_estimator(path, ESTIMATORS)
         if not isinstance(est, cls):
             raise ParameterError(f"{os.fspath(path)} holds a {type(est).__name__}, not a "
                                  f"{cls.__name__}")

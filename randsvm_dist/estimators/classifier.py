@@ -6,9 +6,9 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import ClassifierMixin
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
+from randsvm_dist.core.constraints import Interval, StrOptions
 from randsvm_dist.core.validation import balanced_class_weight, check_weighted_classes
 from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.inputs import dask_accuracy, is_dask_collection
@@ -27,7 +27,7 @@ from randsvm_dist.model_files.ovo_layout import (
     svc_attributes,
 )
 from randsvm_dist.numerics.multiclass import ovr_decision_function, ovr_predict, predict
-from randsvm_dist.solvers.libsvm_adapter import SolverParams
+from randsvm_dist.solvers.params import SolverParams
 
 
 class RandSVMClassifier(ClassifierMixin, RandSVMBase):

@@ -6,12 +6,12 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import RegressorMixin
-from sklearn.utils._param_validation import Interval
 
+from randsvm_dist.core.constraints import Interval
 from randsvm_dist.estimators.base import RandSVMBase
 from randsvm_dist.exact.kinds import EpsilonSVR
 from randsvm_dist.exact.state import ProblemState
-from randsvm_dist.solvers.libsvm_adapter import SolverParams
+from randsvm_dist.solvers.params import SolverParams
 
 
 class RandSVMRegressor(RegressorMixin, RandSVMBase):

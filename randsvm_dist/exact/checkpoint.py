@@ -32,7 +32,7 @@ def _classes() -> dict[str, type]:
     from randsvm_dist.exact.kinds import KINDS
     from randsvm_dist.exact.state import DriverState, ProblemState, SupportModel, WorkingSet
     from randsvm_dist.numerics.kernels import Kernel
-    from randsvm_dist.solvers.libsvm_adapter import SolverParams
+    from randsvm_dist.solvers.params import SolverParams
 
     return {c.__name__: c for c in (DriverState, ProblemState, SupportModel, WorkingSet,
                                     SolverParams, Kernel, *KINDS.values())}

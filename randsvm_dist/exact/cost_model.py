@@ -9,12 +9,12 @@ q = d + KERNEL_ROW_TERMS terms per kernel value:
 - cold solve: ``a x m x s x q`` seconds on one thread for LIBSVM and the weighted solver
   (the SMO's kernel columns: about one per support vector, each m long), ``a_o x m x s``
   for oneDAL (its kernel blocks are GEMMs: the features hardly count, measured);
-- warm solve (``solvers.warm_smo``): ``b_f x m x f x q + b_g x m x s0 x q`` (the SMO's
+- warm solve (``solvers.warm_smo.solve``): ``b_f x m x f x q + b_g x m x s0 x q`` (the SMO's
   steps are driven by the fresh rows; the starting gradient is m x s0 kernel values);
 - with p threads a solve takes ``t1 x (k + q x (1 / p + sync x (p - 1)^2 / (m q))) /
   (k + q)``: k serial terms per kernel value (the SMO's selection and gradient loops), and
   parallel steps of m q terms whose threads wait for each other
-  (``solvers.libsvm_adapter.best_threads``: the same rule picks the threads);
+  (``solvers.threads.best_threads``: the same rule picks the threads);
 - scan: ``c x e x s x q x (1 + rho (W - 1)) / W`` (rho: what W processes lose to shared
   memory bandwidth and clocks) plus ``task x SCAN_TASKS_PER_THREAD x W`` (the scheduler
   and client handle tasks one at a time) plus ``scan0``;
@@ -42,14 +42,11 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from randsvm_dist.exact.scan_dispatch import SCAN_TASKS_PER_THREAD
+from randsvm_dist.exact.scan.dispatch import SCAN_TASKS_PER_THREAD
 from randsvm_dist.exact.solving import WARM_MAX_FRESH_SHARE
-from randsvm_dist.solvers.libsvm_adapter import (
-    KERNEL_ROW_TERMS,
-    LIBSVM_SYNC_TERMS,
-    best_threads,
-)
+from randsvm_dist.solvers.libsvm_adapter import LIBSVM_SYNC_TERMS
 from randsvm_dist.solvers.onedal_backend import ONEDAL_SYNC_TERMS
+from randsvm_dist.solvers.threads import KERNEL_ROW_TERMS, best_threads
 
 THREAD_POLICIES = ("chosen", "all")
 # how a cold working set is solved (``plan_seconds``; ``exact.solve_plan`` chooses)
@@ -70,7 +67,7 @@ class Coefficients:
     Defaults: fitted (``fit_coefficients``, rounded) to the 16-core reference's fits with a
     warm numba cache (ringnorm 3e5 at 2, 4, 8, 16 workers, checkerboard 1e6 at 2 and 16,
     the 494k-row real set at 16), the thread waits by a grid over the same fits (LIBSVM's,
-    which the fits hardly tell apart, as ``solvers.libsvm_adapter`` says): e.g.
+    which the fits hardly tell apart, as ``solvers.threads`` says): e.g.
     ringnorm's cold solve of 22.6k rows with 12.6k support vectors (8e9 terms) took
     15.4 s on 2 threads, its warm re-solve of 16.6k rows 2.3-2.6 s on 2-4 threads and
     12.6 s on 16; scans ran at ~1.3e-10 s per term on one core. The reference has no
@@ -387,7 +384,7 @@ def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
         sv_share: support vectors over rows solved, in (0, 1].
         coef: Coefficients; backend: the cold solver ('libsvm' or 'onedal').
         iterations: rounds after the first solve.
-        warm: the re-solves start from the previous alphas (``solvers.warm_smo``).
+        warm: the re-solves start from the previous alphas (``solvers.warm_smo.solve``).
         in_memory: the rows are in the client's memory (arrays passed to ``fit``).
 
     Returns:

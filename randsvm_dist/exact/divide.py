@@ -2,7 +2,7 @@
 
 The working set is cut into parts that are clusters in kernel space, each part is solved
 on its own worker (one thread each, all at once), and the whole working set is then solved
-by the warm-started SMO (``solvers.warm_smo``) from the union of the parts' alphas. Rows
+by the warm-started SMO (``solvers.warm_smo.solve``) from the union of the parts' alphas. Rows
 close in kernel space interact most, so the parts' alphas are near the working set's
 optimum and the final solve moves few of them; it is still a solve of every row, so the
 result is the working set's own optimum, as a whole solve's is.
@@ -23,7 +23,8 @@ from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.exact.placement_of_solves import place_solves
 from randsvm_dist.exact.solving import Solved, solve_rows
 from randsvm_dist.numerics.kernels import Kernel, kernel_matrix
-from randsvm_dist.solvers.libsvm_adapter import BinarySolution, SolverParams
+from randsvm_dist.solvers.params import SolverParams
+from randsvm_dist.solvers.solution import BinarySolution
 
 NYSTROM_LANDMARKS = 64
 CLUSTER_SAMPLE_ROWS = 4_000
@@ -141,7 +142,7 @@ def solve_divided(client, X, t: np.ndarray, box: np.ndarray | None, params: Solv
     Returns:
         Solved: the final solve's (``parts``: the parts' sizes).
     """
-    from randsvm_dist.solvers.warm_smo import solve_warm
+    from randsvm_dist.solvers.warm_smo.solve import solve_warm
     from randsvm_dist.solvers.weighted import solve_weighted_warm
 
     members = [r for r in divide_rows(X, n_parts, params.kernel, stream) if len(r)]

@@ -12,17 +12,17 @@ from dataclasses import replace
 import numpy as np
 
 from randsvm_dist.engine.partitions import PartitionSet, fetch_rows, vstack_rows
-from randsvm_dist.exact import screening_store
 from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.sampling import stream_id
-from randsvm_dist.exact.scan import ProblemRequest, ScanModel
-from randsvm_dist.exact.scan_dispatch import merged_scan, run_scan
+from randsvm_dist.exact.scan import screening_store
+from randsvm_dist.exact.scan.dispatch import merged_scan, run_scan
+from randsvm_dist.exact.scan.partition import ProblemRequest, ScanModel
 from randsvm_dist.exact.solve_plan import solve_sampled
 from randsvm_dist.exact.state import ProblemState, RunConfig, WorkingSet
 
 # Rows within this distance of the margin fill a draw that the violators cannot fill:
 # first those inside the margin by at most the violator slack (they carry loss, so the
-# certificate's gap, without being violators), then the others (``exact.scan``).
+# certificate's gap, without being violators), then the others (``exact.scan.partition``).
 FILL_BAND = 0.5
 # The support set has settled when a solve finds at most SV_GROWTH x the previous
 # solve's support vectors; draws are then lean (see draw_size).
@@ -52,7 +52,7 @@ def draw_size(p: ProblemState, r: int, route: str, n_violators: int) -> int:
     settled, draw the violators (at most |SV|), or LEAN_FILL x |SV| rows when they are
     fewer (near-margin rows fill the rest, rows with loss first): the working set is then
     mostly the previous support vectors, which the next solve starts from
-    (``solvers.warm_smo``), instead of re-solving r rows of which a few matter. The fill
+    (``solvers.warm_smo.solve``), instead of re-solving r rows of which a few matter. The fill
     does not depend on r: with more support vectors than r (skin_nonskin's weighted rows:
     9.7k against r = 5k) a fill capped at r - |SV| drew no rows at all, so the rows inside
     the margin by less than the violator slack, which held the gap, never joined the

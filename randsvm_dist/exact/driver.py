@@ -7,8 +7,8 @@
 
 One loop for every kind of SVM (``exact.kinds``: C-SVC, one-vs-one pairs, epsilon-SVR,
 one-class) and every number of problems: each iteration runs the named steps solve
-(``exact.solving``), scan (``exact.scan_dispatch``, screened with
-``exact.screening``), certify and decide (``exact.certificate``) and draw (``exact.draw``),
+(``exact.solving``), scan (``exact.scan.dispatch``, screened with
+``exact.scan.screening``), certify and decide (``exact.certificate``) and draw (``exact.draw``),
 applied to the problems' states (``exact.state``). Solves and scans run on the workers;
 the driver holds only the working sets, the support vectors and per-partition
 statistics. The draw from V is exactly uniform and identical for any partition layout
@@ -43,7 +43,6 @@ import numpy as np
 
 from randsvm_dist.engine.partitions import PartitionSet
 from randsvm_dist.engine.row_totals import weight_total
-from randsvm_dist.exact import screening_store
 from randsvm_dist.exact.cancellation import check
 from randsvm_dist.exact.certificate import Certificate, certify, decide
 from randsvm_dist.exact.draw import FILL_BAND, draw_size, first_working_sets, with_draws
@@ -52,9 +51,10 @@ from randsvm_dist.exact.memory_plan import MemoryPlan, fit_memory_plan
 from randsvm_dist.exact.placement_of_solves import place_solves
 from randsvm_dist.exact.route import Machine, cold_backend, first_share, plan_route, sample_size_for
 from randsvm_dist.exact.sampling import stream_id
-from randsvm_dist.exact.scan import ProblemRequest
-from randsvm_dist.exact.scan_dispatch import ScanResult, merged_scan, run_scan, scan_model
-from randsvm_dist.exact.screening import model_delta
+from randsvm_dist.exact.scan import screening_store
+from randsvm_dist.exact.scan.dispatch import ScanResult, merged_scan, run_scan, scan_model
+from randsvm_dist.exact.scan.partition import ProblemRequest
+from randsvm_dist.exact.scan.screening import model_delta
 from randsvm_dist.exact.solve_plan import solve_sampled
 from randsvm_dist.exact.solving import solve_direct, total_threads
 from randsvm_dist.exact.state import DriverState, ProblemState, RunConfig
@@ -300,7 +300,7 @@ def _scan_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: R
 
 
 def full_scan_evals(problems: list[ProblemState], n: int) -> int:
-    """The kernel evaluations of a scan of all ``n`` rows without screening (``exact.scan``:
+    """The kernel evaluations of a scan of all ``n`` rows without screening (``scan.partition``:
     each row against the support vectors of the active problems it belongs to): at most
     every row against their union, and at most each problem's rows against its own."""
     active = [p for p in problems if p.active]

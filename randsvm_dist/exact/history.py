@@ -42,7 +42,7 @@ class IterationRecord:
         solve_threads: the most cores a solve of the iteration was offered
             (``exact.placement_of_solves.place_solves``, or the client's cores
             in-process); every backend takes at most that many
-            (``solvers.libsvm_adapter.step_threads``).
+            (``solvers.threads.step_threads``).
         warm_speedup_estimate: a warm solve's speed-up over the run's last cold solve,
             scaled by the working sets' sizes squared (None otherwise).
         duplicates_collapsed: rows of the data set merged into identical rows as

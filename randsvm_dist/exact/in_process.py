@@ -10,7 +10,7 @@ core of the machine (``exact.solving.solve_partitions``; several problems, as th
 one-vs-one, one per core at a time unless oneDAL solves them cold; every pair of
 one-vs-one by one oneDAL fit of all classes when that is the solve each would get alone),
 and scanned here, on
-every core too, for the certificate over all rows (``exact.scan.scan_partition``: each row
+every core too, for the certificate over all rows (``exact.scan.partition.scan_partition``: each row
 against the models of the active problems it belongs to). The loop's certify-and-decide
 step and its records are the driver's (``exact.driver.decide_step``): a tightened solver
 tolerance solves the problems that missed it again from the last solve's alphas
@@ -47,8 +47,8 @@ from randsvm_dist.exact.cancellation import check
 from randsvm_dist.exact.certificate import opening_tol
 from randsvm_dist.exact.driver import Loop, ScanStep, SolveStep, decide_step, scan_requests
 from randsvm_dist.exact.route import Machine, backend_of, cold_backend
-from randsvm_dist.exact.scan import scan_partition
-from randsvm_dist.exact.scan_dispatch import ScanResult, scan_model
+from randsvm_dist.exact.scan.dispatch import ScanResult, scan_model
+from randsvm_dist.exact.scan.partition import scan_partition
 from randsvm_dist.exact.solving import (
     direct_start,
     directly_solved,
@@ -57,13 +57,8 @@ from randsvm_dist.exact.solving import (
 )
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.numerics.kernels import Kernel, moments_variance
-from randsvm_dist.solvers.libsvm_adapter import (
-    C_SVC,
-    EPSILON_SVR,
-    ONE_CLASS,
-    SolverParams,
-    host_cores,
-)
+from randsvm_dist.solvers.params import C_SVC, EPSILON_SVR, ONE_CLASS, SolverParams
+from randsvm_dist.solvers.threads import host_cores
 
 TASK_SVM_TYPES = {"classification": C_SVC, "regression": EPSILON_SVR, "one_class": ONE_CLASS}
 
@@ -343,7 +338,7 @@ def _scan_all(rows: InMemoryRows, problems: list[ProblemState], cfg: RunConfig,
     """The certificate's scan of every row of the active problems against their models,
     on every core of the machine (every row evaluated: one scan per solve leaves nothing
     to screen; each row against the support vectors of the active problems it belongs
-    to only, see ``exact.scan``), and every row's decision value under each problem's
+    to only, see ``exact.scan.partition``), and every row's decision value under each problem's
     model, (n_rows, n_problems) float32 (0 for rows outside a problem)."""
     t0, c0 = time.perf_counter(), time.process_time()
     threads = loop.machine.threads

@@ -13,7 +13,7 @@ Every kind writes the model as f(x) = sum_i coef_i k(x_i, x) + b (b = -rho in LI
 terms) and measures a row by its *slack* s(f(x), t): the row adds C_i max(0, s) to the
 primal objective, violates when s > tol, and lies in the fill band (drawn after every
 violator) when s > -band. Each s below moves by at most |f_new(x) - f_old(x)|, so the
-scan's screening (``exact.scan``), which bounds how far f moved, holds for every kind.
+scan's screening (``exact.scan.partition``), which bounds how far f moved, holds for every kind.
 
 Certificate (weak duality): the working set's solution, extended by zero coefficients, is
 a feasible dual point of the whole problem, so its dual objective D bounds the optimum
@@ -45,7 +45,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from randsvm_dist.solvers.libsvm_adapter import SolverParams
+from randsvm_dist.solvers.params import SolverParams
 
 
 @runtime_checkable
@@ -58,7 +58,7 @@ class ProblemKind(Protocol):
         label: how the history names the problem.
         error_slack: a row whose slack exceeds this counts as an error (``n_errors``).
         warm_startable: a re-solve may start from the previous alphas
-            (``solvers.warm_smo`` solves the duals of all three kinds).
+            (``solvers.warm_smo.solve`` solves the duals of all three kinds).
         warm_fresh_scale: a re-solve starts warm while at most this many times
             ``solving.WARM_MAX_FRESH_SHARE`` of its working set is fresh rows.
         cascadable: a working set may be cut into parts solved apart (not one-class: each
@@ -248,7 +248,7 @@ class OneClass:
     error_slack = 0.0   # f < 0: predicted outlier
     warm_startable = True
     # 4 x 25%: any share. The start fills what the previous alphas lack of nu n on the
-    # rows of smallest (K alpha)_i (``warm_smo_duals.fill_to_total``), where the optimum
+    # rows of smallest (K alpha)_i (``solvers.warm_smo.duals.fill_to_total``), where the optimum
     # puts its bounded alphas, so fresh rows cost little (oneclass:100000, nu 0.05: the
     # pilot's alphas on 770 of 7.9-18.4k rows, 94-96% fresh, took 0.2-0.7 s to the
     # optimum, one-thread, against LIBSVM's 1.4-3.6 s; 3e5: 2.2-3.0 s on 28-39k rows).
@@ -299,7 +299,7 @@ class OneClass:
 
     def warm_alphas(self, coef: np.ndarray) -> np.ndarray:
         """The alphas (non-negative); the warm solver rescales them to the working set's
-        nu (``solvers.warm_smo_duals``)."""
+        nu (``solvers.warm_smo.duals``)."""
         return np.asarray(coef, np.float64)
 
     def support_share(self, n_support: int, n_ws: int, n_rows: int) -> float:

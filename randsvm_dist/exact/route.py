@@ -10,9 +10,9 @@ import numpy as np
 
 from randsvm_dist.exact.cost_model import Coefficients, choose_route
 from randsvm_dist.exact.state import ProblemState, RunConfig
-from randsvm_dist.solvers.libsvm_adapter import SolverParams
 from randsvm_dist.solvers.onedal_auto import AUTO_MIN_DENSE_FEATURES
 from randsvm_dist.solvers.onedal_backend import onedal_available, onedal_solves
+from randsvm_dist.solvers.params import SolverParams
 
 # The route (one solve of all rows, or sampling) is the cost model's choice
 # (``exact.cost_model.choose_route``), asked twice: before the first solve, when the share

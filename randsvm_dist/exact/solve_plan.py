@@ -38,8 +38,8 @@ from randsvm_dist.exact.kinds import ProblemKind
 from randsvm_dist.exact.placement_of_solves import place_solves
 from randsvm_dist.exact.sampling import stream_id
 from randsvm_dist.exact.state import ProblemState, RunConfig, SupportModel
-from randsvm_dist.solvers.libsvm_adapter import C_SVC, SolverParams
 from randsvm_dist.solvers.onedal_auto import prefer_onedal
+from randsvm_dist.solvers.params import C_SVC, SolverParams
 
 # support vectors expected of a cold working set's fresh rows: of a first sample (random
 # rows; ringnorm 50k and checkerboard 100k kept 8-11%), and of violators joining a model
@@ -132,7 +132,7 @@ def solve_working_set_task(kind: ProblemKind, X, t: np.ndarray, box: np.ndarray 
                            sums: np.ndarray | None = None) -> solving.Solved:
     """A working set's solve run from a task, by ``plan`` (its cut plans' parts are
     tasks too): 'warm' from ``alpha0`` and the rows' kernel sums ``sums``
-    (``start_sums``; ``solvers.warm_smo``), 'whole', 'cascade'
+    (``start_sums``; ``solvers.warm_smo.solve``), 'whole', 'cascade'
     (``solving.solve_working_set``) or 'divide' (``divide.solve_divided``).
 
     Returns:
@@ -141,7 +141,7 @@ def solve_working_set_task(kind: ProblemKind, X, t: np.ndarray, box: np.ndarray 
     from distributed import worker_client
 
     if plan.name == "warm":
-        from randsvm_dist.solvers.warm_smo import solve_warm
+        from randsvm_dist.solvers.warm_smo.solve import solve_warm
         from randsvm_dist.solvers.weighted import solve_weighted_warm
 
         sol = (solve_warm(X, t, params, alpha0, n_threads, start_sums=sums) if box is None

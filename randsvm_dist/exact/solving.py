@@ -40,13 +40,8 @@ from randsvm_dist.exact.placement_of_solves import (
 from randsvm_dist.exact.sampling import keys_of
 from randsvm_dist.exact.state import ProblemState, SupportModel, WorkingSet
 from randsvm_dist.numerics.kernels import decision_values
-from randsvm_dist.solvers.libsvm_adapter import (
-    C_SVC,
-    BinarySolution,
-    SolverParams,
-    dual_objective_from_values,
-    solve_libsvm,
-)
+from randsvm_dist.solvers.dual_objective import dual_objective_from_values
+from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
 from randsvm_dist.solvers.onedal_auto import prefer_onedal
 from randsvm_dist.solvers.onedal_backend import (
     margin_violation,
@@ -54,6 +49,8 @@ from randsvm_dist.solvers.onedal_backend import (
     onedal_solves,
     solve_onedal,
 )
+from randsvm_dist.solvers.params import C_SVC, SolverParams
+from randsvm_dist.solvers.solution import BinarySolution
 from randsvm_dist.solvers.weighted import solve_weighted
 
 # A cascade pays when its parts are large and most rows of the working set are fresh
@@ -152,7 +149,7 @@ def solve_partitions(kind: ProblemKind, params: SolverParams, C: float, weighted
         n_threads: cores of the solve.
         parts: the partitions, in row order.
         start: the last solve of these rows (``direct_start``): the solve starts from its
-            alphas (``solvers.warm_smo``), its gradient from the scan's values where
+            alphas (``solvers.warm_smo.solve``), its gradient from the scan's values where
             given, instead of cold; None: a cold solve (``solve_rows``).
         scanned: the caller scans every row right after (``solve_rows``).
 
@@ -173,7 +170,7 @@ def solve_partitions(kind: ProblemKind, params: SolverParams, C: float, weighted
     if start is None or not warm_fits(X):
         sol = solve_rows(X, t, box, params, n_threads, scanned)
     else:
-        from randsvm_dist.solvers.warm_smo import solve_warm
+        from randsvm_dist.solvers.warm_smo.solve import solve_warm
         from randsvm_dist.solvers.weighted import solve_weighted_warm
 
         alpha0 = np.zeros(len(rows))
@@ -207,7 +204,7 @@ def direct_start(p: ProblemState, n_rows: int) -> DirectStart | None:
     return DirectStart(p.model.rows, p.kind.warm_alphas(p.model.coef), p.model.row_values)
 
 
-# A solve starts from the previous alphas (solvers.warm_smo) when at most this share (times
+# A solve starts from the previous alphas (solvers.warm_smo.solve) when at most this share (times
 # the kind's ``warm_fresh_scale``) of the working set is fresh rows: then most of the
 # optimum is already there, and LIBSVM, which cannot take a starting point, would spend
 # its time finding it again. The gradient needs
@@ -227,7 +224,7 @@ def warm_fits(X) -> bool:
 
 def warm_start(p: ProblemState) -> np.ndarray | None:
     """The alphas a solve of p's working set starts from, or None for a cold solve (only
-    warm-startable kinds, see ``kinds.ProblemKind``; ``solvers.warm_smo``)."""
+    warm-startable kinds, see ``kinds.ProblemKind``; ``solvers.warm_smo.solve``)."""
     ws = p.ws
     n = len(ws.rows)
     if (not p.kind.warm_startable or not p.model.n_support or len(ws.alpha0) != n

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from randsvm_dist.exact.kinds import ProblemKind
-from randsvm_dist.solvers.libsvm_adapter import SolverParams
+from randsvm_dist.solvers.params import SolverParams
 
 
 def _rows() -> np.ndarray:

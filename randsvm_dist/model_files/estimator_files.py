@@ -13,7 +13,7 @@ anywhere is refused. Nothing in a file names code to run, a client or a path.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -35,18 +35,10 @@ _HISTORY_TYPES = (int, float, str, bool, type(None))
 _SCALING_KEYS = {"method", "lower", "upper", "feature_min", "feature_max"}
 
 
-def _estimator_classes() -> dict[str, type]:
-    from randsvm_dist.estimators import ESTIMATORS
-
-    return {c.__name__: c for c in ESTIMATORS.values()}
-
-
-def _class_for(svm_type: str) -> type:
+def _class_for(svm_type: str, estimators: Mapping[str, type]) -> type:
     """The estimator of a model file's svm_type (nu variants are read for prediction)."""
-    from randsvm_dist.estimators import ESTIMATORS
-
     family = {"nu_svc": "c_svc", OVR_SVM_TYPE: "c_svc", "nu_svr": "epsilon_svr"}
-    return ESTIMATORS[family.get(svm_type, svm_type)]
+    return estimators[family.get(svm_type, svm_type)]
 
 
 def save_estimator(est, path: str | os.PathLike, overwrite: bool = False) -> None:
@@ -126,19 +118,28 @@ def _plain(o):
     return o
 
 
-def load_estimator(path: str | os.PathLike):
+def load_estimator(path: str | os.PathLike, estimators: Mapping[str, type]):
     """The estimator a model file holds (its ``client`` is None).
+
+    Args:
+        path: the model file.
+        estimators: the estimator registry (``estimators.ESTIMATORS``: svm_type -> class),
+            passed in by the layer above, which knows it.
 
     Raises:
         FileNotFoundError: no such file.
         DataFormatError: truncated, corrupt or disallowed metadata.
     """
-    return load_randsvm_model(read_bytes(path), os.fspath(path))
+    return load_randsvm_model(read_bytes(path), os.fspath(path), estimators)
 
 
-def load_randsvm_model(data: bytes, where: str):
+def load_randsvm_model(data: bytes, where: str, estimators: Mapping[str, type]):
     """Rebuild a RandSVM estimator from the bytes of its model file (ours or stock
     LIBSVM's: c_svc, epsilon_svr, one_class).
+
+    Args:
+        data: the file's bytes; where: its name for messages.
+        estimators: the estimator registry (svm_type -> class), as ``load_estimator``.
 
     Raises:
         DataFormatError: not UTF-8, truncated, corrupt, or disallowed metadata.
@@ -148,8 +149,8 @@ def load_randsvm_model(data: bytes, where: str):
     except UnicodeDecodeError:
         raise DataFormatError(f"{where}: not UTF-8 text; not a LIBSVM model file") from None
     model, meta = parse_model_file(text, where)
-    meta = _check_meta(meta, where) if meta else {}
-    cls = _class_for(model.svm_type)
+    meta = _check_meta(meta, where, estimators) if meta else {}
+    cls = _class_for(model.svm_type, estimators)
     if meta.get("estimator", cls.__name__) != cls.__name__:
         raise DataFormatError(f"{where}: metadata names {meta['estimator']!r} for a "
                               f"{model.svm_type} model; the file is corrupt")
@@ -191,12 +192,13 @@ def _check_type(value, kind, where: str, key: str):
     return value
 
 
-def _check_meta(meta, where: str) -> dict:
+def _check_meta(meta, where: str, estimators: Mapping[str, type]) -> dict:
     """The metadata of a model file, checked by ``_META_RULES``.
 
     Args:
         meta: the parsed ``#randsvm-dist-meta`` JSON.
         where: the file name for messages.
+        estimators: the estimator registry (the ``estimator`` key names one of its classes).
 
     Returns:
         ``meta`` itself.
@@ -209,8 +211,12 @@ def _check_meta(meta, where: str) -> dict:
     unexpected = sorted(set(meta) - _META_KEYS)
     if unexpected:
         raise DataFormatError(f"{where}: metadata key(s) {unexpected} are not allowed")
+    names = {c.__name__ for c in estimators.values()}
     for key, absent, check in _META_RULES:
-        check(meta.get(key, absent), where)
+        if check is _check_estimator:
+            _check_estimator(meta.get(key, absent), where, names)
+        else:
+            check(meta.get(key, absent), where)
     return meta
 
 
@@ -220,9 +226,9 @@ def _check_format(value, where: str) -> None:
         raise DataFormatError(f"{where}: unknown model format {value!r}")
 
 
-def _check_estimator(value, where: str) -> None:
+def _check_estimator(value, where: str, names: set[str]) -> None:
     """Refuse an ``estimator`` that is not one of the registry's classes (DataFormatError)."""
-    if value not in _estimator_classes():
+    if value not in names:
         raise DataFormatError(f"{where}: unknown estimator {value!r}")
 
 
@@ -269,7 +275,7 @@ def _check_support(value, where: str) -> None:
 
 
 # the metadata keys: (key, value when absent, its check), checked in this order
-_META_RULES: tuple[tuple[str, object, Callable[[object, str], None]], ...] = (
+_META_RULES: tuple[tuple[str, object, Callable[..., None]], ...] = (
     ("format", None, _check_format),
     ("estimator", None, _check_estimator),
     ("n_features", None, _check_n_features),

@@ -97,7 +97,9 @@ def load_model(path: str | os.PathLike, *, allow_pickle: bool = False):
     if data.startswith(b"PK"):
         return load_streaming_model(data, where)
     if data.startswith(b"svm_type"):
-        return load_randsvm_model(data, where)
+        from randsvm_dist.estimators import ESTIMATORS
+
+        return load_randsvm_model(data, where, ESTIMATORS)
     if data.startswith(b"\x80"):
         if not allow_pickle:
             raise DataFormatError(
@@ -122,7 +124,8 @@ def _streaming_classes() -> dict[str, type]:
     """The classes a streaming model file may rebuild, by name."""
     from randsvm_dist import streaming
     from randsvm_dist.numerics.kernels import Kernel
-    from randsvm_dist.streaming import blurred_ball, ramp, streamsvm
+    from randsvm_dist.streaming import ramp
+    from randsvm_dist.streaming.meb import blurred_ball, streamsvm
 
     out = {c.__name__: c for c in (Kernel, blurred_ball._BlurredCover, streaming._BinaryBSGD,
                                    ramp._RampBinary, streamsvm._StreamBall)}

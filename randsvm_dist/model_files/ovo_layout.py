@@ -325,37 +325,3 @@ def linear_coef(dual_coef: np.ndarray, n_support, support_vectors):
         if sp.issparse(S) else M.T @ np.asarray(S, dtype=np.float64)
     (coef.data if sp.issparse(coef) else coef).flags.writeable = False
     return coef
-
-
-def coefficient_columns(model: LibsvmModel) -> np.ndarray:
-    """(n_sv, n_rho) coefficients of each binary model over the shared SVs: one column per
-    pair (c_svc, ``pair_coef_matrix``), per class (ovr) or the single column (SVR,
-    one-class), so decision values are ``K(X, SV) @ columns - rho``."""
-    coef = np.asarray(model.sv_coef, dtype=np.float64)
-    if model.svm_type in CLASSIFICATION_TYPES:
-        return pair_coef_matrix(coef, model.n_sv)
-    return coef
-
-
-def model_decision_values(model: LibsvmModel, X) -> np.ndarray:
-    """LIBSVM's decision values of ``model`` on X (``kernels.decision_values``: float32
-    kernel blocks, float64 sums).
-
-    Args:
-        model: any LibsvmModel.
-        X: (n, d) float32 ndarray or CSR with d >= the model's feature count.
-
-    Returns:
-        (n, n_rho) float64: per pair (c_svc; positive towards the pair's first class), per
-        class (ovr), or one column (SVR prediction, one-class score f(x) = g(x) - rho).
-    """
-    from randsvm_dist.numerics.kernels import decision_values
-
-    S = model.support_vectors
-    if S.shape[1] < X.shape[1]:
-        S = sp.csr_matrix(S)
-        S = sp.csr_matrix((S.data, S.indices, S.indptr), shape=(S.shape[0], X.shape[1]))
-    if sp.issparse(S) and not sp.issparse(X):
-        S = S.toarray()
-    return decision_values(X, S, coefficient_columns(model), -np.asarray(model.rho),
-                           model.kernel)

@@ -31,11 +31,11 @@ sum over tens of thousands of support vectors at float32's relative precision.
 Accuracy (why float32 serves): a kernel value's error is the exp's (1.3e-7 relative) plus
 that of the float32 squared distance (a few float32 ulps of |x|^2 + |s|^2 in the GEMM
 form, times gamma; of |x - s|^2 in the direct one); on scaled data every value is within
-``exact.screening.KERNEL_VALUE_ERROR`` (1e-6 absolute) of the float64 one, so a decision
-value is within 1e-6 sum_j |coef_j| of it (``tests/test_rbf_fused.py`` checks both forms
+``exact.scan.screening.KERNEL_VALUE_ERROR`` (1e-6 absolute) of the float64 one, so a decision
+value is within 1e-6 sum_j |coef_j| of it (``tests/numerics/test_rbf_fused.py`` checks both forms
 and CSR one-hot rows against a float64 reference). The scan's decisions allow for that:
 screening pads its residual norms by it and keeps rows SCREEN_SLACK clear of every
-threshold (``exact.scan``). Each row's value is computed on its own (one row of G, one
+threshold (``exact.scan.partition``). Each row's value is computed on its own (one row of G, one
 pass), so it is the same bytes whatever rows, tasks or threads it is scanned with.
 """
 

@@ -1,12 +1,4 @@
-"""Solvers: the LIBSVM adapter (one solve of a working set, its arrays), the warm SMO,
-oneDAL and per-row-box backends."""
-
-from randsvm_dist.solvers.libsvm_adapter import (
-    BinarySolution,
-    Solution,
-    SolverParams,
-    solve_binary,
-    solve_libsvm,
-)
-
-__all__ = ["BinarySolution", "Solution", "SolverParams", "solve_binary", "solve_libsvm"]
+"""Solvers: one solve of a working set and its arrays. ``params`` (``SolverParams``),
+``solution`` (``BinarySolution``), ``dual_objective``, ``threads`` (a solve's threads),
+``libsvm_adapter`` (the LIBSVM call), ``weighted`` (per-row boxes), ``warm_smo/`` (the
+warm-startable SMO), ``onedal_backend`` / ``onedal_runtime`` / ``onedal_auto`` (oneDAL)."""

@@ -58,9 +58,9 @@ from __future__ import annotations
 
 import scipy.sparse as sp
 
-from randsvm_dist.solvers.libsvm_adapter import SolverParams
 from randsvm_dist.solvers.onedal_backend import onedal_solves
 from randsvm_dist.solvers.onedal_runtime import onedal_available
+from randsvm_dist.solvers.params import SolverParams
 
 AUTO_MIN_ROWS = 500
 AUTO_MIN_DENSE_FEATURES = 10

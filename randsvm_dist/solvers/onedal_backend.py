@@ -8,13 +8,13 @@ same ``BinarySolution``: support ascending, dual_coef = y_i alpha_i (C-SVC) or a
 alpha_i* (SVR), coefficients within AT_BOX_RTOL of their box put on it (a float32 solve
 returns the box rounded to float32), intercept = -rho, the dual objective computed from
 the duals with the project's kernel over the support vectors
-(``libsvm_adapter.finish_solution``, as for LIBSVM), so the certificate is built from the
+(``solution.finish_solution``, as for LIBSVM), so the certificate is built from the
 same quantities. A solve whose caller scans every row right after (``scanned``: the
 in-process direct route, ``exact.in_process``) leaves the dual objective and the
 optimality check below to that scan's decision values (``exact.solving.finish_scanned``):
 one pass over the rows instead of three.
 
-What runs where (scikit-learn-intelex 2026.2; ``tests/test_onedal_backend.py``):
+What runs where (scikit-learn-intelex 2026.2; ``tests/solvers/test_onedal_backend.py``):
 
 - C-SVC, linear/rbf/poly kernels, dense or CSR, with or without sample_weight: oneDAL.
   Per-row boxes (C x class weight x sample weight) go in as ``sample_weight`` with C = 1:
@@ -64,7 +64,7 @@ float32, fit as fast as at 1e-3. The certificate decides. oneDAL's ``accuracy_th
 -y_t grad_t < tol; LIBSVM's measure at oneDAL's float64 solution on checkerboard was
 9.6e-4, 9.1e-5, 8.9e-6, 9.8e-7 at tol 1e-3 to 1e-6: a tightened tol holds (tested).
 
-Threads: a solve takes ``libsvm_adapter.step_threads`` of the threads offered for its
+Threads: a solve takes ``threads.step_threads`` of the threads offered for its
 rows (ONEDAL_SYNC_TERMS: oneDAL's steps work on blocks of kernel rows, so its wait weighs
 less than LIBSVM's per column; not yet measured beyond 2 threads, the rule caps small
 problems only) and holds them in oneDAL's process-wide pool while it runs
@@ -85,23 +85,15 @@ import scipy.sparse as sp
 from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.numerics.kernels import decision_values
 from randsvm_dist.numerics.multiclass import ovo_pairs, pair_coef_matrix
-from randsvm_dist.solvers.libsvm_adapter import (
-    C_SVC,
-    EPSILON_SVR,
-    SOLVER_BACKENDS,
-    BinarySolution,
-    SolverParams,
-    degenerate_solution,
-    finish_solution,
-    kernel_row_terms,
-    step_threads,
-)
 from randsvm_dist.solvers.onedal_runtime import (
     THREADS,
     capture_start,
     capture_stop,
     onedal_available,
 )
+from randsvm_dist.solvers.params import C_SVC, EPSILON_SVR, SOLVER_BACKENDS, SolverParams
+from randsvm_dist.solvers.solution import BinarySolution, degenerate_solution, finish_solution
+from randsvm_dist.solvers.threads import kernel_row_terms, step_threads
 from randsvm_dist.solvers.weighted import check_row_C
 
 BACKENDS = SOLVER_BACKENDS
@@ -196,12 +188,12 @@ def solve_onedal(X, t: np.ndarray, params: SolverParams, row_C=None,
         row_C: None, or (n,) per-row boxes C_i (C x class weight x sample weight);
             rows with C_i <= 0 are dropped.
         n_threads: oneDAL threads offered to this solve; it takes
-            ``libsvm_adapter.step_threads`` of them (ONEDAL_SYNC_TERMS).
+            ``threads.step_threads`` of them (ONEDAL_SYNC_TERMS).
         scanned: the caller scans every row of X right after (the in-process direct
             route): the solve leaves out its own passes over decision values, the
             optimality check (``kkt_violation``) and the dual objective (None), which the
             caller derives from its scan's values (``margin_violation``,
-            ``libsvm_adapter.dual_objective_from_values``).
+            ``dual_objective.dual_objective_from_values``).
 
     Returns:
         BinarySolution as ``libsvm_adapter.solve_libsvm`` returns it (support indices

@@ -22,7 +22,7 @@ semantics by construction. Its costs: a float64 copy of the working
 set (libsvm-official copies to float64 too), and no OpenMP: scikit-learn's LIBSVM computes
 kernel columns on one core, where libsvm-official with ``n_threads=2`` uses two (4.8 s vs
 6.5 s on ijcnn1, measured by hand). So unweighted problems should keep using
-``libsvm_adapter.solve_libsvm``. Tests: ``tests/test_solvers_weighted.py``.
+``libsvm_adapter.solve_libsvm``. Tests: ``tests/solvers/test_weighted.py``.
 
 Zero and negative weights behave as in scikit-learn: a row with C_i <= 0 is removed from
 the problem (LIBSVM's ``remove_zero_weight``): it is never a support vector and does not
@@ -35,19 +35,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.exceptions import ParameterError
-from randsvm_dist.solvers.libsvm_adapter import (
-    C_SVC,
-    EPSILON_SVR,
-    LIBSVM_SYNC_TERMS,
-    ONE_CLASS,
-    BinarySolution,
-    SolverParams,
-    degenerate_solution,
-    finish_solution,
-    kernel_row_terms,
-    solve_libsvm,
-    step_threads,
-)
+from randsvm_dist.solvers.libsvm_adapter import LIBSVM_SYNC_TERMS, solve_libsvm
+from randsvm_dist.solvers.params import C_SVC, EPSILON_SVR, ONE_CLASS, SolverParams
+from randsvm_dist.solvers.solution import BinarySolution, degenerate_solution, finish_solution
+from randsvm_dist.solvers.threads import kernel_row_terms, step_threads
 
 
 def check_row_C(row_C, n: int) -> np.ndarray:
@@ -103,7 +94,7 @@ def solve_weighted(X, t: np.ndarray | None, params: SolverParams, row_C,
             for one-class the weight in LIBSVM's scaling (1 = an unweighted row), with
             sum_i alpha_i = nu sum_{C_i > 0} C_i. Rows with C_i <= 0 are dropped.
         n_threads: BLAS threads offered (scikit-learn's dense kernel rows use BLAS) for
-            this call; it takes ``libsvm_adapter.step_threads`` of them.
+            this call; it takes ``threads.step_threads`` of them.
 
     Returns:
         BinarySolution with support indices into the rows of X (ascending; dropped rows
@@ -175,7 +166,7 @@ def solve_weighted_warm(X, y: np.ndarray | None, params: SolverParams, row_C,
     Raises:
         ParameterError: bad row_C.
     """
-    from randsvm_dist.solvers.warm_smo import needs_libsvm, solve_warm
+    from randsvm_dist.solvers.warm_smo.solve import needs_libsvm, solve_warm
 
     n = X.shape[0]
     c = check_row_C(row_C, n)

@@ -15,11 +15,11 @@ Nothing here imports Dask; the Dask side is :mod:`randsvm_dist.distributed.strea
 from __future__ import annotations
 
 from randsvm_dist.streaming.base import StreamingClassifier
-from randsvm_dist.streaming.blurred_ball import BlurredBallSVM, _BlurredCover
-from randsvm_dist.streaming.bsgd import BudgetedSGD
-from randsvm_dist.streaming.bsgd_binary import _BinaryBSGD
+from randsvm_dist.streaming.bsgd.binary import _BinaryBSGD
+from randsvm_dist.streaming.bsgd.budgeted_sgd import BudgetedSGD
+from randsvm_dist.streaming.meb.blurred_ball import BlurredBallSVM, _BlurredCover
+from randsvm_dist.streaming.meb.streamsvm import StreamSVM, _StreamBall
 from randsvm_dist.streaming.ramp import OnlineRampSVM, _RampBinary
-from randsvm_dist.streaming.streamsvm import StreamSVM, _StreamBall
 
 LEARNERS: dict[str, type[StreamingClassifier]] = {
     "streamsvm": StreamSVM,

@@ -16,7 +16,7 @@ modules), the plan says
   a worker at its limit, or its nanny restart it, again and again.
 
 The screening bounds kept on the workers are bounded on their own
-(``exact.screening_store``: at most a tenth of the limit); the plan counts them.
+(``exact.scan.screening_store``: at most a tenth of the limit); the plan counts them.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ import numpy as np
 
 from randsvm_dist.engine.partitions import PartitionSet
 from randsvm_dist.engine.worker_memory import MB, WorkerMemory, worker_memory
-from randsvm_dist.exact import screening_store
 from randsvm_dist.exact.route import sample_size_for
+from randsvm_dist.exact.scan import screening_store
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.exceptions import ClusterError
 
 # The modules a fit's worker tasks import (read, scan, solve): a worker's baseline is
 # measured with them loaded.
-SCAN_MODULES = ("randsvm_dist.exact.scan", "randsvm_dist.numerics.rbf_fused")
+SCAN_MODULES = ("randsvm_dist.exact.scan.partition", "randsvm_dist.numerics.rbf_fused")
 # What importing them adds to a worker (numba's LLVM and the scan's compiled kernels).
 SCAN_IMPORT_BYTES = 110 * MB
 

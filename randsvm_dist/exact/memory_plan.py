@@ -95,11 +95,13 @@ class MemoryPlan:
         return asdict(self)
 
 
-def scan_task_bytes(rows: int, bytes_per_row: float, n_problems: int) -> int:
-    """The most a scan task of ``rows`` rows holds: the slice read, its scan's per-row
-    arrays and one thread's kernel blocks."""
-    return int(rows * (READ_COPIES * bytes_per_row
-                       + SCAN_BYTES_PER_ROW_PROBLEM * n_problems) + KERNEL_BLOCK_BYTES)
+def scan_task_bytes(rows: int, bytes_per_row: float, n_problems: int,
+                    reread: bool = False) -> int:
+    """The most a scan task of partitions of ``rows`` rows holds: the partition read, its
+    scan's per-row arrays and one thread's kernel blocks; re-read, also the next
+    partition being read meanwhile (``exact.scan.reread``)."""
+    read = READ_COPIES * bytes_per_row * (2 if reread else 1)
+    return int(rows * (read + SCAN_BYTES_PER_ROW_PROBLEM * n_problems) + KERNEL_BLOCK_BYTES)
 
 
 def solve_bytes(rows: int, n_features: int, cache_mb: float, bytes_per_row: float,
@@ -140,7 +142,8 @@ def plan_memory(workers: list[WorkerMemory], threads: dict[str, int], sizes: np.
     """
     n_rows = int(np.sum(sizes))
     most_threads = max(threads.values(), default=1)
-    scan = scan_task_bytes(int(np.max(sizes, initial=0)), bytes_per_row, n_problems)
+    scan = scan_task_bytes(int(np.max(sizes, initial=0)), bytes_per_row, n_problems,
+                           reread=not cached)
     ws_rows = min(n_rows, WORKING_SET_GROWTH * sample_rows)
     limited = [w for w in workers if w.limit > 0]
     if not limited:

@@ -102,7 +102,7 @@ class PeakRss:
             for p in procs:
                 try:
                     rss = p.memory_info().rss
-                    self.names.setdefault(p.pid, " ".join(p.cmdline()[:4]))
+                    self.names[p.pid] = " ".join(p.cmdline()[:4])
                 except psutil.Error:
                     continue
                 self.peaks[p.pid] = max(self.peaks.get(p.pid, 0), rss)

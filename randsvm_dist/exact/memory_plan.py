@@ -54,7 +54,7 @@ MIN_CACHE_MB = 16.0               # a solve with less kernel cache recomputes to
 SOLVE_IMPORT_BYTES = 200 * MB     # scikit-learn, scikit-learn-intelex and LIBSVM loaded
 # Kept free under Dask's pause threshold for what no estimate sees (freed memory the
 # allocators keep, Dask's own buffers): a share of the limit.
-HEADROOM = 0.05
+HEADROOM = 0.1
 # Working sets grow past the first sample by the support vectors they keep.
 WORKING_SET_GROWTH = 3
 
@@ -160,7 +160,7 @@ def plan_memory(workers: list[WorkerMemory], threads: dict[str, int], sizes: np.
         held = max(held, int(cached * rows_here * bytes_per_row)
                    + min(bounds_cap, int(rows_here * n_problems * 8)))
     _refuse_small(limited, scan * threads_of(limited, threads) + held, scan, held)
-    usable = min(w.usable - int(HEADROOM * w.limit) for w in limited)
+    usable = min(w.usable - headroom(w) for w in limited)
     spare = usable - held - scan * most_threads
     need_min = SOLVE_IMPORT_BYTES + solve_bytes(ws_rows, n_features, MIN_CACHE_MB,
                                                 bytes_per_row, sparse)
@@ -184,6 +184,11 @@ def plan_memory(workers: list[WorkerMemory], threads: dict[str, int], sizes: np.
                       "beside the scans: the solves run in the client")
 
 
+def headroom(w: WorkerMemory) -> int:
+    """Bytes of ``w``'s limit kept free under the pause threshold (``HEADROOM``)."""
+    return int(HEADROOM * w.limit)
+
+
 def threads_of(workers: list[WorkerMemory], threads: dict[str, int]) -> int:
     """The most threads of any of ``workers`` (each thread may run a scan task)."""
     return max((threads.get(w.address, 1) for w in workers), default=1)
@@ -193,13 +198,14 @@ def _refuse_small(workers: list[WorkerMemory], need: int, scan: int, held: int) 
     """Raise ClusterError naming the first worker whose limit cannot hold ``need`` bytes
     beside its baseline, before Dask pauses it."""
     for w in workers:
-        if w.usable is not None and need > w.usable:
-            least = (need + w.baseline) / w.pause
+        if w.usable is not None and need > w.usable - headroom(w):
+            least = (need + w.baseline) / (w.pause - HEADROOM)
             raise ClusterError(   # in MB of 10^6 bytes, as ``--memory-limit 512MB`` counts
                 f"each worker needs at least {least / 1e6:.0f} MB for this data "
                 f"({w.baseline / 1e6:.0f} MB loaded before any task, {scan / 1e6:.0f} MB per "
-                f"scan task, {held / 1e6:.0f} MB held between scans, under Dask's pause at "
-                f"{w.pause:.0%} of the limit); {w.address} has {w.limit / 1e6:.0f} MB. Give "
+                f"scan task, {held / 1e6:.0f} MB held between scans, {HEADROOM:.0%} of the "
+                f"limit kept free under Dask's pause at {w.pause:.0%}); {w.address} has "
+                f"{w.limit / 1e6:.0f} MB. Give "
                 "the workers more memory (dask worker --memory-limit) or write the data "
                 "in smaller partitions")
 

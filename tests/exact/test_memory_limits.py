@@ -88,7 +88,7 @@ def test_the_plan_refuses_a_worker_too_small_for_one_scan_task_naming_need_and_l
     assert "\n" not in message
     assert "each worker needs at least" in message and "tcp://127.0.0.1:1 has 315 MB" in message
     need = int(message.split("at least ")[1].split(" MB")[0])
-    assert need * 1e6 >= (200 * MB + scan_task_bytes(1_000_000, 72.0, 1, True)) / 0.8 - 1e6
+    assert need * 1e6 >= (200 * MB + scan_task_bytes(1_000_000, 72.0, 1, True)) / 0.7 - 1e6
 
 
 def test_the_plan_moves_solves_to_the_client_and_shrinks_the_cache_by_what_workers_spare():

@@ -213,6 +213,7 @@ def main() -> None:
         "evals_per_core_second": [round(r["kernel_evals_per_core_second"] / 1e9, 3)
                                   for r in history],
         "memory_plan": history[0].get("memory_plan") if history else None,
+        "scan_worker_rss_mb": [round(r.get("scan_worker_rss", 0) / 1e6) for r in history],
         "worker_peak_rss_mb": [round(v / 1e6) for v in worker_peaks],
         "all_process_peaks_mb": {workers_rss.names.get(k, str(k))[:60] + f" [{k}]":
                                  round(v / 1e6) for k, v in peaks.items()},

@@ -34,14 +34,17 @@ from randsvm_dist.exceptions import ClusterError
 
 # The modules a fit's worker tasks import (read, scan, solve): a worker's baseline is
 # measured with them loaded.
-SCAN_MODULES = ("randsvm_dist.exact.scan.partition", "randsvm_dist.numerics.rbf_fused")
-# What importing them adds to a worker (numba's LLVM and the scan's compiled kernels).
-SCAN_IMPORT_BYTES = 110 * MB
+SCAN_MODULES = ("randsvm_dist.exact.scan.partition", "randsvm_dist.exact.scan.reread",
+                "randsvm_dist.numerics.rbf_fused", "randsvm_dist.data.dataset",
+                "pyarrow.parquet")
+# What importing them adds to a worker (numba's LLVM and the scan's compiled kernels,
+# Parquet's reader).
+SCAN_IMPORT_BYTES = 140 * MB
 
-# A partition's bytes held at once while it is read: the file's bytes, Arrow's columns and
-# the float32 rows (feature-major, then the row-major copy); measured 3.9x on 250,000 x 16
-# rows. Re-read, the partition being scanned is held beside the next one's read.
-READ_COPIES = 4.0
+# A partition's bytes held at once while it is read (``data.dense_read``: the file's bytes
+# when checksummed, the rows, a batch): measured 2.3x on 250,000 x 16 float32 rows.
+# Re-read, the partition being scanned is held beside the next one's read.
+READ_COPIES = 2.5
 # Per row and problem during a scan: decision values (float64), the bounds read and left
 # (2 x 2 float32), keys.
 SCAN_BYTES_PER_ROW_PROBLEM = 40

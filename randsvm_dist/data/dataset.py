@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 from randsvm_dist.core.validation import check_classes
 from randsvm_dist.data.checksums import MANIFEST, verify_checksum
-from randsvm_dist.data.dense_read import read_dense
+from randsvm_dist.data.dense_read import numbers, read_dense
 from randsvm_dist.data.filesystem import file_size, resolve
 from randsvm_dist.data.footers import (
     check_label_and_weight,
@@ -405,7 +405,7 @@ def _label_numpy(col: pa.ChunkedArray, path: str, name: str) -> np.ndarray:
     if col.null_count:
         row = _first_null(col.combine_chunks())
         raise SchemaError(f"{path}: row {row} has no value in label column {name!r}")
-    y = col.to_numpy()
+    y = np.array(numbers(col))  # writable, the file's buffers released
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         row = int(np.argmax(~np.isfinite(y)))
         raise SchemaError(f"{path}: row {row} has a NaN or infinite label in column {name!r}")

@@ -57,13 +57,32 @@ def read_dense(source, columns: list[str], feature_columns: list[str], path: str
     return X, table
 
 
+def numbers(col) -> np.ndarray:
+    """A numeric Arrow array (or chunked array) without nulls as a numpy array.
+
+    Fixed-width integers and floats are viewed from their data buffer: Arrow's own
+    ``to_numpy`` imports pandas, whose ~50 MB a worker that only reads and scans would
+    otherwise carry. Other types (booleans, strings, ...) go through ``to_numpy``.
+    """
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    t = col.type
+    if (pa.types.is_integer(t) or pa.types.is_floating(t)) and not pa.types.is_float16(t):
+        kind = "f" if pa.types.is_floating(t) else ("i" if pa.types.is_signed_integer(t)
+                                                     else "u")
+        dtype = np.dtype(f"{kind}{t.bit_width // 8}")
+        return np.frombuffer(col.buffers()[1], dtype=dtype, count=len(col) + col.offset
+                             )[col.offset:]
+    return col.to_numpy(zero_copy_only=False)
+
+
 def _checked(col: pa.Array, path: str, name: str, first_row: int) -> np.ndarray:
     """A batch's feature column as numbers, every value present, finite and within
     float32's range."""
     if col.null_count:
-        row = first_row + int(np.argmax(col.is_null().to_numpy(zero_copy_only=False)))
+        row = first_row + int(np.argmax(np.asarray(col.is_null().to_pylist())))
         raise SchemaError(f"{path}: row {row} has no value in feature column {name!r}")
-    v = col.to_numpy(zero_copy_only=False)
+    v = numbers(col)
     bad = ~np.isfinite(v)
     if v.dtype.itemsize > 4 and v.dtype.kind == "f":
         bad |= np.abs(v) > FLOAT32_MAX

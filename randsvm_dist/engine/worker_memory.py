@@ -50,14 +50,18 @@ def _fraction(value) -> float:
     return 1.0 if value in (False, None) else float(value)
 
 
-def _measure(modules: tuple[str, ...], dask_worker=None) -> dict:
-    """Run on a worker: import ``modules``, collect garbage, report memory (see
-    ``worker_memory``)."""
+def _measure(modules: tuple[str, ...], warm: tuple = (), dask_worker=None) -> dict:
+    """Run on a worker: import ``modules``, call the warm-up ``warm`` ((``module:function``,
+    args) or empty), collect garbage, report memory (see ``worker_memory``)."""
     import dask
     import psutil
 
     for name in modules:
         importlib.import_module(name)
+    if warm:
+        where, args = warm
+        module, function = where.split(":")
+        getattr(importlib.import_module(module), function)(*args)
     gc.collect()
     limit = getattr(getattr(dask_worker, "memory_manager", None), "memory_limit", None)
     return {"limit": int(limit or 0), "rss": int(psutil.Process().memory_info().rss),
@@ -66,9 +70,11 @@ def _measure(modules: tuple[str, ...], dask_worker=None) -> dict:
                                                    0.95))}
 
 
-def worker_memory(client, modules: tuple[str, ...] = (), import_bytes: int = 0
-                  ) -> list[WorkerMemory]:
-    """Every worker's memory limit and baseline, after importing ``modules`` on it.
+def worker_memory(client, modules: tuple[str, ...] = (), import_bytes: int = 0,
+                  warm: tuple = ()) -> list[WorkerMemory]:
+    """Every worker's memory limit and baseline, after importing ``modules`` on it and
+    calling the warm-up ``warm`` (``("module:function", args)``: e.g. a tiny task that
+    loads the compiled kernels a fit's tasks run, which stay in the process).
 
     A worker whose memory now plus ``import_bytes`` (what importing ``modules`` is
     expected to add) already passes its pause threshold is not asked to import them (the
@@ -78,7 +84,8 @@ def worker_memory(client, modules: tuple[str, ...] = (), import_bytes: int = 0
     Args:
         client: distributed.Client.
         modules: dotted module names a fit's tasks import (counted in the baseline).
-        import_bytes: the memory importing ``modules`` is expected to add.
+        import_bytes: the memory importing ``modules`` and the warm-up are expected to add.
+        warm: the warm-up, or empty.
 
     Returns:
         one WorkerMemory per worker, by address.
@@ -88,7 +95,8 @@ def worker_memory(client, modules: tuple[str, ...] = (), import_bytes: int = 0
            for a, m in bare.items()}
     roomy = [a for a, w in out.items() if w.usable is None or w.usable > 0]
     if modules and roomy:
-        got = client.run(_measure, tuple(modules), workers=roomy, on_error="return")
+        got = client.run(_measure, tuple(modules), tuple(warm), workers=roomy,
+                         on_error="return")
         for a, m in got.items():
             w = out[a]
             out[a] = (WorkerMemory(a, m["limit"], m["rss"], m["pause"], m["terminate"])

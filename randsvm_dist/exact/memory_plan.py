@@ -37,9 +37,9 @@ from randsvm_dist.exceptions import ClusterError
 SCAN_MODULES = ("randsvm_dist.exact.scan.partition", "randsvm_dist.exact.scan.reread",
                 "randsvm_dist.numerics.rbf_fused", "randsvm_dist.data.dataset",
                 "pyarrow.parquet")
-# What importing them adds to a worker (numba's LLVM and the scan's compiled kernels,
-# Parquet's reader).
-SCAN_IMPORT_BYTES = 140 * MB
+# What importing them and a first scan add to a worker (numba's LLVM and the scan's
+# compiled kernels, Parquet's reader): measured 250 MB, 110 of them the first scan's.
+SCAN_IMPORT_BYTES = 250 * MB
 
 # A partition's bytes held at once while it is read (``data.dense_read``: the file's bytes
 # when checksummed, the rows, a batch): measured 2.3x on 250,000 x 16 float32 rows.
@@ -236,7 +236,9 @@ def fit_memory_plan(client, parts: PartitionSet, problems: list[ProblemState],
     """
     n = parts.n_rows
     r = sample_size_for(problems, min(cfg.sample_size, n), n)
-    workers = worker_memory(client, SCAN_MODULES, SCAN_IMPORT_BYTES)
+    workers = worker_memory(client, SCAN_MODULES, SCAN_IMPORT_BYTES,
+                            ("randsvm_dist.exact.scan.partition:warm_scan",
+                             (problems[0].solver.kernel, parts.is_sparse, parts.n_features)))
     limits = [w.limit for w in workers if w.limit > 0]
     plan = plan_memory(workers, {w: int(t) for w, t in client.nthreads().items()},
                        parts.sizes, parts.n_features, bytes_per_row(parts), parts.is_sparse,

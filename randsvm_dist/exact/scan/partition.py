@@ -416,3 +416,21 @@ def _worker_address() -> str | None:
         return get_worker().address
     except (ImportError, ValueError):
         return None
+
+
+def warm_scan(kernel: Kernel, sparse: bool, n_features: int) -> None:
+    """Scan 64 random rows against 8 random support vectors with ``kernel`` (CSR rows when
+    ``sparse``): loads every compiled kernel a scan of such rows runs, which then stay in
+    the process (a worker's memory is measured after it: ``exact.memory_plan``)."""
+    import scipy.sparse as sp
+
+    from randsvm_dist.exact.kinds import CSVC
+
+    rng = np.random.default_rng(0)
+    X = rng.random((64, n_features), dtype=np.float32)
+    S = X[:8].copy()
+    if sparse:
+        X, S = sp.csr_matrix(X), sp.csr_matrix(S)
+    part = Partition(X, np.where(np.arange(64) % 2 == 0, 1, 0).astype(np.int32), 0)
+    model = ScanModel(kernel, S, rng.standard_normal((8, 1)).astype(np.float32), np.zeros(1))
+    scan_partition(part, model, [ProblemRequest(CSVC(1, 0), np.empty(0, np.int64), 4, 1)])

@@ -20,9 +20,8 @@ by weak duality P - D bounds how far the model's primal objective is from the op
 the whole data set. The default stop is a certified relative gap (P - D) / |P| <= gap_tol
 (``certificate.certify``, per kind in ``exact.kinds``). When the working set's own gap
 (LIBSVM's stopping tolerance) is what keeps it above gap_tol, the next solve runs with a
-tighter ``tol``: by what that gap needs to come down to 0.35 x gap_tol (the gap shrinks
-at least in proportion to tol), 2x to ``certificate.MAX_TIGHTEN`` (1000x) at once, so one
-re-solve closes it and the gap never stalls.
+tighter ``tol`` (the rule: ``certificate.tightened``), so one re-solve closes it and the
+gap never stalls.
 
 Every iteration records an ``exact.history.IterationRecord`` per problem. A caller's
 ``cancelled`` check is asked before every draw, solve and scan (``exact.cancellation``).

@@ -85,7 +85,7 @@ PARAMETER_TEXTS: dict[str, str] = {
     "client": "None (the default Dask client, else an embedded LocalCluster), a scheduler "
               "address, or a ``distributed.Client``. Never saved or pickled with the model.",
     "n_partitions": "chunks for array input (default 2 per worker).",
-    "scale": "None, 'minmax', 'standard', or a ``preprocessing.FeatureScaler``: learnt on "
+    "scale": "None, 'minmax', 'standard', or a ``distributed.scaling.FeatureScaler``: learnt on "
              "the training rows on the workers, applied before training and by "
              "predict/evaluate, saved with the model.",
 }

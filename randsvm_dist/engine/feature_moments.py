@@ -12,7 +12,7 @@ from randsvm_dist.numerics.kernels import moments_variance, value_moments
 
 
 def partition_moments(part: Partition) -> tuple[int, float, float]:
-    """``kernels.value_moments`` of a partition's rows, each counted as often as it occurs
+    """``numerics.kernels.value_moments`` of a partition's rows, each counted as often as it occurs
     in the user's data (collapsed duplicates; runs on a worker)."""
     if part.count is None:
         return value_moments(part.X)

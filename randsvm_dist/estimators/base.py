@@ -263,7 +263,7 @@ class RandSVMBase(BaseEstimator):
         the seconds of the model's assembly and of the attributes.
 
         Args:
-            states, history: ``run_randsvm``'s (or ``in_process.run_in_process``'s) result.
+            states, history: ``run_randsvm``'s (or ``exact.in_process.run_in_process``'s) result.
             setup: the run's settings; classes: the sorted classes or None.
             n_features: features of the rows.
             user_rows: maps the run's rows to the user's (collapsed duplicates), or None.
@@ -349,7 +349,7 @@ class RandSVMBase(BaseEstimator):
     # -- distributed prediction and model files ---------------------------------------------
     def predict_dataset(self, data, out_dir, client=None, *, overwrite: bool = False) -> dict:
         """Predict a Parquet data set on the workers; see
-        ``distributed_predict.predict_dataset``."""
+        ``distributed.predict.predict_dataset``."""
         from randsvm_dist.distributed.predict import predict_dataset
 
         self._check_fitted()
@@ -358,7 +358,7 @@ class RandSVMBase(BaseEstimator):
 
     def evaluate(self, data, client=None) -> dict:
         """Quality figures on a Parquet data set, computed on the workers (see
-        ``distributed_predict.evaluate_dataset``)."""
+        ``distributed.predict.evaluate_dataset``)."""
         from randsvm_dist.distributed.predict import evaluate_dataset
 
         self._check_fitted()

@@ -100,7 +100,7 @@ class RandSVMOneClass(OutlierMixin, RandSVMBase):
     def evaluate(self, data, client=None, *, normal_label=None) -> dict:
         """Predicted outlier fraction and ROC AUC (normal rows: label ``normal_label``,
         default 1) on a Parquet data set, computed on the workers (see
-        ``distributed_predict.evaluate_dataset``)."""
+        ``distributed.predict.evaluate_dataset``)."""
         from randsvm_dist.distributed.predict import evaluate_dataset
 
         self._check_fitted()

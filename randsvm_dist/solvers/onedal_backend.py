@@ -44,7 +44,7 @@ Precision and tolerance: oneDAL solves in the dtype of its input, and in float32
 gradient carries rounding errors that grow with the alphas. It gets the float32 rows as
 they are (no float64 copy, float32 kernel blocks: on Fashion-MNIST 0/6, 12k rows x 784, its
 fit took 2-3x less time than in float64, 1.2-1.5x on the other sets below) when the tol is
-at least FLOAT32_MIN_TOL (1e-4: Fashion-MNIST's pairs, ``certificate.opening_tol``) and the box C x
+at least FLOAT32_MIN_TOL (1e-4: Fashion-MNIST's pairs, ``exact.certificate.opening_tol``) and the box C x
 class weight at most FLOAT32_MAX_C (epsilon-SVR: FLOAT32_MAX_C_SVR); float64 otherwise, as
 LIBSVM computes, and again in float64 when a float32 fit stops at MAX_ITER. Measured (one
 process, the same rows, relative gaps over all rows float32 / float64 at tol 1e-3):

@@ -12,7 +12,7 @@ imports ROOT's package, with a profile hook on every thread:
 
 - calls to a target: the fewest call edges from ``fit`` to it in the graph of calls the
   fit made (a function handing another to ``Client.submit``/``map`` or an executor counts
-  as calling it);
+  as calling it; a comprehension is part of its function);
 - modules of a fit: the package's modules whose functions ran during the fit.
 
 Numba kernels are left out of the function counts (a decorator whose name holds 'jit' or
@@ -153,7 +153,8 @@ HANDOFF = {"submit", "map", "run"}
 
 
 def in_package(code):
-    return "randsvm_dist" in code.co_filename and "site-packages" not in code.co_filename
+    return ("randsvm_dist" in code.co_filename and "site-packages" not in code.co_filename
+            and code.co_name not in ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>"))
 
 
 def name(code):

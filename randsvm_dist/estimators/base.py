@@ -169,22 +169,25 @@ class RandSVMBase(BaseEstimator):
     # -- fitting ---------------------------------------------------------------------------
     def _fit(self, data, y=None, sample_weight=None, dataset_kwargs: dict | None = None,
              checkpoint: str | None = None, resume: bool = False):
-        from randsvm_dist.engine.inputs import load_partitions, open_dataset
+        """Fit on what the user passed: opened once (``engine.fit_input``), then the
+        in-process route or the cluster route."""
+        from randsvm_dist.engine.fit_input import prepare_fit_input
+        from randsvm_dist.engine.inputs import load_partitions
 
         self._check_params()
         t0 = time.perf_counter()
-        if dataset_kwargs:
-            data = open_dataset(data, **dataset_kwargs)
-        if checkpoint is not None or not fit_in_process(self, data, y, sample_weight):
+        inputs = prepare_fit_input(data, y, sample_weight, dataset_kwargs)
+        if checkpoint is not None or not fit_in_process(self, inputs):
             with dask_client(self.client) as client:
                 cache = True if self.scale is not None else self.cache
                 t = time.perf_counter()
-                parts, classes = load_partitions(client, data, y, self.n_partitions, cache,
-                                                 task=self._task, sample_weight=sample_weight,
+                parts, classes = load_partitions(client, inputs.data, inputs.y,
+                                                 self.n_partitions, cache, task=self._task,
+                                                 sample_weight=inputs.sample_weight,
                                                  collapse=self._may_collapse(), layout="auto")
                 placement = time.perf_counter() - t
-                ds = open_dataset(data) if y is None and sample_weight is None else None
-                self._fit_partitions(client, parts, classes, ds, checkpoint, resume)
+                self._fit_partitions(client, parts, classes, inputs.seed_dataset, checkpoint,
+                                     resume)
                 self.phases_ = {"placement": placement, **self.phases_}
         self.fit_time_ = time.perf_counter() - t0
         self.phases_["total"] = self.fit_time_

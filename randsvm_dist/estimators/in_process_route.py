@@ -8,29 +8,32 @@ import time
 
 import numpy as np
 
+from randsvm_dist.engine.fit_input import FitInput
 from randsvm_dist.estimators.progress_log import log, log_iteration
 from randsvm_dist.exact.cancellation import cancel_check
 from randsvm_dist.exact.route import cold_backend, judged_by_shape, plan_route
 from randsvm_dist.exact.state import RunConfig
 
 
-def fit_in_process(est, data, y, sample_weight) -> bool:
+def fit_in_process(est, inputs: FitInput) -> bool:
     """Fit ``est`` in the client's process when the rows are in its memory (arrays, not a
     Parquet data set or a Dask collection) and the cost model, told the machine's
     cores, says one solve of all rows beats sampling; no cluster is started. Asks
     ``est._in_process_allowed()`` first (its parameters may need the workers).
 
+    Args:
+        est: the estimator.
+        inputs: the fit's input (``engine.fit_input.prepare_fit_input``).
+
     Returns:
         True when fitted so (``est``'s fitted attributes and ``phases_`` set); False: the
         fit belongs on the cluster.
     """
-    from randsvm_dist.engine.dask_collections import is_dask_collection
-    from randsvm_dist.engine.inputs import open_dataset
     from randsvm_dist.exact.in_process import in_memory_rows, machine, run_in_process
 
-    if (not est._in_process_allowed() or open_dataset(data) is not None
-            or is_dask_collection(data) or is_dask_collection(y)):
+    if not est._in_process_allowed() or not inputs.in_memory:
         return False
+    data, y, sample_weight = inputs.data, inputs.y, inputs.sample_weight
     shape = getattr(data, "shape", None)
     if shape is not None and len(shape) == 2 and shape[0] > 0 and judged_by_shape(
             getattr(data, "nbytes", np.inf), est._may_collapse()):  # before any copy

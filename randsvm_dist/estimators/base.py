@@ -259,6 +259,11 @@ class RandSVMBase(BaseEstimator):
         self._adopt_run(states, history, setup, classes, parts.n_features,
                         (lambda rows: original_rows(client, parts, rows))
                         if parts.n_collapsed else None)
+        self._after_cluster_fit(client, parts, classes)
+
+    def _after_cluster_fit(self, client, parts, classes) -> None:
+        """What an estimator adds to a model fitted on the workers (the classifier: its
+        probabilities). Here: nothing."""
 
     def _adopt_run(self, states: list[ProblemState], history: list[dict], setup: FitSetup,
                    classes, n_features: int, user_rows: Callable | None) -> None:

@@ -102,9 +102,8 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         # Platt scaling's cross-validated fits run on the cluster
         return super()._in_process_allowed() and not self.probability
 
-    def _fit_partitions(self, client, parts, classes, dataset=None,
-                        checkpoint: str | None = None, resume: bool = False) -> None:
-        super()._fit_partitions(client, parts, classes, dataset, checkpoint, resume)
+    def _after_cluster_fit(self, client, parts, classes) -> None:
+        """Platt's sigmoids on the workers when ``probability`` (``estimators.calibration``)."""
         if self.probability:
             from randsvm_dist.estimators.calibration import fit_sigmoids
 

@@ -9,7 +9,7 @@ Dask cluster:
 * **Folds** are stratified and seeded, and computed from the global row index: within each
   class, rows in data-set order form blocks of ``n_folds`` consecutive rows, and each block
   sends one row to every fold by a random permutation drawn from per-row keys
-  (``sampling.row_keys`` of the class's stream). Every fold gets the same share of every
+  (``exact.sampling.row_keys`` of the class's stream). Every fold gets the same share of every
   class (to one row), and the folds are the same whatever the partitioning.
 * **Every (fold, C, gamma) is its own task set.** When the training part of a fold has at
   most ``libsvm_max_rows`` rows, one task per fold gathers the fold's rows on a worker and
@@ -82,7 +82,7 @@ class GridSearch:
         log2nu: one-class: the (begin, end, step) exponents of nu (its first axis in place
             of C; exponents above 0 are dropped, nu <= 1).
         normal_label: one-class: the label of normal rows (default 1, as
-            ``distributed_predict.normal_label_of``); the others are outliers.
+            ``distributed.predict.normal_label_of``); the others are outliers.
         n_folds: cross-validation folds (stratified, seeded, layout-independent).
         refine: after the coarse grid, search best +- one coarse step at ``fine_step``.
         fine_step: exponent step of the fine grid (the guide: 0.25).

@@ -28,7 +28,7 @@ def history_records(report: Any, source: str = "the report") -> list[dict]:
     """The history of a training report (``train --report/--json``, or a benchmark row).
 
     Args:
-        report: a dict with ``history`` (or ``randsvm.history``), or the list itself.
+        report: a dict with ``history`` (or ``history`` under ``randsvm``), or the list itself.
         source: how to name the input in errors.
 
     Returns:

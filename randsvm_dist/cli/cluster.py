@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 from randsvm_dist.cli.options import add_output, emit
+from randsvm_dist.engine.scheduler_env import SCHEDULER_ENV
 from randsvm_dist.exceptions import ClusterError, OutputBusyError
 
-SCHEDULER_ENV = "RANDSVM_DIST_SCHEDULER"  # = randsvm_dist.engine.client.SCHEDULER_ENV
 STOP_TIMEOUT = 30.0
 HELP = ('eval "$(randsvm-dist cluster start)" starts a scheduler and workers in the '
         f"background (loopback only) and exports {SCHEDULER_ENV}, which every later command "

@@ -3,9 +3,10 @@
 An option's name, default and svm types are the estimator's signature
 (``inspect.signature``), its type and choices its ``_parameter_constraints``, for every
 estimator of the registry (:data:`randsvm_dist.estimators.ESTIMATORS`); its help is
-:data:`HELP`, the one table of help texts. What the command line cannot express as the
-Python API does (a ``FeatureScaler`` object, a streaming seed model, the client) is named
-in :data:`CLI_FORMS` or :data:`NOT_OPTIONS`.
+:data:`HELP`, the estimators' own parameter texts (``core.parameter_texts``), which also
+make docs/cli.md's option table (:func:`render_doc_table`). What the command line cannot
+express as the Python API does (a ``FeatureScaler`` object, a streaming seed model, the
+client) is named in :data:`CLI_FORMS` or :data:`NOT_OPTIONS`.
 
 The estimators import scikit-learn (seconds), which ``--help`` and argument errors must
 not, so the parser reads what :func:`describe_options` derives from them through a
@@ -23,6 +24,7 @@ from numbers import Integral, Real
 from pathlib import Path
 
 from randsvm_dist.cli.options import bound, int_or_auto, number_or_name
+from randsvm_dist.core.parameter_texts import PARAMETER_TEXTS
 from randsvm_dist.exceptions import ParameterError
 
 # parameters the command line sets otherwise: --random-state, --scheduler, --seed-from
@@ -35,75 +37,8 @@ CLI_FORMS = {
     "class_weight": {"choices": ["balanced"]},
     "k": {"type": bound, "metavar": "none|auto|N"},
 }
-# the help of every option: one text per estimator parameter (NOT_OPTIONS aside)
-HELP = {
-    "C": "box constraint (> 0).",
-    "kernel": "'linear', 'poly', 'rbf' or 'sigmoid' (LIBSVM's meanings).",
-    "gamma": "kernel coefficient: a number, 'scale' (1 / (n_features * X.var())) or 'auto' "
-             "(1 / n_features).",
-    "degree": "poly/sigmoid parameters.",
-    "coef0": "poly/sigmoid parameters.",
-    "class_weight": "None, 'balanced' or {label: weight}; C of a class is C x weight.",
-    "multi_class": "'ovo' (LIBSVM's and SVC's one-vs-one: a C-SVC per pair of classes on "
-                   "the rows of those two classes, all pairs solved concurrently on the "
-                   "workers, each certified) or 'ovr' (one class against all others; k "
-                   "problems over all rows).",
-    "decision_function_shape": "'ovr' ((n, k) scores, as SVC's default) or 'ovo' ((n, "
-                               "k(k-1)/2) pairwise values); one-vs-rest models always give "
-                               "'ovr'.",
-    "break_ties": "predict by the argmax of the 'ovr'-shaped decision function instead of "
-                  "the votes (as SVC; more than two classes and "
-                  "decision_function_shape='ovr').",
-    "probability": "fit Platt's sigmoid per pair on held-out decision values (see "
-                   "``estimators.calibration``: about 0.8 of a fit more), for "
-                   "``predict_proba``; written into the model file as LIBSVM's "
-                   "probA/probB.",
-    "k": "the paper's support-set bound, an option: stop when a solve has k or more support "
-         "vectors ('auto': the paper's estimate from bound_epsilon and bound_delta, see "
-         "``exact.bounds``). None (the default) drops it: the fit runs to the certified "
-         "gap. A stop at k is not certified and warns.",
-    "sample_size": "r, rows of the first uniform sample (and the least a later working set "
-                   "is filled to). 'auto': 2 x the paper's k estimate, at most an eighth of "
-                   "the rows and at least 5,000 (``exact.route.auto_sample_size``).",
-    "bound_epsilon": "parameters of the paper's k estimate.",
-    "bound_delta": "parameters of the paper's k estimate.",
-    "separable": "parameters of the paper's k estimate.",
-    "max_iter": "most solve/scan iterations per problem.",
-    "tol": "LIBSVM's tolerance of the first solve (its -e); also the slack of a violator. "
-           "When the working set's own gap keeps the certified gap above gap_tol, the next "
-           "solve divides tol by the ratio of that gap to 0.35 x gap_tol (at least 2x, "
-           "at most 1000x at once, never below 1e-7; "
-           "``exact.certificate.tightened``). ``history_`` records the tol of every solve.",
-    "violator_tol": "stop when at most this fraction of rows are violators (0: off). Not "
-                    "certified: warns.",
-    "gap_tol": "the default stop: (primal - dual) / |primal| <= gap_tol, the primal "
-               "objective taken over all rows, the dual that of the working set; by weak "
-               "duality this certifies that the model's objective is within that relative "
-               "distance of the optimum of the whole data set. 0: run until no row "
-               "violates.",
-    "cache_size": "LIBSVM's kernel cache in MB per solve.",
-    "scale": "None, 'minmax', 'standard', or a ``preprocessing.FeatureScaler``: learnt on "
-             "the training rows on the workers, applied before training and by "
-             "predict/evaluate, saved with the model.",
-    "route": "'auto' (the cost model's choice: one solve of all rows when it predicts that "
-             "faster than sampling, else sampling, asked again with the share of support "
-             "vectors the first sampled solve found; the history says which and why), "
-             "'sample' or 'direct' (one solve of all rows on a worker).",
-    "cache": "keep the partitions in worker memory (True), re-read them from Parquet on "
-             "every pass (False: data larger than the workers' memory), or 'auto' (cache "
-             "when the data takes at most half of the workers' memory limit).",
-    "solver": "who solves each working set: 'auto' (the default: oneDAL where it is "
-              "installed, solves the problem and was measured faster: working sets of at "
-              "least 500 rows that carry per-row weights, or are sparse with at least 5 "
-              "non-zeros per row on average, or dense with at least 10 features, see "
-              "``solvers.onedal_auto.prefer_onedal``; LIBSVM otherwise), 'libsvm' "
-              "(libsvm-official, the reference) or 'onedal' (oneDAL via scikit-learn-intelex "
-              "for C-SVC and epsilon-SVR, LIBSVM for the rest). scikit-learn-intelex comes "
-              "with the default install on x86-64. Same optimum, same certificate.",
-    "nu": "an upper bound on the fraction of training outliers and a lower bound on the "
-          "fraction of support vectors, in (0, 1].",
-    "epsilon": "half-width of the epsilon-insensitive tube (>= 0), as SVR.",
-}
+# the help of every option: the estimators' parameter texts (NOT_OPTIONS aside)
+HELP = {name: text for name, text in PARAMETER_TEXTS.items() if name not in NOT_OPTIONS}
 
 
 TABLE = Path(__file__).with_name("estimator_option_table.py")
@@ -170,6 +105,41 @@ def render_table(described: dict) -> str:
             f"SVM_TYPES = {described['svm_types']!r}\nOPTIONS = {options}\n")
 
 
+DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+DOC_BEGIN = ("<!-- the options of train and grid: generated by "
+             "`python -m randsvm_dist.cli.estimator_options`; do not edit -->")
+DOC_END = "<!-- end of the generated options -->"
+
+
+def render_doc_table(options: list[dict], svm_types: list[str]) -> str:
+    """docs/cli.md's option table (between DOC_BEGIN and DOC_END, markers included).
+
+    Args:
+        options, svm_types: the generated table's ``OPTIONS`` and ``SVM_TYPES``.
+
+    Returns:
+        the Markdown text.
+    """
+    rows = [DOC_BEGIN, "", "| option | svm types | default | what it sets |", "|---|---|---|---|"]
+    for opt in options:
+        types = "all" if len(opt["svm_types"]) == len(svm_types) else \
+            ", ".join(sorted(opt["svm_types"]))
+        text = HELP[opt["name"]].replace("|", "\\|")
+        rows.append(f"| `{flag(opt['name'])}` | {types} | `{' / '.join(opt['defaults'])}` | "
+                    f"{text} |")
+    return "\n".join([*rows, "", DOC_END])
+
+
+def doc_with_table(doc: str, table: str) -> str:
+    """docs/cli.md's text with its generated option table replaced by ``table``.
+
+    Raises:
+        ValueError: the markers are missing.
+    """
+    start, end = doc.index(DOC_BEGIN), doc.index(DOC_END) + len(DOC_END)
+    return doc[:start] + table + doc[end:]
+
+
 def flag(name: str) -> str:
     """A parameter's name on the command line (``--name-with-dashes``)."""
     return "--" + name.replace("_", "-")
@@ -222,4 +192,7 @@ def estimator_params(args: argparse.Namespace, svm_type: str) -> dict:
 
 
 if __name__ == "__main__":
-    TABLE.write_text(render_table(describe_options()))
+    described = describe_options()
+    TABLE.write_text(render_table(described))
+    DOC.write_text(doc_with_table(DOC.read_text(), render_doc_table(described["options"],
+                                                                    described["svm_types"])))

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
+from randsvm_dist.core.current_worker import worker_address
 from randsvm_dist.core.validation import check_classes
 from randsvm_dist.data.checksums import MANIFEST, verify_checksum
 from randsvm_dist.data.dense_read import numbers, read_dense
@@ -384,12 +385,8 @@ class Dataset:
 # ---------------------------------------------------------------------- helpers
 def _where() -> str:
     """'worker ADDRESS' inside a Dask worker, else 'this machine'."""
-    try:
-        from distributed import get_worker
-
-        return f"worker {get_worker().address}"
-    except (ImportError, ValueError):
-        return "this machine"
+    address = worker_address()
+    return "this machine" if address is None else f"worker {address}"
 
 
 def _offsets(arr: pa.Array) -> np.ndarray:

@@ -13,18 +13,10 @@ import time
 import numpy as np
 from sklearn.base import clone
 
+from randsvm_dist.core.current_worker import worker_address
 from randsvm_dist.exceptions import SchemaError
 from randsvm_dist.streaming.base import StreamingClassifier, gamma_moments
 from randsvm_dist.streaming.meb.streamsvm import resolve_normalize
-
-
-def _worker_name() -> str:
-    try:
-        from distributed import get_worker
-
-        return get_worker().address
-    except ValueError:  # not on a worker (called in-process)
-        return "local"
 
 
 def uses_normalized_rows(estimator) -> bool:
@@ -82,7 +74,7 @@ def fit_partition(estimator: StreamingClassifier, ds, i: int, seed: int | None,
     except SchemaError as e:
         raise SchemaError(f"{ds.paths[i]} (partition {i}): {e}") from None
     return est, {"rows": int(X.shape[0]), "n_core": est.n_core_, "partitions": 1,
-                 "seconds": time.perf_counter() - t0, "worker": _worker_name()}
+                 "seconds": time.perf_counter() - t0, "worker": worker_address() or "local"}
 
 
 def merge_nodes(*nodes: tuple[StreamingClassifier, dict]) -> tuple[StreamingClassifier, dict]:
@@ -97,7 +89,7 @@ def merge_nodes(*nodes: tuple[StreamingClassifier, dict]) -> tuple[StreamingClas
         model = model.merge(other)
     return model, {"rows": int(sum(s["rows"] for _, s in nodes)), "n_core": model.n_core_,
                    "partitions": int(sum(s["partitions"] for _, s in nodes)),
-                   "seconds": time.perf_counter() - t0, "worker": _worker_name()}
+                   "seconds": time.perf_counter() - t0, "worker": worker_address() or "local"}
 
 
 def node_stats(node: tuple[StreamingClassifier, dict]) -> dict:

@@ -128,7 +128,7 @@ class FeatureScaler(TransformerMixin, BaseEstimator):
         method: 'minmax' (svm-scale) or 'standard' ((x - mean) / std).
         lower, upper: minmax target range (svm-scale's -l/-u). ``lower=None``: -1 for dense
             data, 0 for sparse data (which must keep zeros at zero, so only 0 is accepted).
-        client: where ``fit`` on a Parquet data set runs (see ``cluster.dask_client``).
+        client: where ``fit`` on a Parquet data set runs (see ``engine.client.dask_client``).
 
     Fitted attributes: ``lower_``, ``upper_``, ``feature_min_``, ``feature_max_`` (svm-scale's
     per-feature parameters; see the module docstring), ``scale_``, ``offset_`` (x' = x *

@@ -45,14 +45,9 @@ from randsvm_dist.distributed._streaming_tasks import (
 )
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.client import dask_client
-from randsvm_dist.engine.inputs import (
-    aligned_blocks,
-    apply_to_dask,
-    as_dask_array,
-    dask_accuracy,
-    is_dask_collection,
-    open_dataset,
-)
+from randsvm_dist.engine.dask_collections import aligned_blocks, as_dask_array, is_dask_collection
+from randsvm_dist.engine.dask_predict import apply_to_dask, dask_accuracy
+from randsvm_dist.engine.inputs import open_dataset
 from randsvm_dist.exceptions import DataFormatError, NotFittedError, ParameterError, SchemaError
 from randsvm_dist.streaming.base import (
     StreamingClassifier,

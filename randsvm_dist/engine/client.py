@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
+from randsvm_dist.core.current_worker import worker_address
 from randsvm_dist.engine.embedded import embedded_client
 from randsvm_dist.engine.launcher import wait_for_workers
 from randsvm_dist.engine.probe import connect
+from randsvm_dist.engine.scheduler_env import SCHEDULER_ENV
 from randsvm_dist.exceptions import ClusterError
-
-SCHEDULER_ENV = "RANDSVM_DIST_SCHEDULER"
 
 
 def _default_client():
@@ -28,16 +28,6 @@ def _default_client():
         return default_client()
     except ValueError:
         return None
-
-
-def _in_worker() -> bool:
-    try:
-        from distributed import get_worker
-
-        get_worker()
-    except ValueError:
-        return False
-    return True
 
 
 @contextmanager
@@ -55,7 +45,7 @@ def dask_client(client=None, security=None):
     """
     from distributed import Client, worker_client
 
-    if client is None and _in_worker():
+    if client is None and worker_address() is not None:
         with worker_client() as c:  # secedes from the worker's thread pool while we wait
             yield c
         return

@@ -29,6 +29,7 @@ from randsvm_dist.core.validation import (
 )
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.chunk_store import ChunkStore, loaded_chunk
+from randsvm_dist.engine.dask_collections import aligned_blocks, as_dask_array, is_dask_collection
 from randsvm_dist.engine.duplicate_exchange import exchange_pays, exchanged
 from randsvm_dist.engine.duplicates import collapse_pays
 from randsvm_dist.engine.layout import preferred_layout
@@ -41,7 +42,6 @@ from randsvm_dist.engine.partition_build import (
 )
 from randsvm_dist.engine.partitions import Partition, PartitionSet, make_array_partition, placed
 from randsvm_dist.exceptions import ParameterError, SchemaError
-from randsvm_dist.numerics.kernels import moments_variance, value_moments
 
 
 def open_dataset(data, **kwargs):
@@ -65,31 +65,6 @@ def open_dataset(data, **kwargs):
 
 
 log = logging.getLogger("randsvm_dist")
-
-
-def partition_moments(part: Partition) -> tuple[int, float, float]:
-    """``kernels.value_moments`` of a partition's rows, each counted as often as it occurs
-    in the user's data (collapsed duplicates; runs on a worker)."""
-    if part.count is None:
-        return value_moments(part.X)
-    X, c = part.X, part.count.astype(np.float64)
-    if sp.issparse(X):
-        sums = np.asarray(X.sum(axis=1), np.float64).ravel()
-        sq = np.asarray(X.multiply(X).sum(axis=1), np.float64).ravel()
-    else:
-        X64 = np.asarray(X, np.float64)
-        sums, sq = X64.sum(axis=1), np.einsum("ij,ij->i", X64, X64)
-    return int(c.sum()) * X.shape[1], float(c @ sums), float(c @ sq)
-
-
-def feature_variance(client, parts: PartitionSet) -> float:
-    """Variance of all feature values of the data set (for gamma='scale')."""
-    got = gather(client, [client.submit(partition_moments, parts.partition(client, i),
-                                        pure=False, retries=2)
-                          for i in range(parts.n_partitions)],
-                 "the feature moments (gamma='scale')",
-                 [f"partition {i}" for i in range(parts.n_partitions)])
-    return moments_variance(got)
 
 
 def fits_in_memory(client, ds, share: float = 0.5) -> bool:
@@ -292,56 +267,6 @@ def _surveyed(client, loaded: list, names: list[str]) -> np.ndarray:
                     dtype=np.int64).reshape(-1, 4)
 
 
-# -- Dask collections -------------------------------------------------------------------------
-def is_dask_collection(obj) -> bool:
-    """Whether obj is a Dask collection (dask array, DataFrame, Series, ...)."""
-    from dask import is_dask_collection as _is
-
-    return _is(obj)
-
-
-def as_dask_array(obj, name: str):
-    """A dask array from a dask array, DataFrame or Series (row lengths computed on the
-    cluster if unknown); an in-memory array becomes one-chunk dask array.
-
-    Raises:
-        SchemaError: a DataFrame with non-numeric columns.
-    """
-    import dask.array as da
-
-    if isinstance(obj, da.Array):
-        return obj
-    if is_dask_collection(obj) and hasattr(obj, "to_dask_array"):
-        if hasattr(obj.dtypes, "items"):  # a DataFrame (pandas is there with dask.dataframe)
-            from pandas.api.types import is_bool_dtype, is_numeric_dtype
-
-            bad = [c for c, t in obj.dtypes.items()
-                   if not (is_numeric_dtype(t) or is_bool_dtype(t))]
-            if bad:
-                raise SchemaError(f"{name}: columns {bad[:5]} are not numeric")
-        return obj.to_dask_array(lengths=True)
-    return da.from_array(np.asarray(obj))
-
-
-def aligned_blocks(X, y):
-    """X with one chunk over the features, y chunked like X's rows (known lengths)."""
-    if X.ndim != 2:
-        raise SchemaError(f"X must be 2-D (n_rows, n_features); got {X.ndim}-D. Reshape your "
-                          "data")
-    if any(np.isnan(c) for c in X.chunks[0]):
-        X = X.compute_chunk_sizes()
-    X = X.rechunk({1: -1})
-    if y is not None:
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y[:, 0]
-        if any(np.isnan(c) for c in y.chunks[0]):
-            y = y.compute_chunk_sizes()
-        if y.shape[0] != X.shape[0]:
-            raise SchemaError(f"y has {y.shape[0]} labels for {X.shape[0]} rows of X")
-        y = y.rechunk((X.chunks[0],))
-    return X, y
-
-
 def make_checked_partition(X, y, offset: int, coding: LabelCoding) -> Partition:
     """A Partition from one Dask block, checked like in-memory input (runs on a worker).
 
@@ -382,31 +307,3 @@ def _dask_partitions(client, data, y, task: str, collapse: bool = False,
     return built(client, parts, loaded, collapse, layout), coding.classes
 
 
-def apply_to_dask(estimator, method: str, X):
-    """``estimator.<method>`` on each row block of a Dask collection, lazily.
-
-    Returns:
-        a dask array: labels, targets or (n,) scores per row; (n, k) scores or
-        probabilities of k classes.
-    """
-    X, _ = aligned_blocks(as_dask_array(X, "X"), None)
-    fn = getattr(estimator, method)
-    classes = getattr(estimator, "classes_", None)
-    if method == "predict":
-        dtype = np.asarray(classes).dtype if classes is not None else np.float64
-        return X.map_blocks(fn, drop_axis=1, dtype=dtype)
-    k = len(classes) if classes is not None else 1
-    if method != "predict_proba" and k <= 2:
-        return X.map_blocks(fn, drop_axis=1, dtype=np.float64)
-    return X.map_blocks(fn, chunks=(X.chunks[0], (k,)), dtype=np.float64)
-
-
-def dask_accuracy(estimator, X, y, client=None) -> float:
-    """Accuracy of ``estimator.predict`` on Dask X, y, computed on the cluster.
-
-    Args:
-        client: None (the default Dask client / scheduler) or a distributed.Client.
-    """
-    Xa, ya = aligned_blocks(as_dask_array(X, "X"), as_dask_array(y, "y"))
-    hits = (apply_to_dask(estimator, "predict", Xa) == ya).mean()
-    return float(client.compute(hits).result() if client is not None else hits.compute())

@@ -1,7 +1,12 @@
 """Totals over a data set's partitions, counted on the workers: rows of each class, rows
-of positive weight of each class, the sum of the positive weights."""
+of positive weight of each class, the sum of the positive weights; ``RowTotals``, what a
+fit's problems are built from, and ``WorkerTotals``, those totals of partitions on the
+workers."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -50,3 +55,50 @@ def positive_class_counts(client, parts: PartitionSet, n_classes: int) -> np.nda
                                         pure=False, retries=2) for f in parts.all(client)],
                  "the sample weights", parts.names())
     return np.sum(got, axis=0)
+
+
+class RowTotals(Protocol):
+    """What the problems are built from: the data's rows, classes and weights, counted on
+    the workers (``WorkerTotals``) or in the client (``exact.in_process.InMemoryRows``)."""
+
+    @property
+    def n_rows(self) -> int: ...
+
+    @property
+    def n_features(self) -> int: ...
+
+    def class_counts(self, n_classes: int) -> np.ndarray:
+        """Rows of each class (the user's rows, collapsed copies counted)."""
+
+    def positive_class_counts(self, n_classes: int) -> np.ndarray | None:
+        """Rows of positive weight of each class; None when no row carries a weight."""
+
+    def weight_total(self) -> float:
+        """The sum of the positive sample weights."""
+
+
+@dataclass
+class WorkerTotals:
+    """RowTotals of partitions on the workers."""
+
+    client: object
+    parts: object
+
+    @property
+    def n_rows(self) -> int:
+        return self.parts.n_rows
+
+    @property
+    def n_features(self) -> int:
+        return self.parts.n_features
+
+    def class_counts(self, n_classes: int) -> np.ndarray:
+        return class_counts(self.client, self.parts, n_classes)
+
+    def positive_class_counts(self, n_classes: int) -> np.ndarray | None:
+        if not self.parts.weighted:
+            return None
+        return positive_class_counts(self.client, self.parts, n_classes)
+
+    def weight_total(self) -> float:
+        return weight_total(self.client, self.parts)

@@ -5,7 +5,7 @@ A concrete estimator (classifier, regressor, one-class) says which task its labe
 with its kind from ``exact.kinds``), and how decision values become predictions. The fit
 itself (placing the data, gamma, the paper's bound, the driver, the certificate) is
 written once, here; its routes' steps (scaling, seeding, checkpoints on the cluster; the
-in-process route) are in ``estimators.fit_routes``.
+in-process route) are in ``estimators.cluster_route`` and ``estimators.in_process_route``.
 """
 
 from __future__ import annotations
@@ -21,23 +21,24 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
 from randsvm_dist.core.constraints import Interval, StrOptions, check_params
+from randsvm_dist.core.parameter_texts import documented
 from randsvm_dist.core.seeds import resolve_seed
 from randsvm_dist.core.validation import check_features
 from randsvm_dist.engine.client import dask_client
-from randsvm_dist.engine.inputs import apply_to_dask, is_dask_collection
+from randsvm_dist.engine.dask_collections import is_dask_collection
+from randsvm_dist.engine.dask_predict import apply_to_dask
 from randsvm_dist.engine.partitions import original_rows
-from randsvm_dist.estimators.fit_routes import (
+from randsvm_dist.engine.row_totals import RowTotals, WorkerTotals
+from randsvm_dist.estimators.cluster_route import (
     FitSetup,
-    RowTotals,
-    WorkerTotals,
-    fit_in_process,
     log_cluster_start,
-    log_iteration,
     open_checkpoint,
     record_seed,
     scale_partitions,
     seed_setup,
 )
+from randsvm_dist.estimators.in_process_route import fit_in_process
+from randsvm_dist.estimators.progress_log import log_iteration
 from randsvm_dist.exact.bounds import support_bound
 from randsvm_dist.exact.cancellation import cancel_check
 from randsvm_dist.exact.driver import run_randsvm
@@ -63,66 +64,15 @@ ADVICE = {
 }
 
 
+@documented("kernel", "gamma", "degree", "coef0", "k", "sample_size", "bound_epsilon",
+            "bound_delta", "separable", "max_iter", "tol", "violator_tol", "gap_tol", "seed",
+            "route", "cache", "cache_size", "solver", "random_state", "client", "n_partitions",
+            "scale")
 class RandSVMBase(BaseEstimator):
     """Parameters and fitting machinery shared by the RandSVM estimators.
 
-    Shared parameters (the subclasses document their own):
-        kernel: 'linear', 'poly', 'rbf' or 'sigmoid' (LIBSVM's meanings).
-        gamma: kernel coefficient: a number, 'scale' (1 / (n_features * X.var())) or 'auto'
-            (1 / n_features).
-        degree, coef0: poly/sigmoid parameters.
-        k: the paper's support-set bound, an option: stop when a solve has k or more
-            support vectors ('auto': the paper's estimate from bound_epsilon and
-            bound_delta, see ``exact.bounds``). None (the default) drops it: the fit runs
-            to the certified gap. A stop at k is not certified and warns.
-        sample_size: r, rows of the first uniform sample (and the least a later working set
-            is filled to). 'auto': 2 x the paper's k estimate, at most an eighth of the
-            rows and at least 5,000 (``exact.route.auto_sample_size``).
-        bound_epsilon, bound_delta, separable: parameters of the paper's k estimate.
-        max_iter: most solve/scan iterations per problem.
-        tol: LIBSVM's tolerance of the first solve (its -e); also the slack of a violator.
-            When the working set's own gap keeps the certified gap above gap_tol, the next
-            solve divides tol by the ratio of that gap to 0.35 x gap_tol (at least 2x, at
-            most 1000x at once, never below 1e-7; ``exact.certificate.tightened``).
-            ``history_`` records the tol of every solve.
-        violator_tol: stop when at most this fraction of rows are violators (0: off). Not
-            certified: warns.
-        gap_tol: the default stop: (primal - dual) / |primal| <= gap_tol, the primal
-            objective taken over all rows, the dual that of the working set; by weak
-            duality this certifies that the model's objective is within that relative
-            distance of the optimum of the whole data set. 0: run until no row violates.
-        seed: rows that join the first sample (see ``exact.seeding``): None, 'bsgd' or
-            'ramp' (classification only), an unfitted streaming learner, or a fitted model
-            (a RandSVM estimator fitted on these rows or their first rows). A seed changes
-            the speed, never the result.
-        route: 'auto' (the cost model's choice, ``exact.route.plan_route``: one solve of
-            all rows when it predicts that faster than sampling, else sampling, asked again
-            with the share of support vectors the first sampled solve found; arrays fitted
-            without a ``client`` that it sends to one solve are solved and certified in
-            this process on all its cores, starting no cluster, ``exact.in_process``, except
-            with scale, seed, probability or a checkpoint; ``history_`` says which route,
-            where and why), 'sample' or 'direct' (one solve of all rows on a worker).
-        cache: keep the partitions in worker memory (True), re-read them from Parquet on
-            every pass (False: data larger than the workers' memory), or 'auto' (cache when
-            the data takes at most half of the workers' memory limit).
-        cache_size: LIBSVM's kernel cache in MB per solve.
-        solver: who solves each working set: 'auto' (the default: oneDAL where it is
-            installed, solves the problem and was measured faster: working sets of at
-            least 500 rows that carry per-row weights, or are sparse with at least 5
-            non-zeros per row on average, or dense with at least 10 features, see
-            ``solvers.onedal_auto.prefer_onedal``; LIBSVM otherwise), 'libsvm'
-            (libsvm-official, the reference) or 'onedal' (oneDAL via scikit-learn-intelex
-            for C-SVC and epsilon-SVR, LIBSVM for the rest). scikit-learn-intelex comes
-            with the default install on x86-64. Same optimum, same certificate.
-        random_state: seed of every random choice (same value, same model, whatever the
-            partitioning or the number of workers); None draws a fresh seed at each fit,
-            recorded as ``random_seed_``.
-        client: None (the default Dask client, else an embedded LocalCluster), a scheduler
-            address, or a ``distributed.Client``. Never saved or pickled with the model.
-        n_partitions: chunks for array input (default 2 per worker).
-        scale: None, 'minmax', 'standard', or a ``preprocessing.FeatureScaler``: learnt on
-            the training rows on the workers, applied before training and by
-            predict/evaluate, saved with the model.
+    Shared parameters (the subclasses document their own; texts: ``core.parameter_texts``):
+        <parameters>
 
     Fitted attributes (every estimator): ``n_features_in_``, ``support_`` (global row
     indices), ``support_vectors_``, ``dual_coef_``, ``intercept_``, ``history_``,
@@ -219,22 +169,25 @@ class RandSVMBase(BaseEstimator):
     # -- fitting ---------------------------------------------------------------------------
     def _fit(self, data, y=None, sample_weight=None, dataset_kwargs: dict | None = None,
              checkpoint: str | None = None, resume: bool = False):
-        from randsvm_dist.engine.inputs import load_partitions, open_dataset
+        """Fit on what the user passed: opened once (``engine.fit_input``), then the
+        in-process route or the cluster route."""
+        from randsvm_dist.engine.fit_input import prepare_fit_input
+        from randsvm_dist.engine.inputs import load_partitions
 
         self._check_params()
         t0 = time.perf_counter()
-        if dataset_kwargs:
-            data = open_dataset(data, **dataset_kwargs)
-        if checkpoint is not None or not fit_in_process(self, data, y, sample_weight):
+        inputs = prepare_fit_input(data, y, sample_weight, dataset_kwargs)
+        if checkpoint is not None or not fit_in_process(self, inputs):
             with dask_client(self.client) as client:
                 cache = True if self.scale is not None else self.cache
                 t = time.perf_counter()
-                parts, classes = load_partitions(client, data, y, self.n_partitions, cache,
-                                                 task=self._task, sample_weight=sample_weight,
+                parts, classes = load_partitions(client, inputs.data, inputs.y,
+                                                 self.n_partitions, cache, task=self._task,
+                                                 sample_weight=inputs.sample_weight,
                                                  collapse=self._may_collapse(), layout="auto")
                 placement = time.perf_counter() - t
-                ds = open_dataset(data) if y is None and sample_weight is None else None
-                self._fit_partitions(client, parts, classes, ds, checkpoint, resume)
+                self._fit_partitions(client, parts, classes, inputs.seed_dataset, checkpoint,
+                                     resume)
                 self.phases_ = {"placement": placement, **self.phases_}
         self.fit_time_ = time.perf_counter() - t0
         self.phases_["total"] = self.fit_time_
@@ -284,7 +237,7 @@ class RandSVMBase(BaseEstimator):
             dataset: the Dataset the partitions come from (for streaming seeds), or None.
             checkpoint, resume: see ``fit``.
         """
-        from randsvm_dist.engine.inputs import feature_variance
+        from randsvm_dist.engine.feature_moments import feature_variance
 
         self._check_params()
         t = time.perf_counter()
@@ -306,6 +259,11 @@ class RandSVMBase(BaseEstimator):
         self._adopt_run(states, history, setup, classes, parts.n_features,
                         (lambda rows: original_rows(client, parts, rows))
                         if parts.n_collapsed else None)
+        self._after_cluster_fit(client, parts, classes)
+
+    def _after_cluster_fit(self, client, parts, classes) -> None:
+        """What an estimator adds to a model fitted on the workers (the classifier: its
+        probabilities). Here: nothing."""
 
     def _adopt_run(self, states: list[ProblemState], history: list[dict], setup: FitSetup,
                    classes, n_features: int, user_rows: Callable | None) -> None:
@@ -313,7 +271,7 @@ class RandSVMBase(BaseEstimator):
         the seconds of the model's assembly and of the attributes.
 
         Args:
-            states, history: ``run_randsvm``'s (or ``in_process.run_in_process``'s) result.
+            states, history: ``run_randsvm``'s (or ``exact.in_process.run_in_process``'s) result.
             setup: the run's settings; classes: the sorted classes or None.
             n_features: features of the rows.
             user_rows: maps the run's rows to the user's (collapsed duplicates), or None.
@@ -399,7 +357,7 @@ class RandSVMBase(BaseEstimator):
     # -- distributed prediction and model files ---------------------------------------------
     def predict_dataset(self, data, out_dir, client=None, *, overwrite: bool = False) -> dict:
         """Predict a Parquet data set on the workers; see
-        ``distributed_predict.predict_dataset``."""
+        ``distributed.predict.predict_dataset``."""
         from randsvm_dist.distributed.predict import predict_dataset
 
         self._check_fitted()
@@ -408,7 +366,7 @@ class RandSVMBase(BaseEstimator):
 
     def evaluate(self, data, client=None) -> dict:
         """Quality figures on a Parquet data set, computed on the workers (see
-        ``distributed_predict.evaluate_dataset``)."""
+        ``distributed.predict.evaluate_dataset``)."""
         from randsvm_dist.distributed.predict import evaluate_dataset
 
         self._check_fitted()

@@ -9,9 +9,11 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 
 from randsvm_dist.core.constraints import Interval, StrOptions
+from randsvm_dist.core.parameter_texts import documented
 from randsvm_dist.core.validation import balanced_class_weight, check_weighted_classes
 from randsvm_dist.engine.client import dask_client
-from randsvm_dist.engine.inputs import dask_accuracy, is_dask_collection
+from randsvm_dist.engine.dask_collections import is_dask_collection
+from randsvm_dist.engine.dask_predict import dask_accuracy
 from randsvm_dist.estimators.base import RandSVMBase
 from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.state import ProblemState
@@ -30,23 +32,13 @@ from randsvm_dist.numerics.multiclass import ovr_decision_function, ovr_predict,
 from randsvm_dist.solvers.params import SolverParams
 
 
+@documented("C", "class_weight", "multi_class", "decision_function_shape", "break_ties",
+            "probability")
 class RandSVMClassifier(ClassifierMixin, RandSVMBase):
     """Exact kernel C-SVM for data sets of millions of rows: RandSVM-1 on Dask, LIBSVM solves.
 
     Args:
-        C: box constraint (> 0).
-        class_weight: None, 'balanced' or {label: weight}; C of a class is C x weight.
-        multi_class: 'ovo' (LIBSVM's and SVC's one-vs-one: a C-SVC per pair of classes on
-            the rows of those two classes, all pairs solved concurrently on the workers,
-            each certified) or 'ovr' (one class against all others; k problems over all
-            rows).
-        decision_function_shape: 'ovr' ((n, k) scores, as SVC's default) or 'ovo' ((n,
-            k(k-1)/2) pairwise values); one-vs-rest models always give 'ovr'.
-        break_ties: predict by the argmax of the 'ovr'-shaped decision function instead of
-            the votes (as SVC; more than two classes and decision_function_shape='ovr').
-        probability: fit Platt's sigmoid per pair on held-out decision values (see
-            ``estimators.calibration``: about 0.8 of a fit more), for ``predict_proba``;
-            written into the model file as LIBSVM's probA/probB.
+        <parameters>
         The other parameters are ``RandSVMBase``'s (kernel, gamma, gap_tol, ...).
 
     Fitted attributes: those of ``RandSVMBase`` and ``classes_``, ``problems_``
@@ -110,9 +102,8 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         # Platt scaling's cross-validated fits run on the cluster
         return super()._in_process_allowed() and not self.probability
 
-    def _fit_partitions(self, client, parts, classes, dataset=None,
-                        checkpoint: str | None = None, resume: bool = False) -> None:
-        super()._fit_partitions(client, parts, classes, dataset, checkpoint, resume)
+    def _after_cluster_fit(self, client, parts, classes) -> None:
+        """Platt's sigmoids on the workers when ``probability`` (``estimators.calibration``)."""
         if self.probability:
             from randsvm_dist.estimators.calibration import fit_sigmoids
 

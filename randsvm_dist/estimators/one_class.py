@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.base import OutlierMixin
 
 from randsvm_dist.core.constraints import Interval
+from randsvm_dist.core.parameter_texts import documented
 from randsvm_dist.estimators.base import RandSVMBase
 from randsvm_dist.exact.kinds import OneClass
 from randsvm_dist.exact.state import ProblemState
@@ -15,6 +16,7 @@ from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.solvers.params import SolverParams
 
 
+@documented("nu")
 class RandSVMOneClass(OutlierMixin, RandSVMBase):
     """Exact one-class SVM (Schölkopf's nu formulation, LIBSVM ``-s 2``) for novelty
     detection on data sets of millions of rows.
@@ -26,8 +28,7 @@ class RandSVMOneClass(OutlierMixin, RandSVMBase):
     certifies the relative gap.
 
     Args:
-        nu: an upper bound on the fraction of training outliers and a lower bound on the
-            fraction of support vectors, in (0, 1].
+        <parameters>
         The other parameters are ``RandSVMBase``'s (kernel, gamma, gap_tol, ...).
 
     Fitted attributes: those of ``RandSVMBase``; ``dual_coef_`` (1, n_SV): alpha in
@@ -99,7 +100,7 @@ class RandSVMOneClass(OutlierMixin, RandSVMBase):
     def evaluate(self, data, client=None, *, normal_label=None) -> dict:
         """Predicted outlier fraction and ROC AUC (normal rows: label ``normal_label``,
         default 1) on a Parquet data set, computed on the workers (see
-        ``distributed_predict.evaluate_dataset``)."""
+        ``distributed.predict.evaluate_dataset``)."""
         from randsvm_dist.distributed.predict import evaluate_dataset
 
         self._check_fitted()

@@ -8,12 +8,14 @@ import numpy as np
 from sklearn.base import RegressorMixin
 
 from randsvm_dist.core.constraints import Interval
+from randsvm_dist.core.parameter_texts import documented
 from randsvm_dist.estimators.base import RandSVMBase
 from randsvm_dist.exact.kinds import EpsilonSVR
 from randsvm_dist.exact.state import ProblemState
 from randsvm_dist.solvers.params import SolverParams
 
 
+@documented("C", "epsilon")
 class RandSVMRegressor(RegressorMixin, RandSVMBase):
     """Exact kernel epsilon-SVR for data sets of millions of rows.
 
@@ -24,8 +26,7 @@ class RandSVMRegressor(RegressorMixin, RandSVMBase):
     the relative gap (``gap_tol``).
 
     Args:
-        C: box constraint (> 0).
-        epsilon: half-width of the epsilon-insensitive tube (>= 0), as SVR.
+        <parameters>
         The other parameters are ``RandSVMBase``'s (kernel, gamma, gap_tol, ...).
 
     Fitted attributes: those of ``RandSVMBase``; ``dual_coef_`` (1, n_SV): alpha - alpha*,

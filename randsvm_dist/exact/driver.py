@@ -20,9 +20,8 @@ by weak duality P - D bounds how far the model's primal objective is from the op
 the whole data set. The default stop is a certified relative gap (P - D) / |P| <= gap_tol
 (``certificate.certify``, per kind in ``exact.kinds``). When the working set's own gap
 (LIBSVM's stopping tolerance) is what keeps it above gap_tol, the next solve runs with a
-tighter ``tol``: by what that gap needs to come down to 0.35 x gap_tol (the gap shrinks
-at least in proportion to tol), 2x to ``certificate.MAX_TIGHTEN`` (1000x) at once, so one
-re-solve closes it and the gap never stalls.
+tighter ``tol`` (the rule: ``certificate.tightened``), so one re-solve closes it and the
+gap never stalls.
 
 Every iteration records an ``exact.history.IterationRecord`` per problem. A caller's
 ``cancelled`` check is asked before every draw, solve and scan (``exact.cancellation``).
@@ -122,9 +121,26 @@ def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: 
     """
     check_boxes_finite(client, parts, problems)
     run = uuid.uuid4().hex  # names this run's screening bounds on the workers
-    try:
-        return _run(client, parts, problems, cfg, _Hooks(progress, checkpoint, cancelled),
-                    resume, run)
+    memory, problems, cfg = fit_memory_plan(client, parts, problems, cfg)
+    try:  # the loop: solve, scan, certify and decide, draw, checkpoint
+        loop, problems = _start(client, parts, problems, cfg, resume, cancelled)
+        loop.memory, loop.solved_in = memory, memory.solve_in
+        while True:
+            loop.it += 1
+            check(cancelled, f"the solves of iteration {loop.it}")
+            problems, solve = _solve_step(client, parts, problems, cfg, loop)
+            check(cancelled, f"the scan of iteration {loop.it}")
+            scan = _scan_step(client, parts, problems, cfg, loop, run)
+            collapsed = (parts.n_collapsed, parts.n_collapsed_across)
+            problems, draws = decide_step(collapsed, problems, cfg, loop, solve, scan,
+                                          progress)
+            if not any(p.active for p in problems):
+                return problems, loop.history
+            if loop.route == "sample":
+                check(cancelled, f"the draw of iteration {loop.it}")
+                problems = with_draws(client, parts, problems, draws, problems[0].solver.C)
+            if checkpoint is not None:
+                checkpoint(DriverState(loop.it, loop.route, loop.history, problems))
     finally:
         _drop_bounds(client, run)
 
@@ -145,15 +161,6 @@ def _warm_speedup(cold: tuple[int, float] | None, p: ProblemState,
         return None
     m0, t0 = cold
     return float(t0 * (len(p.ws.rows) / max(m0, 1)) ** 2 / seconds)
-
-
-@dataclass
-class _Hooks:
-    """The caller's callbacks (see ``run_randsvm``)."""
-
-    progress: Callable[[dict], None] | None
-    checkpoint: Callable[[DriverState], None] | None
-    cancelled: Callable[[], bool] | None
 
 
 @dataclass
@@ -210,30 +217,6 @@ class ScanStep:
     result: ScanResult
     seconds: float
     kernel_evals: int
-
-
-def _run(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
-         hooks: _Hooks, resume: DriverState | None, run: str):
-    """The loop of ``run_randsvm``: solve, scan, certify and decide, draw, checkpoint."""
-    memory, problems, cfg = fit_memory_plan(client, parts, problems, cfg)
-    loop, problems = _start(client, parts, problems, cfg, resume, hooks.cancelled)
-    loop.memory, loop.solved_in = memory, memory.solve_in
-    while True:
-        loop.it += 1
-        check(hooks.cancelled, f"the solves of iteration {loop.it}")
-        problems, solve = _solve_step(client, parts, problems, cfg, loop)
-        check(hooks.cancelled, f"the scan of iteration {loop.it}")
-        scan = _scan_step(client, parts, problems, cfg, loop, run)
-        collapsed = (parts.n_collapsed, parts.n_collapsed_across)
-        problems, draws = decide_step(collapsed, problems, cfg, loop, solve, scan,
-                                      hooks.progress)
-        if not any(p.active for p in problems):
-            return problems, loop.history
-        if loop.route == "sample":
-            check(hooks.cancelled, f"the draw of iteration {loop.it}")
-            problems = with_draws(client, parts, problems, draws, problems[0].solver.C)
-        if hooks.checkpoint is not None:
-            hooks.checkpoint(DriverState(loop.it, loop.route, loop.history, problems))
 
 
 def _start(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,

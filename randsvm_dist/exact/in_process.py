@@ -39,7 +39,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.engine.duplicates import collapse_pays
-from randsvm_dist.engine.inputs import checked_arrays, partition_moments
+from randsvm_dist.engine.feature_moments import partition_moments
+from randsvm_dist.engine.inputs import checked_arrays
 from randsvm_dist.engine.layout import preferred_layout
 from randsvm_dist.engine.partition_build import finish, load_rows, survey
 from randsvm_dist.engine.partitions import Partition, make_array_partition

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from randsvm_dist.core.current_worker import worker_address
+
 
 @dataclass(frozen=True)
 class Host:
@@ -122,14 +124,9 @@ def place_here(client, n_threads: int) -> SolvePlace:
     Returns:
         SolvePlace (anywhere, one thread, on a cluster without workers).
     """
-    from distributed import get_worker
-
     hosts = cluster_hosts(client)
     if not hosts:
         return SolvePlace("", (), 1)
-    try:
-        address = get_worker().address
-    except ValueError:  # not on a worker
-        address = None
+    address = worker_address()  # None: not on a worker
     host = next((h for h in hosts if address in h.workers), hosts[0])
     return SolvePlace(host.name, host.workers, max(1, min(int(n_threads), host.threads)))

@@ -308,7 +308,7 @@ def finish_scanned(p: ProblemState, f: np.ndarray, part: Partition, weighted: bo
     Returns:
         (p with its model's dual objective and row values, None), or (p, the warning to
         give) when its C-SVC point misses the optimality conditions
-        (``onedal_backend.missed_optimum``): the caller solves it again with LIBSVM. A
+        (``solvers.onedal_backend.missed_optimum``): the caller solves it again with LIBSVM. A
         model that has its dual objective keeps it.
     """
     m = p.model

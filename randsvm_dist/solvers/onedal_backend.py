@@ -40,29 +40,11 @@ LIBSVM instead. The same happens when oneDAL stops at its iteration cap
 optimality conditions on some row by more than KKT_SLACK (``kkt_violation``; oneDAL once
 returned such a point on w8a's CSR rows with cache_size=1000).
 
-Precision and tolerance: oneDAL solves in the dtype of its input, and in float32 its
-gradient carries rounding errors that grow with the alphas. It gets the float32 rows as
-they are (no float64 copy, float32 kernel blocks: on Fashion-MNIST 0/6, 12k rows x 784, its
-fit took 2-3x less time than in float64, 1.2-1.5x on the other sets below) when the tol is
-at least FLOAT32_MIN_TOL (1e-4: Fashion-MNIST's pairs, ``certificate.opening_tol``) and the box C x
-class weight at most FLOAT32_MAX_C (epsilon-SVR: FLOAT32_MAX_C_SVR); float64 otherwise, as
-LIBSVM computes, and again in float64 when a float32 fit stops at MAX_ITER. Measured (one
-process, the same rows, relative gaps over all rows float32 / float64 at tol 1e-3):
-checkerboard 2,000 rows (C=100, gamma=1) 2.4e-5 / 3.2e-5, Fashion-MNIST 0/6 (C=10) 1.3e-4 /
-1.0e-4, a9a (C=32) 9.9e-5 / 1.5e-5, w8a (C=8) 4.0e-4 / 7.2e-4, nycflights13 20k rows
-delayed (C=1) 1.6e-5 / 1.7e-5 and regression (C=64) 9.5e-6 / 2.8e-6 (its in-process direct
-solve 2.8 s / 3.3 s), dual objectives within 4e-6 relative; but on 5,000 of the delayed
-rows 2.1e-4 / 1.1e-4 at C=30, 5.5e-4 / 1.6e-4 at C=64, 9.5e-4 / 1.9e-4 at C=100, 1.6e-2 /
-8.6e-4 at C=1000 (a float32 point that fails the certificate costs a float64 re-solve at a
-tighter tol), and the regression at C=300 1.0e-4 / 2.0e-6 with 21 iterations against 12.
-The tol floor: on checkerboard (C=100) LIBSVM's measure in float64 at oneDAL's float32
-point was 9.1e-4, 7.3e-4, 5.2e-4, 3.9e-4 at tol 1e-3, 5e-4, 3e-4, 1e-4, and at 1e-6 it
-spins to its iteration cap (62 s); at tol 1e-3 it can be ~2 tol elsewhere (1.8e-3 on
-Fashion-MNIST 0/6); at 1e-4 Fashion-MNIST's pairs (C=10) certified at gaps <= 3.1e-4 in
-float32, fit as fast as at 1e-3. The certificate decides. oneDAL's ``accuracy_threshold``
-(sklearnex's ``tol``) is LIBSVM's -e: both stop when max_{I_up} -y_t grad_t - min_{I_low}
--y_t grad_t < tol; LIBSVM's measure at oneDAL's float64 solution on checkerboard was
-9.6e-4, 9.1e-5, 8.9e-6, 9.8e-7 at tol 1e-3 to 1e-6: a tightened tol holds (tested).
+Precision and tolerance: oneDAL solves in the dtype of its input. It gets the float32 rows
+as they are when the tol is at least FLOAT32_MIN_TOL and the box C x class weight at most
+FLOAT32_MAX_C (epsilon-SVR: FLOAT32_MAX_C_SVR); float64 otherwise, as LIBSVM computes, and
+again in float64 when a float32 fit stops at MAX_ITER. The certificate decides; the
+measurements behind these limits: docs/decisions.md ("oneDAL in float32").
 
 Threads: a solve takes ``threads.step_threads`` of the threads offered for its
 rows (ONEDAL_SYNC_TERMS: oneDAL's steps work on blocks of kernel rows, so its wait weighs

@@ -28,7 +28,7 @@ class BinarySolution:
         kernel_sums: (n_SV, 2) float64 per support vector, when the solver knows them
             (the warm SMO, from its gradient): sum_j coef_j K(x_i, x_j) over every support
             vector (f(x_i) - b) and over those at their bound (|coef_j| = C_j); a warm
-            start from these coefficients reuses them (``warm_smo.solve_warm``). None:
+            start from these coefficients reuses them (``warm_smo.solve.solve_warm``). None:
             unknown.
     """
 

@@ -154,10 +154,10 @@ def solve_weighted_warm(X, y: np.ndarray | None, params: SolverParams, row_C,
         X: (n, d) float32 ndarray or CSR; y: (n,) targets as in ``solve_weighted``.
         params: SolverParams (C and class weights NOT applied).
         row_C: (n,) boxes C_i.
-        alpha0: (n,) the start as ``warm_smo.solve_warm`` takes it (alphas; SVR: signed
+        alpha0: (n,) the start as ``warm_smo.solve.solve_warm`` takes it (alphas; SVR: signed
             dual coefficients) or None.
         n_threads: threads for the starting gradient and long kernel rows.
-        start_sums: (n, 2) the rows' kernel sums at alpha0 (``warm_smo.solve_warm``) or
+        start_sums: (n, 2) the rows' kernel sums at alpha0 (``warm_smo.solve.solve_warm``) or
             None.
 
     Returns:

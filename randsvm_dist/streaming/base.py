@@ -108,7 +108,7 @@ def gamma_moments(X, normalize: bool = False) -> tuple[int, float, float]:
         normalize: scale rows to unit norm first (as learners with normalize=True see them).
 
     Returns:
-        ``kernels.value_moments`` of the (scaled) rows: (values, sum, sum of squares).
+        ``numerics.kernels.value_moments`` of the (scaled) rows: (values, sum, sum of squares).
     """
     if normalize and X.shape[0]:
         X = unit_rows(X)
@@ -210,7 +210,7 @@ class StreamingClassifier(ClassifierMixin, BaseEstimator):
             SchemaError: bad X/y/sample_weight shape, unknown label, one class, wrong
                 feature count.
             ParameterError: bad hyper-parameters, class_weight or a non-finite weight;
-                a Dask collection (use ``streaming_dask.DaskStreamingClassifier``).
+                a Dask collection (use ``distributed.streaming.DaskStreamingClassifier``).
         """
         if is_dask_like(X) or is_dask_like(y):
             raise ParameterError(DASK_HINT)
@@ -285,7 +285,7 @@ class StreamingClassifier(ClassifierMixin, BaseEstimator):
         Raises:
             SchemaError: bad X/y or fewer than two classes in y.
             ParameterError: every weight <= 0, a non-finite weight, bad parameters, or a
-                Dask collection (use ``streaming_dask.DaskStreamingClassifier``).
+                Dask collection (use ``distributed.streaming.DaskStreamingClassifier``).
         """
         if is_dask_like(X) or is_dask_like(y):
             raise ParameterError(DASK_HINT)

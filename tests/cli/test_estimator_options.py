@@ -8,12 +8,16 @@ import inspect
 from randsvm_dist.cli import build_parser
 from randsvm_dist.cli.estimator_option_table import OPTIONS, SVM_TYPES
 from randsvm_dist.cli.estimator_options import (
+    DOC,
     HELP,
     NOT_OPTIONS,
     TABLE,
     describe_options,
+    doc_with_table,
+    render_doc_table,
     render_table,
 )
+from randsvm_dist.core.parameter_texts import PARAMETER_TEXTS
 from randsvm_dist.estimators import ESTIMATORS
 
 # the options of `train --help` before they were generated from the estimators' signatures
@@ -74,3 +78,25 @@ def test_an_option_takes_its_constraints_type_and_choices():
     args = build_parser().parse_args(["train", "d", "--model", "m", "--sample-size", "900",
                                       "--gamma", "0.5"])
     assert (args.sample_size, args.gamma) == (900, 0.5)
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_help_of_every_option_is_the_estimators_docstring_text():
+    """One text per parameter (``core.parameter_texts``): each estimator's docstring says
+    it, the option's help says the same words."""
+    for cls in ESTIMATORS.values():
+        doc = " ".join(_words(c.__doc__ or "") for c in cls.__mro__)
+        for name in inspect.signature(cls).parameters:
+            assert _words(f"{name}: {PARAMETER_TEXTS[name]}") in doc, (cls.__name__, name)
+            if name not in NOT_OPTIONS:
+                assert HELP[name] == PARAMETER_TEXTS[name], name
+
+
+def test_the_option_table_of_docs_cli_md_is_generated():
+    """Regenerate with `python -m randsvm_dist.cli.estimator_options` when this fails."""
+    text = DOC.read_text()
+    table = render_doc_table(OPTIONS, SVM_TYPES)
+    assert doc_with_table(text, table) == text

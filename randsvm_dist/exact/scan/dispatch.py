@@ -3,7 +3,7 @@ workers' threads and run where their rows live, and the sum of their answers.
 
 Per scan the driver's models and requests travel to the workers once (``ScanInputs``, a
 future every task shares: each worker fetches it once); each task runs
-``scan.scan_partition_task`` on its rows and keeps their screening bounds on its worker,
+``partition.scan_partition_task`` on its rows and keeps their screening bounds on its worker,
 keyed by the rows' first global index, so the next scan is sent where they are.
 """
 
@@ -97,7 +97,7 @@ _NO_MODEL = ScanModel(None, None, np.zeros((0, 0)), np.zeros(0))
 def run_scan(client, parts: PartitionSet, model: ScanModel | None,
              requests: list[ProblemRequest | None], run: str = "", iteration: int = 0,
              placement: dict | None = None) -> ScanResult:
-    """Scan every row on the workers (see ``scan.scan_partition_task``).
+    """Scan every row on the workers (see ``partition.scan_partition_task``).
 
     ``run``/``iteration`` key the screening bounds in the workers' ``screening_store``;
     ``placement`` (the previous scan's ``workers``) keeps each partition's rows on the

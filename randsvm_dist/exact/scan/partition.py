@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from randsvm_dist.core.current_worker import worker_address
 from randsvm_dist.engine.partitions import Partition
 from randsvm_dist.engine.worker_memory import process_rss
 from randsvm_dist.exact.kinds import ProblemKind
@@ -400,23 +401,12 @@ def scan_partition_task(part: Partition, inputs: ScanInputs, key: int,
     if prev is not None and prev.shape != (2, part.n_rows, len(requests)):
         prev = None
     out = scan_partition(part, model, requests, prev)
-    address = _worker_address()
+    address = worker_address()
     kept = (model.support_vectors is not None and address is not None
             and screening_store.put(inputs.run, key, inputs.iteration, out.bounds))
     return ScanAnswer(out.problems, out.n_evaluated, out.seconds, address if kept else None,
                       out.n_screened, out.kernel_evals, out.cpu_seconds, address,
                       out.full_evals, process_rss())
-
-
-def _worker_address() -> str | None:
-    """The address of the worker running this task (None outside a worker)."""
-    try:
-        from distributed import get_worker
-
-        return get_worker().address
-    except (ImportError, ValueError):
-        return None
-
 
 def warm_scan(kernel: Kernel, sparse: bool, n_features: int) -> None:
     """Scan 64 random rows against 8 random support vectors with ``kernel`` (CSR rows when

@@ -1,7 +1,7 @@
 """Screening maths: how the models moved between two scans.
 
 The next scan screens a row with its stored decision value plus the changes of the
-coefficients that moved most, within the kernel norm of the rest (``scan.ModelDelta``);
+coefficients that moved most, within the kernel norm of the rest (``partition.ModelDelta``);
 ``model_delta`` computes those norms once per scan, for every candidate size of "most".
 Their cost grows with the square of the coefficients that changed (rows of the union
 whose coefficient did not move add nothing to any norm: an epsilon-SVR's or C-SVC's
@@ -60,7 +60,7 @@ def model_delta(prev: list[SupportModel], cur: list[SupportModel], kernel, spars
             blocks on its workers when they are DELTA_LOCAL_EVALS or more (None: here).
 
     Returns:
-        ModelDelta (``scan.ModelDelta``).
+        ModelDelta (``partition.ModelDelta``).
     """
     P = len(cur)
     shift_b = np.array([c.intercept - p.intercept for p, c in zip(prev, cur)], np.float64)

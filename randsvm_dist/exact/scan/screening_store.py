@@ -4,7 +4,7 @@ A scan leaves, for every row of its partition (or row range) and every problem, 
 decision value under the scanned models and the radius within which the true value lies
 (float32, 8 bytes per row and problem); the next scan of that partition moves them by the
 model's change and skips the rows they keep clear of every threshold (see
-``scan.scan_partition``). Passing them as task results
+``partition.scan_partition``). Passing them as task results
 would put every scan into the lineage of the next: a worker lost late in a long fit makes
 Dask replay earlier scans to rebuild bounds that only save time. So the bounds stay in this
 process, keyed by run and partition; the next scan is placed on the same worker, and a scan

@@ -1,0 +1,108 @@
+"""Fixtures of the real-cluster tests: the data, the reference fit on the embedded default
+(the cluster a user gets without naming one) and the services (``services.py``).
+
+Every service fixture skips its tests with the reason when the service cannot be installed
+or started here (not root, package missing, a daemon that did not come up: its log)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from services import Slurm, Unavailable, python_env
+
+from randsvm_dist.data import make_arrays, write_arrays
+
+# one fixed route: a sampled fit (iterations, scans), LIBSVM solves; same bytes on any
+# cluster (oneDAL's bytes depend on its thread count)
+TRAIN = ["--C", "10", "--gamma", "1", "--sample-size", "400", "--route", "sample",
+         "--solver", "libsvm", "--random-state", "3"]
+TRAIN_PARAMS = {"C": 10.0, "gamma": 1.0, "sample_size": 400, "route": "sample",
+                "solver": "libsvm", "random_state": 3}
+STREAM = ["--method", "bsgd", "--budget", "50", "--gamma", "1", "--random-state", "0"]
+
+
+def model_digest(path: Path) -> str:
+    """sha256 of a LIBSVM model file's model: its LIBSVM text and the support indices
+    (not the trailer's timings and history), 16 hex digits."""
+    text = Path(path).read_text()
+    libsvm, trailer = text.split("#randsvm-dist-meta ", 1)
+    support = json.loads(trailer.split("\n", 1)[0])["support"]
+    return hashlib.sha256((libsvm + json.dumps(support)).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Fit:
+    """A finished fit: its model file, report (when written) and wall time."""
+
+    model: Path
+    seconds: float
+    report: dict | None = None
+
+    @property
+    def digest(self) -> str:
+        return model_digest(self.model)
+
+    @property
+    def accuracy(self) -> float | None:
+        return (self.report or {}).get("test", {}).get("accuracy")
+
+
+def cli(*argv: str, env: dict | None = None, cwd: Path | None = None,
+        timeout: float = 600) -> subprocess.CompletedProcess:
+    """``randsvm-dist ARGV`` as its own process (as a user's shell runs it)."""
+    return subprocess.run([sys.executable, "-m", "randsvm_dist.cli", *argv], cwd=cwd,
+                          env=python_env(env), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def print_figure(what: str, **figures) -> None:
+    """One line of measured figures in the test output (``-s`` or ``-rA`` shows it)."""
+    print(f"\n[figure] {what}: " + ", ".join(f"{k}={v}" for k, v in figures.items()))
+
+
+@pytest.fixture(scope="session")
+def cluster_data(tmp_path_factory):
+    """3,000 training and 1,000 test rows of checkerboard, 4 and 2 partitions."""
+    tmp = tmp_path_factory.mktemp("clusterdata")
+    X, y = make_arrays("checkerboard", 3000, seed=1)
+    Xt, yt = make_arrays("checkerboard", 1000, seed=2)
+    return (write_arrays(X, y, tmp / "train", partitions=4),
+            write_arrays(Xt, yt, tmp / "test", partitions=2))
+
+
+@pytest.fixture(scope="session")
+def embedded_reference(cluster_data, tmp_path_factory) -> Fit:
+    """The same fit as the cluster tests', on the embedded default (no --scheduler)."""
+    train, test = cluster_data
+    tmp = tmp_path_factory.mktemp("embedded")
+    t0 = time.monotonic()
+    done = cli("train", train.url, *TRAIN, "--model", str(tmp / "ref.model"), "--test",
+               test.url, "--report", str(tmp / "ref.json"))
+    assert done.returncode == 0, done.stderr
+    fit = Fit(tmp / "ref.model", time.monotonic() - t0,
+              json.loads((tmp / "ref.json").read_text()))
+    print_figure("embedded default", seconds=f"{fit.seconds:.1f}",
+                 fit_seconds=f"{fit.report['fit_seconds']:.1f}", digest=fit.digest,
+                 accuracy=fit.accuracy)
+    return fit
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory):
+    """A one-node SLURM (munged, slurmctld, slurmd) for the session; skips with the
+    reason where it cannot be installed or started."""
+    service = Slurm(tmp_path_factory.mktemp("slurm"))
+    try:
+        service.start()
+    except Unavailable as e:
+        service.stop()
+        pytest.skip(f"no SLURM here: {e}")
+    yield service
+    service.stop()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from services import Slurm, Unavailable, python_env
+from services import Slurm, Sshd, Unavailable, python_env
 
 from randsvm_dist.data import make_arrays, write_arrays
 
@@ -104,5 +104,19 @@ def slurm(tmp_path_factory):
     except Unavailable as e:
         service.stop()
         pytest.skip(f"no SLURM here: {e}")
+    yield service
+    service.stop()
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory):
+    """sshd on 127.0.0.2 and 127.0.0.3 (key login, host keys checked); skips with the
+    reason where it cannot be installed or started."""
+    service = Sshd(tmp_path_factory.mktemp("sshd"))
+    try:
+        service.start()
+    except Unavailable as e:
+        service.stop()
+        pytest.skip(f"no sshd here: {e}")
     yield service
     service.stop()

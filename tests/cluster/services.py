@@ -191,3 +191,76 @@ def python_env(extra: dict | None = None) -> dict[str, str]:
 def scheduler_file_address(path: Path) -> str:
     """The scheduler address a ``--scheduler-file`` holds."""
     return json.loads(path.read_text())["address"]
+
+
+class Sshd:
+    """An sshd of its own (its host key, port and authorized keys) listening on
+    127.0.0.2 and 127.0.0.3: two "hosts" reached with a key of this test's, whose host
+    keys are checked against a ``known_hosts`` file written here."""
+
+    HOSTS = ("127.0.0.2", "127.0.0.3")
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.port = free_port(self.HOSTS[0])
+        self.key = root / "id_ed25519"
+        self.known_hosts = root / "known_hosts"
+        self.proc: subprocess.Popen | None = None
+
+    def connect_options(self) -> dict:
+        """asyncssh's options for these hosts: this user, the key, the checked host keys."""
+        return {"port": self.port, "username": os.environ.get("USER", "root"),
+                "client_keys": [str(self.key)], "known_hosts": str(self.known_hosts)}
+
+    def start(self) -> Sshd:
+        """Keys, ``sshd_config``, sshd in the foreground; ``Unavailable`` if it cannot."""
+        need("sshd", "ssh-keygen", hint="apt-get install openssh-server")
+        need_root("sshd (it logs users in)")
+        host_key = self.root / "host_ed25519"
+        for path in (host_key, self.key):
+            subprocess.run([program("ssh-keygen"), "-q", "-t", "ed25519", "-N", "", "-f",
+                            str(path)], check=True)
+        (self.root / "authorized_keys").write_text(self.key.with_suffix(".pub").read_text())
+        (self.root / "authorized_keys").chmod(0o600)
+        public = host_key.with_suffix(".pub").read_text().split()[:2]
+        self.known_hosts.write_text("".join(f"[{h}]:{self.port} {' '.join(public)}\n"
+                                            for h in self.HOSTS))
+        env = python_env()
+        conf = self.root / "sshd_config"
+        conf.write_text("\n".join([
+            *(f"ListenAddress {h}:{self.port}" for h in self.HOSTS),
+            f"HostKey {host_key}", f"PidFile {self.root}/sshd.pid",
+            f"AuthorizedKeysFile {self.root}/authorized_keys",
+            "PubkeyAuthentication yes", "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no", "PermitRootLogin prohibit-password",
+            # StrictModes refuses any authorized_keys under /tmp (world-writable); this
+            # one is mode 0600 in pytest's private (0700) directory
+            "UsePAM no", "StrictModes no",
+            # the login environment of a host where randsvm-dist is installed
+            f"SetEnv PYTHONPATH={env['PYTHONPATH']} PATH={env['PATH']}", ""]))
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation
+        log = self.root / "sshd.log"
+        self.proc = subprocess.Popen([program("sshd"), "-D", "-f", str(conf), "-E", str(log)])
+        wait_until(self._listening, 30, "sshd", log)
+        return self
+
+    def _listening(self) -> bool:
+        """sshd accepts connections on both hosts (and is still running)."""
+        if self.proc.poll() is not None:
+            raise Unavailable(f"sshd exited ({self.proc.returncode}): "
+                              f"{log_tail(self.root / 'sshd.log')}")
+        for host in self.HOSTS:
+            try:
+                socket.create_connection((host, self.port), timeout=1).close()
+            except OSError:
+                return False
+        return True
+
+    def stop(self) -> None:
+        """Stop sshd (and with it the sessions it serves)."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()

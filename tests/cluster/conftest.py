@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from services import Slurm, Sshd, Unavailable, python_env
+from services import Gateway, Slurm, Sshd, Unavailable, python_env
 
 from randsvm_dist.data import make_arrays, write_arrays
 
@@ -120,3 +120,57 @@ def sshd(tmp_path_factory):
         pytest.skip(f"no sshd here: {e}")
     yield service
     service.stop()
+
+
+def close_gateway_clients_once() -> None:
+    """dask-gateway 2026.3's ``Gateway.close`` raises when called twice (its loop runner is
+    stopped), and ``__del__`` calls it again after every ``close``/``with``: make a second
+    call a no-op for this test process (left in place: objects are collected later)."""
+    from dask_gateway import Gateway as GatewayClient
+
+    close = GatewayClient.close
+    if getattr(close, "once", False):
+        return
+
+    def close_once(self):
+        if not getattr(self, "_randsvm_closed", False):
+            self._randsvm_closed = True
+            return close(self)
+
+    close_once.once = True
+    GatewayClient.close = close_once
+
+
+@pytest.fixture(scope="session")
+def gateway(tmp_path_factory):
+    """A Dask Gateway (cluster/gateway_config.py) with users alice and bob; skips with the
+    reason where it cannot be installed or started."""
+    service = Gateway(tmp_path_factory.mktemp("gateway"),
+                      {"alice": "alice-secret", "bob": "bob-secret"})
+    try:
+        service.start()
+    except Unavailable as e:
+        service.stop()
+        pytest.skip(f"no Dask Gateway here: {e}")
+    close_gateway_clients_once()
+    yield service
+    service.stop()
+
+
+def kill_a_busy_worker_mid_run(client, run, prefix: str = "scan_partition") -> str:
+    """SIGKILL the worker process running a task whose key starts with ``prefix`` while
+    the thread ``run`` runs a fit; returns the worker's address once the scheduler has
+    lost it, which must happen before the fit ends (a kill mid-run)."""
+    import os
+    import signal
+
+    deadline = time.monotonic() + 120
+    while not (busy := [w for w, keys in client.processing().items()
+                        if any(str(k).startswith(prefix) for k in keys)]):
+        assert run.is_alive() and time.monotonic() < deadline, f"no {prefix} to disturb"
+        time.sleep(0.01)
+    os.kill(client.run(os.getpid, workers=[busy[0]])[busy[0]], signal.SIGKILL)
+    while busy[0] in client.scheduler_info()["workers"]:
+        time.sleep(0.01)
+    assert run.is_alive(), "the fit ended before the worker died"
+    return busy[0]

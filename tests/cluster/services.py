@@ -264,3 +264,65 @@ class Sshd:
                 self.proc.wait(20)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+
+
+class Gateway:
+    """``dask-gateway-server -f cluster/gateway_config.py`` on loopback ports, with the
+    users and passwords given (their hashes in a private ``GATEWAY_USERS`` file)."""
+
+    def __init__(self, root: Path, users: dict[str, str]):
+        self.root = root
+        self.users = users
+        self.address = f"http://127.0.0.1:{free_port()}"
+        self.proxy_address = f"gateway://127.0.0.1:{free_port()}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> Gateway:
+        """Start the gateway; ``Unavailable`` when dask-gateway-server is missing or did
+        not come up."""
+        try:
+            import dask_gateway  # noqa: F401
+            import dask_gateway_server  # noqa: F401
+        except ImportError as e:
+            raise Unavailable(f"{e.name} not installed (pip install dask-gateway "
+                              "'dask-gateway-server[local]', or randsvm-dist[cluster])") from e
+        import hashlib
+
+        users = self.root / "users.json"
+        users.write_text(json.dumps({u: hashlib.sha256(p.encode()).hexdigest()
+                                     for u, p in self.users.items()}))
+        users.chmod(0o600)
+        log = self.root / "gateway.log"
+        env = python_env({"GATEWAY_USERS": str(users),
+                          "GATEWAY_ADDRESS": self.address.split("//")[1],
+                          "GATEWAY_TCP_ADDRESS": self.proxy_address.split("//")[1],
+                          "GATEWAY_WORKER_MEMORY": "2 G"})
+        with open(log, "w") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "dask_gateway_server", "-f",
+                 str(ROOT / "cluster" / "gateway_config.py")], cwd=self.root, env=env,
+                stdout=out, stderr=subprocess.STDOUT)
+        wait_until(self._healthy, 60, "dask-gateway-server", log)
+        return self
+
+    def _healthy(self) -> bool:
+        """The gateway answers its health check (and is still running)."""
+        import urllib.request
+
+        if self.proc.poll() is not None:
+            raise Unavailable(f"dask-gateway-server exited ({self.proc.returncode}): "
+                              f"{log_tail(self.root / 'gateway.log')}")
+        try:
+            with urllib.request.urlopen(f"{self.address}/api/health", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        """Stop the gateway (it stops the clusters it started)."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()

@@ -103,10 +103,10 @@ class Slurm:
         return {**os.environ, "SLURM_CONF": str(self.conf)}
 
     def run(self, *argv: str, cwd: Path | None = None, check: bool = True,
-            env: dict | None = None) -> subprocess.CompletedProcess:
+            env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
         """Run a SLURM command (``sbatch``, ``squeue``, ``scancel``...) on this cluster."""
         return subprocess.run([program(argv[0]), *argv[1:]], cwd=cwd, check=check,
-                              capture_output=True, text=True, timeout=120,
+                              capture_output=True, text=True, timeout=timeout,
                               env={**self.env(), **(env or {})})
 
     def start(self) -> Slurm:

@@ -9,8 +9,13 @@ import threading
 import time
 
 import pytest
-from conftest import TRAIN_PARAMS, kill_a_busy_worker_mid_run, model_digest, print_figure
-from test_slurm import load_recipe
+from cluster_helpers import (
+    TRAIN_PARAMS,
+    kill_a_busy_worker_mid_run,
+    load_recipe,
+    model_digest,
+    print_figure,
+)
 
 pytestmark = pytest.mark.heavy
 

@@ -5,7 +5,6 @@ shell. Models are compared with the embedded default's fit (same route: same byt
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import stat
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import STREAM, TRAIN, Fit, cli, model_digest, print_figure
+from cluster_helpers import STREAM, TRAIN, Fit, cli, load_recipe, model_digest, print_figure
 from services import ROOT, python_env
 
 from randsvm_dist.cli import main as cli_main
@@ -35,7 +34,7 @@ def test_sbatch_script_trains_and_writes_the_model_report_and_private_tls_files(
     t0 = time.monotonic()
     done = slurm.run("sbatch", "--wait", *SMALL_NODE, str(ROOT / "cluster/slurm_batch.sh"),
                      train.url, test.url, str(tmp_path), *TRAIN, cwd=tmp_path,
-                     env=python_env(LOOPBACK), check=False)
+                     env=python_env(LOOPBACK), check=False, timeout=600)
     seconds = time.monotonic() - t0
     job = re.search(r"Submitted batch job (\d+)", done.stdout).group(1)
     log = (tmp_path / f"randsvm-{job}.out").read_text()
@@ -53,14 +52,6 @@ def test_sbatch_script_trains_and_writes_the_model_report_and_private_tls_files(
     print_figure("sbatch slurm_batch.sh", job_seconds=f"{seconds:.1f}",
                  fit_seconds=f"{report['fit_seconds']:.1f}", digest=fit.digest,
                  accuracy=fit.accuracy)
-
-
-def load_recipe(name: str):
-    """A module of ``cluster/`` (the recipes are scripts, not part of the package)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "cluster" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 class JobqueueCluster:

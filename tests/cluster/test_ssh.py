@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sys
 import threading
 import time
 
 import pytest
-from conftest import TRAIN_PARAMS, model_digest, print_figure
-from test_slurm import load_recipe
+from cluster_helpers import (
+    TRAIN_PARAMS,
+    kill_a_busy_worker_mid_run,
+    load_recipe,
+    model_digest,
+    print_figure,
+)
 
 from randsvm_dist import RandSVMClassifier
 
@@ -84,16 +88,7 @@ def test_ssh_cluster_trains_and_a_killed_host_worker_changes_nothing(
 
         run = threading.Thread(target=fit, args=(client, train, tmp_path / "hit.model"))
         run.start()
-        deadline = time.monotonic() + 120
-        while not (busy := [w for w, keys in client.processing().items()
-                            if any(str(k).startswith("scan_partition") for k in keys)]):
-            assert run.is_alive() and time.monotonic() < deadline, "no scan to disturb"
-            time.sleep(0.01)
-        victim = busy[0]
-        os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
-        while victim in client.scheduler_info()["workers"]:
-            time.sleep(0.01)
-        assert run.is_alive(), "the fit ended before the worker died"
+        victim = kill_a_busy_worker_mid_run(client, run)
         run.join(300)
         assert not run.is_alive()
         assert model_digest(tmp_path / "hit.model") == embedded_reference.digest

@@ -18,7 +18,7 @@ from randsvm_dist.cli.options import (
     number_or_name,
     say,
 )
-from randsvm_dist.exceptions import ParameterError, SchemaError
+from randsvm_dist.exceptions import ParameterError
 
 # method -> (class name in randsvm_dist.streaming, options it takes besides C/random-state)
 METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -79,12 +79,9 @@ def cmd_stream(args: argparse.Namespace) -> int:
     est = build_estimator(args.method, C=args.C, random_state=args.random_state,
                           **{k: getattr(args, k) for k in OPTIONAL})
     if args.test:  # fail before training, not after
-        from randsvm_dist.engine.inputs import open_dataset
+        from randsvm_dist.distributed.predict import check_test_set
 
-        train, test = open_dataset(args.data), open_dataset(args.test)
-        if train.n_features != test.n_features:
-            raise SchemaError(f"--test {test} has {test.n_features} features; the training "
-                              f"set has {train.n_features}")
+        check_test_set(args.data, args.test)
     if args.model:
         check_model_path(args.model, args.overwrite)
         args.outputs.file(args.model, overwrite=args.overwrite, what="--model",

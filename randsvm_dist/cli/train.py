@@ -69,6 +69,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         from randsvm_dist.data import Dataset
 
         Dataset.open(args.data, weight_column=args.weight_column)
+    if args.test:  # the test set fails before training, not after
+        from randsvm_dist.distributed.predict import check_test_set
+
+        check_test_set(args.data, args.test,
+                       classify=getattr(args, "svm_type", "c_svc") == "c_svc")
     claim_model_outputs(args)
     check_report_path(args, (args.data, args.test))
     if getattr(args, "checkpoint", None):

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
-from randsvm_dist.core.validation import check_classes
+from randsvm_dist.core.validation import FLOAT32_MAX, check_classes, float32_range_message
 from randsvm_dist.data.checksums import MANIFEST, verify_checksum
 from randsvm_dist.data.filesystem import file_size, resolve
 from randsvm_dist.data.footers import (
@@ -335,7 +335,10 @@ class Dataset:
         values = val.flatten()
         if values.null_count:
             raise SchemaError(f"{path}: a null inside a values list")
-        data = values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+        data = values.to_numpy(zero_copy_only=False)
+        data = _float32_values(data, path, lambda i: (
+            int(np.searchsorted(off_v, i, side="right")) - 1, int(indices[i]))
+        ).astype(np.float32, copy=False)
         if not np.isfinite(data).all():
             bad = int(np.argmax(~np.isfinite(data)))
             row = int(np.searchsorted(off_i, bad, side="right")) - 1
@@ -420,13 +423,25 @@ def _dense_from(table: pa.Table, feature_columns: list[str], path: str) -> np.nd
         if col.null_count:
             row = _first_null(col.combine_chunks())
             raise SchemaError(f"{path}: row {row} has no value in feature column {c!r}")
-        X[j] = col.to_numpy()
+        X[j] = _float32_values(col.to_numpy(), path, lambda r, c=c: (r, repr(c)))
     if not np.isfinite(X).all():
         j, row = (int(v[0]) for v in np.nonzero(~np.isfinite(X)))
         raise SchemaError(f"{path}: row {row}, feature column {feature_columns[j]!r} holds "
                           "a NaN or infinite value; expected finite numbers")
     # Filling feature-major then transposing keeps every column write contiguous.
     return np.ascontiguousarray(X.T)
+
+
+def _float32_values(v: np.ndarray, path: str, where) -> np.ndarray:
+    """v unchanged, unless it holds a finite value a float32 cannot hold: SchemaError by
+    ``float32_range_message`` (``where(i)``: the (row, feature) of v's i-th value)."""
+    if v.dtype.kind == "f" and v.dtype.itemsize > 4 and v.size:
+        big = np.abs(v) > FLOAT32_MAX
+        big &= np.isfinite(v)
+        if big.any():
+            i = int(np.argmax(big))
+            raise SchemaError(f"{path}: " + float32_range_message(float(v[i]), *where(i)))
+    return v
 
 
 def _short_list(a, k: int = 10) -> str:

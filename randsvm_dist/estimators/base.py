@@ -22,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from randsvm_dist.core.constraints import Interval, StrOptions, check_params
 from randsvm_dist.core.seeds import resolve_seed
-from randsvm_dist.core.validation import check_features
+from randsvm_dist.core.validation import check_features, same_width
 from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.inputs import apply_to_dask, is_dask_collection
 from randsvm_dist.engine.partitions import original_rows
@@ -382,12 +382,16 @@ class RandSVMBase(BaseEstimator):
             NotFittedError, SchemaError (wrong feature count, NaN).
         """
         self._check_fitted()
-        X = check_features(X, self.n_features_in_, model=type(self).__name__)
+        sv = self.support_vectors_
+        if getattr(self, "n_features_from_index_", False):  # a stock LIBSVM model
+            X = check_features(X, model=type(self).__name__)
+            X, sv = same_width(X, sv)
+        else:
+            X = check_features(X, self.n_features_in_, model=type(self).__name__)
         if getattr(self, "scaler_", None) is not None:
             X = self.scaler_.transform(X)
         values = decision_values_float64 if float64 else decision_values
-        return values(X, self.support_vectors_, self._problem_coef.T,
-                      self._problem_intercept, self.kernel_)
+        return values(X, sv, self._problem_coef.T, self._problem_intercept, self.kernel_)
 
     def _on_dask(self, method: str, X):
         """``method`` applied lazily to each row block of a Dask collection, or None."""

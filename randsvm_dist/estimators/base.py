@@ -90,7 +90,8 @@ class RandSVMBase(BaseEstimator):
         gap_tol: the default stop: (primal - dual) / |primal| <= gap_tol, the primal
             objective taken over all rows, the dual that of the working set; by weak
             duality this certifies that the model's objective is within that relative
-            distance of the optimum of the whole data set. 0: run until no row violates.
+            distance of the optimum of the whole data set. 0: run until no row violates;
+            such a stop certifies no gap (``certified_`` False) and warns.
         seed: rows that join the first sample (see ``exact.seeding``): None, 'bsgd' or
             'ramp' (classification only), an unfitted streaming learner, or a fitted model
             (a RandSVM estimator fitted on these rows or their first rows). A seed changes
@@ -342,11 +343,21 @@ class RandSVMBase(BaseEstimator):
                                                        or self.scale == "minmax")
 
     def _warn_uncertified(self) -> None:
-        """ConvergenceWarning when the fit stopped without its certificate."""
-        if self.certified_ or (self.gap_tol == 0 and self.optimal_):
+        """ConvergenceWarning when the fit stopped without its certificate (every such
+        stop, as the README says; gap_tol=0's stop at no violator too: no finite run
+        certifies a gap of 0)."""
+        if self.certified_:
             return
         reasons = sorted(set(self.stop_reasons_))
         advice = "; ".join(ADVICE[r] for r in reasons if r in ADVICE)
+        if self.gap_tol == 0:
+            warnings.warn(
+                f"RandSVM stopped ({', '.join(reasons)}) at a relative primal-dual gap of "
+                f"{self.relative_gap_:.3g}; gap_tol=0 runs until no row violates the "
+                "optimality conditions and certifies no gap (certified_ is False). To have "
+                "the gap certified: set gap_tol > 0 (e.g. 1e-6).",
+                ConvergenceWarning, stacklevel=3)
+            return
         warnings.warn(
             f"RandSVM stopped ({', '.join(reasons)}) at a relative primal-dual gap of "
             f"{self.relative_gap_:.3g}, above gap_tol={self.gap_tol:g}: the model is not "

@@ -303,7 +303,22 @@ class StreamingClassifier(ClassifierMixin, BaseEstimator):
         if sw is not None and len(live) < len(y_arr):
             y_arr = y_arr.copy()  # dropped rows may carry a label outside classes
             y_arr[sw <= 0] = classes[0]
-        return self.partial_fit(X, y_arr, classes=classes, sample_weight=sw)
+        self.partial_fit(X, y_arr, classes=classes, sample_weight=sw)
+        return self.compact()
+
+    def compact(self) -> StreamingClassifier:
+        """Drop the working state of the binary learners that prediction does not need
+        (rebuilt if learning goes on; results are the same): ``fit``, ``merge`` and the
+        distributed fit do it, so a fitted learner and its model file hold what prediction
+        needs (a BlurredBallSVM no longer keeps its core-set kernel matrix).
+
+        Returns:
+            self
+        """
+        for learner in getattr(self, "learners_", []):
+            if hasattr(learner, "compact"):
+                learner.compact()
+        return self
 
     # -- prediction ------------------------------------------------------------------------
     def __sklearn_is_fitted__(self) -> bool:
@@ -401,11 +416,11 @@ class StreamingClassifier(ClassifierMixin, BaseEstimator):
         """
         check_mergeable(self, other)
         if not other.n_seen_ or not self.n_seen_:
-            return copy.deepcopy(self if self.n_seen_ else other)
+            return copy.deepcopy(self if self.n_seen_ else other).compact()
         out = copy.copy(self)
         out.learners_ = [a.merge(b) for a, b in zip(self.learners_, other.learners_)]
         out.n_seen_ = self.n_seen_ + other.n_seen_
-        return out
+        return out.compact()
 
 
 def _shown(v) -> str:

@@ -139,3 +139,148 @@ def test_one_class_nu_one_names_nu_not_c(dask_client):
     with pytest.raises(ParameterError, match=r"^nu=1: .*use a nu below 1") as e:
         RandSVMOneClass(nu=1.0, gamma=2.0, client=dask_client).fit(X)
     assert "smaller C" not in str(e.value)
+
+
+def test_unlabelled_csv_note_and_label_column_none(tmp_path):
+    """Item 12: the column taken as the label is named in a note; --label-column none
+    converts unlabelled data (every column a feature)."""
+    from randsvm_dist.data import Dataset
+
+    (tmp_path / "nolabel.csv").write_text("f0,f1\n1,2\n3,4\n5,6\n")
+    out = _run("data", "convert", tmp_path / "nolabel.csv", tmp_path / "guessed",
+               "--no-progress")
+    assert out.returncode == 0, out.stderr
+    assert "the first column 'f0' is taken as the label" in out.stderr
+    assert "--label-column" in out.stderr and "'none'" in out.stderr
+    out = _run("data", "convert", tmp_path / "nolabel.csv", tmp_path / "unlabelled",
+               "--label-column", "none", "--no-progress")
+    assert out.returncode == 0, out.stderr
+    assert "taken as the label" not in out.stderr
+    ds = Dataset.open(str(tmp_path / "unlabelled"))
+    X, y = ds.to_arrays()
+    assert ds.n_features == 2 and X.tolist() == [[1, 2], [3, 4], [5, 6]]
+    assert (np.asarray(y) == 0).all()
+
+
+def test_second_writer_refused_before_any_work(tmp_path):
+    """Item 14: a --model whose lock a live process holds is refused at once: before the
+    command's imports, checks and cluster (its one line is all it prints)."""
+    import socket
+
+    X, y = make_arrays("twonorm", 200, seed=1)
+    write_arrays(X, y, tmp_path / "data", partitions=1)
+    lock = tmp_path / ".m.model.randsvm-lock"
+    lock.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                "since": 0}))
+    for cmd in (["train", tmp_path / "data", "--model", tmp_path / "m.model"],
+                ["stream", tmp_path / "data", "--method", "bsgd", "--model",
+                 tmp_path / "m.model"]):
+        out = _run(*cmd)
+        assert out.returncode == 2, out.stderr
+        line = _one_error_line(out)
+        assert "is being written by process" in line and str(os.getpid()) in line
+        assert out.stderr.strip() == line  # nothing else ran: no cluster, no progress
+    lock.unlink()
+
+
+def test_staging_leftovers_reclaimed_by_the_next_writer(tmp_path):
+    """Item 15: a killed writer's ``.NAME.tmp-*`` beside the output goes with the next
+    writer of that output (others' names stay)."""
+    dd = tmp_path / "dd"
+    out = _run("data", "make", "checkerboard", dd, "--rows", "200", "--no-progress")
+    assert out.returncode == 0, out.stderr
+    left = tmp_path / ".dd.tmp-0123abcd"
+    left.mkdir()
+    (left / "part-00000.parquet").write_bytes(b"x" * 1000)
+    other = tmp_path / ".ddx.tmp-0123abcd"
+    other.mkdir()
+    out = _run("data", "make", "checkerboard", dd, "--rows", "200", "--overwrite",
+               "--no-progress")
+    assert out.returncode == 0, out.stderr
+    assert not left.exists() and other.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".dd.tmp-")]
+
+
+def test_file_staging_leftovers_reclaimed(tmp_path):
+    from randsvm_dist.data.publish import publish_file
+
+    (tmp_path / ".r.tmp-89abcdef.json").write_text("half")
+    publish_file(tmp_path / "r.json", b"{}")
+    assert not (tmp_path / ".r.tmp-89abcdef.json").exists()
+    assert (tmp_path / "r.json").read_bytes() == b"{}"
+
+
+def test_blurred_ball_is_one_name(dask_client, twonorm, tmp_path):
+    """Item 16: the CLI's --method takes the registry's name blurred_ball; the old
+    spelling blurred is still accepted (scripts written with it keep working)."""
+    from randsvm_dist.cli.stream import METHODS, build_estimator
+    from randsvm_dist.streaming import LEARNERS, BlurredBallSVM
+
+    assert set(METHODS) == set(LEARNERS)
+    assert isinstance(build_estimator("blurred"), BlurredBallSVM)
+    help_text = _run("stream", "--help").stdout
+    assert "blurred_ball" in help_text and "{streamsvm,blurred_ball,bsgd,ramp}" in help_text
+    root, *_ = twonorm
+    for i, name in enumerate(("blurred_ball", "blurred")):
+        out = _run("stream", root / "train", "--method", name, "--lookahead", "50",
+                   "--model", tmp_path / f"b{i}.npz",
+                   scheduler=dask_client.scheduler.address)
+        assert out.returncode == 0, out.stderr
+
+
+def test_column_vector_y_warns_once(dask_client):
+    """Item 16: DataConversionWarning once for a column-vector y."""
+    from sklearn.exceptions import DataConversionWarning
+
+    from randsvm_dist.estimators import RandSVMClassifier
+    from randsvm_dist.streaming import StreamSVM
+
+    X, y = make_arrays("twonorm", 300, seed=1)
+    for est in (StreamSVM(), RandSVMClassifier(client=dask_client)):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            est.fit(X, y.reshape(-1, 1))
+        conv = [w for w in got if issubclass(w.category, DataConversionWarning)]
+        assert len(conv) == 1, [str(w.message) for w in conv]
+
+
+def test_two_interrupts_one_line_rc130(tmp_path):
+    """Item 8: Ctrl-C twice, 0.3 s apart, during train on the embedded default: one line,
+    rc 130, no traceback, however many interrupts."""
+    import signal
+    import time
+
+    out = _run("data", "make", "checkerboard", tmp_path / "cb", "--rows", "60000",
+               "--no-progress")
+    assert out.returncode == 0, out.stderr
+    exe = Path(sys.executable).with_name("randsvm-dist")
+    env = {k: v for k, v in os.environ.items() if k != "RANDSVM_DIST_SCHEDULER"}
+    proc = subprocess.Popen([str(exe) if exe.exists() else "randsvm-dist", "train",
+                             str(tmp_path / "cb"), "--model", str(tmp_path / "m.model")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    time.sleep(6)  # the embedded cluster is up or starting; training not finished
+    for _ in range(2):
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "lost sys.stderr" not in err, err
+    assert err.count("randsvm-dist: interrupted") == 1, err
+    assert not (tmp_path / "m.model").exists()
+
+
+def test_lost_scheduler_is_a_cluster_error():
+    """Item 9: a lost scheduler is a cluster error (rc 2) naming it and the checkpoint."""
+    from distributed.client import FutureCancelledError
+
+    from randsvm_dist.cli import _error_line
+    from randsvm_dist.cli.train import _cluster_lost
+
+    e = FutureCancelledError("task-1", "scheduler-connection-lost")
+    line, code = _error_line(e)
+    assert code == 2 and "lost the Dask scheduler" in line, line
+    with_ckpt = _cluster_lost(e, "/tmp/ck")
+    assert "--checkpoint /tmp/ck" in str(with_ckpt) and "--resume" in str(with_ckpt)
+    other = ValueError("x")
+    assert _cluster_lost(other, "/tmp/ck") is other

@@ -99,8 +99,8 @@ def check_float32_range(X, name: str = "X") -> None:
         SchemaError: the first such value, by :func:`float32_range_message`.
     """
     values = X.data if sp.issparse(X) else X
-    if not values.size or float(np.abs(values).max()) <= FLOAT32_MAX:
-        return
+    if not values.size or max(float(values.max()), -float(values.min())) <= FLOAT32_MAX:
+        return  # (max and min: no temporary array the size of X)
     dense = X.toarray() if sp.issparse(X) else X
     row, col = np.argwhere(np.abs(dense) > FLOAT32_MAX)[0]
     raise SchemaError(f"{name}: " + float32_range_message(float(dense[row, col]), int(row),

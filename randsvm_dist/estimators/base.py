@@ -22,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from randsvm_dist.core.constraints import Interval, StrOptions, check_params
 from randsvm_dist.core.seeds import resolve_seed
-from randsvm_dist.core.validation import check_features, same_width
+from randsvm_dist.core.validation import check_features, check_labels, same_width
 from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.inputs import apply_to_dask, is_dask_collection
 from randsvm_dist.engine.partitions import original_rows
@@ -224,6 +224,8 @@ class RandSVMBase(BaseEstimator):
 
         self._check_params()
         t0 = time.perf_counter()
+        if y is not None and not is_dask_collection(y) and np.ndim(y) == 2:
+            y = check_labels(y, int(np.size(y)))  # a column vector: its one warning
         if dataset_kwargs:
             data = open_dataset(data, **dataset_kwargs)
         if checkpoint is not None or not fit_in_process(self, data, y, sample_weight):

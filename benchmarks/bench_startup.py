@@ -6,7 +6,11 @@ before and after a change) are timed the same way. The inputs are small enough t
 work itself takes about a second; what remains is import, cluster start and stop, and
 numba compiling. Timed: ``--help``, an argument error, ``data info``, ``evaluate`` of 20,000
 rows, and ``train`` of the 3,000-row a9a sample cold (an empty numba cache: every jitted
-function compiles) and warm (the cache the cold run filled). Run it alone on the machine:
+function compiles) and warm (the cache the cold run filled). Also timed (issue 40): how
+soon a bad path is reported (``evaluate``/``predict`` of a missing model file, ``train
+--model`` into a missing directory, a second writer of a ``--model`` whose lock a live
+process holds), each exiting with 2; ``--only bad-paths`` times just these, on the embedded
+default (no cluster is needed to refuse them). Run it alone on the machine:
 
     git worktree add /tmp/before e3245da      # the tree before issue 18
     python benchmarks/bench_startup.py --code /tmp/before --label before
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -46,11 +51,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--shared", action="store_true",
                    help="also time the commands against one 'cluster start' cluster")
+    p.add_argument("--only", choices=["bad-paths"], default=None,
+                   help="time only the bad-path reports (see the module docstring)")
     args = p.parse_args(argv)
     env = {**os.environ, "PYTHONPATH": str(args.code.resolve())}
     env.pop("RANDSVM_DIST_SCHEDULER", None)
     work = Path(tempfile.mkdtemp(prefix=f"startup-{args.label}-"))
     train, test, model = work / "train", work / "test", work / "cb.model"
+    if args.only == "bad-paths":
+        return _bad_paths(args, env, work)
     _run(args.code, ["data", "make", "checkerboard", str(train), "--rows", "2000",
                      "--partitions", "2", "--seed", "1", "--no-progress"], env)
     _run(args.code, ["data", "make", "checkerboard", str(test), "--rows", "20000",
@@ -102,6 +111,34 @@ def main(argv: list[str] | None = None) -> int:
         if args.shared:
             subprocess.run([sys.executable, "-m", "randsvm_dist.cli", "cluster", "stop"],
                            env=modes[-1][1], capture_output=True)
+    return 0
+
+
+def _bad_paths(args, env: dict[str, str], work: Path) -> int:
+    """Time the reports of bad paths (each must exit with 2); one JSON line each."""
+    data = work / "data"
+    _run(args.code, ["data", "make", "checkerboard", str(data), "--rows", "2000",
+                     "--partitions", "2", "--seed", "1", "--no-progress"], env)
+    busy = work / "busy.model"
+    lock = work / ".busy.model.randsvm-lock"  # held by this (live) process
+    lock.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                "since": time.time()}))
+    commands = {
+        "evaluate, missing --model file": ["evaluate", str(work / "nope.model"), str(data)],
+        "predict, missing model file": ["predict", str(work / "nope.model"), str(data),
+                                        str(work / "pred-{run}")],
+        "train --model in a missing directory": ["train", str(data), "--model",
+                                                 str(work / "no" / "dir" / "m.model")],
+        "train, a second writer of a locked --model": ["train", str(data), "--model",
+                                                       str(busy), "--overwrite"],
+    }
+    for name, cmd in commands.items():
+        times = [_run(args.code, [a.format(run=i) for a in cmd], env, ok=(2,))
+                 for i in range(args.repeat)]
+        print(json.dumps({"label": args.label, "mode": "bad path", "command": name,
+                          "median_s": round(statistics.median(times), 2),
+                          "runs_s": [round(t, 2) for t in times]}), flush=True)
+    lock.unlink()
     return 0
 
 

@@ -108,15 +108,17 @@ def main(argv: list[str] | None = None) -> int:
     args.outputs = Outputs()
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminated) if in_main else None
+    stopped = None  # the exit code of an interrupt or SIGTERM
     try:
+        _outputs_free(args)
         args.session = _session(args)
         return int(args.func(args) or 0)
-    except Terminated:
-        print("randsvm-dist: terminated (SIGTERM)", file=sys.stderr)
-        return 143
-    except KeyboardInterrupt:
-        print("randsvm-dist: interrupted", file=sys.stderr)
-        return 130
+    except (Terminated, KeyboardInterrupt) as e:
+        stopped = 143 if isinstance(e, Terminated) else 130
+        _quiet_from_now(in_main)  # one line however many interrupts follow
+        print("randsvm-dist: terminated (SIGTERM)" if stopped == 143
+              else "randsvm-dist: interrupted", file=sys.stderr)
+        return stopped
     except Exception as e:  # noqa: BLE001 - a bug: one line, the traceback with --debug
         if args.debug:
             raise
@@ -124,9 +126,59 @@ def main(argv: list[str] | None = None) -> int:
         print(line, file=sys.stderr)
         return code
     finally:
-        if in_main:
-            signal.signal(signal.SIGTERM, previous)
-        _release(args)
+        try:
+            if in_main:
+                signal.signal(signal.SIGTERM, previous)
+            _release(args)
+        except (Terminated, KeyboardInterrupt):  # interrupted again while releasing
+            if stopped is None:
+                stopped = 130
+                _quiet_from_now(in_main)
+                print("randsvm-dist: interrupted", file=sys.stderr)
+        if stopped is not None and argv is None:  # the console script: no shutdown noise
+            _exit_now(stopped)
+
+
+def _quiet_from_now(in_main: bool) -> None:
+    """After an interrupt: further Ctrl-C (SIGINT) and SIGTERM are ignored while the
+    command releases its locks and cluster, and the logs of Dask's threads (cancelled
+    tasks, closed comms) are silenced, so the interrupt stays one line."""
+    if in_main:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    logging.disable(logging.CRITICAL)
+    logging.raiseExceptions = False
+
+
+def _exit_now(code: int) -> None:
+    """End the console script's process with ``code`` once everything is released,
+    without the interpreter's shutdown (where Dask's threads, cancelled under it, would
+    print tracebacks and "lost sys.stderr")."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def _outputs_free(args: argparse.Namespace) -> None:
+    """Refuse at once, before the command's imports and checks, an output path another
+    live ``randsvm-dist`` is writing (its lock: ``data.publish.check_not_locked``); the
+    command claims its outputs later as before.
+
+    Raises:
+        OutputBusyError: such an output.
+    """
+    from randsvm_dist.data.publish import check_not_locked
+
+    names = ["dst", "out", "report"]
+    if args.command in ("train", "stream"):
+        names.append("model")
+    for name in names:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value:
+            check_not_locked(value)
 
 
 def _configure_logging(verbose: bool) -> None:
@@ -158,6 +210,12 @@ def _error_line(e: Exception) -> tuple[str, int]:
     read-only), 1 for anything else (a bug)."""
     if isinstance(e, RandSVMError):
         return f"randsvm-dist: error: {e}", 2
+    if "distributed" in sys.modules:  # a lost scheduler is the cluster's error, not a bug
+        from randsvm_dist.engine.client import lost_cluster
+
+        lost = lost_cluster(e)
+        if lost is not None:
+            return f"randsvm-dist: error: {lost}", 2
     if isinstance(e, OSError):
         return f"randsvm-dist: error: {_os_error(e)}", 2
     return (f"randsvm-dist: internal error: {type(e).__name__}: {str(e)[:300]} (run again "

@@ -35,7 +35,9 @@ def register(subparsers) -> None:
                         "a9a.t needs 123)")
     p.add_argument("--label-column", default=None, metavar="NAME|INDEX",
                    help="CSV: label column name or 0-based index (default: label/class/"
-                        "target/y if present, else the first); Parquet: its name")
+                        "target/y if present, else the first, said in a note), or 'none' "
+                        "for data without labels (every column a feature, labels written "
+                        "as 0: for predict); Parquet: its name")
     p.add_argument("--format", choices=["svmlight", "libsvm", "csv", "parquet"], default=None)
     p.add_argument("--header", choices=["auto", "yes", "no"], default="auto",
                    help="CSV: does line 1 hold column names (default: auto)")

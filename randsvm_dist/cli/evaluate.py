@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from randsvm_dist.cli.model_input import add_model_input, load_model
+from randsvm_dist.cli.model_input import add_model_input, check_model_input, load_model
 from randsvm_dist.cli.options import add_output, add_scheduler, check_report_path, emit
 
 
@@ -16,10 +16,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     Returns:
         0.
     """
+    t0 = time.perf_counter()
+    check_model_input(args)  # at once: before the imports and the cluster
+    check_report_path(args, (args.data, args.model))
     from randsvm_dist.distributed.predict import evaluate_dataset
 
-    t0 = time.perf_counter()
-    check_report_path(args, (args.data, args.model))
     args.session.prefetch()  # the cluster starts while the model loads
     est = load_model(args)
     result = evaluate_dataset(est, args.data, client=args.session.client(),

@@ -13,6 +13,30 @@ def add_model_input(p: argparse.ArgumentParser) -> None:
                         "use only for a file you trust")
 
 
+def check_model_input(args: argparse.Namespace) -> None:
+    """Refuse a local model path that is missing, a directory or unreadable, at once
+    (before the command's imports and its cluster); load_model says the same later for
+    anything this look cannot see (URLs).
+
+    Raises:
+        DataFormatError: as load_model.
+    """
+    import os
+
+    from randsvm_dist.exceptions import DataFormatError
+
+    path = args.model
+    if "://" in path:
+        return
+    if os.path.isdir(path):
+        raise DataFormatError(f"model {path} is a directory; give the model file")
+    if not os.path.exists(path):
+        raise DataFormatError(f"model file {path} not found; give the path that "
+                              "train --model or stream --model wrote")
+    if not os.access(path, os.R_OK):
+        raise DataFormatError(f"model file {path} is not readable (permission denied)")
+
+
 def load_model(args: argparse.Namespace):
     """The model named by ``args.model`` (see :func:`randsvm_dist.model_files.load.load_model`).
 

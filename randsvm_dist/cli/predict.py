@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from randsvm_dist.cli.model_input import add_model_input, load_model
+from randsvm_dist.cli.model_input import add_model_input, check_model_input, load_model
 from randsvm_dist.cli.options import add_output, add_scheduler, emit
 
 
@@ -15,6 +15,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     Returns:
         0.
     """
+    check_model_input(args)  # at once: before the imports and the cluster
     from randsvm_dist.distributed.predict import predict_dataset
 
     args.outputs.directory(args.out, overwrite=args.overwrite, what="output",

@@ -18,16 +18,25 @@ from randsvm_dist.cli.options import (
     number_or_name,
     say,
 )
-from randsvm_dist.exceptions import ParameterError, SchemaError
+from randsvm_dist.exceptions import ParameterError
 
-# method -> (class name in randsvm_dist.streaming, options it takes besides C/random-state)
+# method (the names of randsvm_dist.streaming.LEARNERS, docs/streaming.md's) -> (class name
+# in randsvm_dist.streaming, options it takes besides C/random-state)
 METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
     "streamsvm": ("StreamSVM", ("gamma", "lookahead", "kernel")),
-    "blurred": ("BlurredBallSVM", ("gamma", "lookahead", "kernel", "epsilon")),
+    "blurred_ball": ("BlurredBallSVM", ("gamma", "lookahead", "kernel", "epsilon")),
     "bsgd": ("BudgetedSGD", ("gamma", "budget")),
     "ramp": ("OnlineRampSVM", ("gamma", "kernel")),
 }
+# old spellings still accepted (scripts and submitted jobs written with them keep working);
+# not listed in the help
+ALIASES = {"blurred": "blurred_ball"}
 OPTIONAL = ("gamma", "lookahead", "kernel", "epsilon", "budget")
+
+
+def method_name(text: str) -> str:
+    """``--method``'s value: a method name, an old spelling mapped to it (ALIASES)."""
+    return ALIASES.get(text, text)
 
 
 def build_estimator(method: str, *, C: float | None = None, random_state: int = 0,
@@ -48,6 +57,7 @@ def build_estimator(method: str, *, C: float | None = None, random_state: int = 
     """
     from randsvm_dist import streaming
 
+    method = method_name(method)
     if method not in METHODS:
         raise ParameterError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     cls_name, allowed = METHODS[method]
@@ -73,22 +83,20 @@ def cmd_stream(args: argparse.Namespace) -> int:
         ParameterError: an option the method does not take.
         SchemaError: ``--test`` does not match the training set.
     """
-    from randsvm_dist.app.stream import stream
     from randsvm_dist.model_files.load import check_model_path
+
+    if args.model:  # a bad or busy --model at once, before the imports
+        check_model_path(args.model, args.overwrite)
+        args.outputs.file(args.model, overwrite=args.overwrite, what="--model",
+                          inputs=(args.data, args.test))
+    from randsvm_dist.app.stream import stream
 
     est = build_estimator(args.method, C=args.C, random_state=args.random_state,
                           **{k: getattr(args, k) for k in OPTIONAL})
     if args.test:  # fail before training, not after
-        from randsvm_dist.engine.inputs import open_dataset
+        from randsvm_dist.distributed.predict import check_test_set
 
-        train, test = open_dataset(args.data), open_dataset(args.test)
-        if train.n_features != test.n_features:
-            raise SchemaError(f"--test {test} has {test.n_features} features; the training "
-                              f"set has {train.n_features}")
-    if args.model:
-        check_model_path(args.model, args.overwrite)
-        args.outputs.file(args.model, overwrite=args.overwrite, what="--model",
-                          inputs=(args.data, args.test))
+        check_test_set(args.data, args.test)
     check_report_path(args, (args.data, args.test))
     client = args.session.client()
     trained = stream(est, args.data, client=client, fan_in=args.fan_in, model=args.model,
@@ -111,18 +119,18 @@ def register(subparsers) -> None:
                     "and combine the learners by tree reduction. Options left out take "
                     "the learner's own default.")
     p.add_argument("data", help="Parquet data set (directory or URL, readable by workers)")
-    p.add_argument("--method", required=True, choices=list(METHODS),
-                   help="streamsvm: StreamSVM (MEB); blurred: BlurredBallSVM; bsgd: "
+    p.add_argument("--method", required=True, choices=list(METHODS), type=method_name,
+                   help="streamsvm: StreamSVM (MEB); blurred_ball: BlurredBallSVM; bsgd: "
                         "BudgetedSGD; ramp: OnlineRampSVM")
     p.add_argument("--C", type=float, default=None, help="cost")
     p.add_argument("--gamma", type=number_or_name, default=None,
                    help="kernel width: number, 'scale' or 'auto' (resolved once for the "
                         "whole data set)")
     p.add_argument("--kernel", default=None, choices=["linear", "rbf", "poly", "sigmoid"],
-                   help="streamsvm/blurred/ramp")
+                   help="streamsvm/blurred_ball/ramp")
     p.add_argument("--budget", type=int, default=None, help="bsgd: support vectors kept")
-    p.add_argument("--lookahead", type=int, default=None, help="streamsvm/blurred: L")
-    p.add_argument("--epsilon", type=float, default=None, help="blurred: blur epsilon")
+    p.add_argument("--lookahead", type=int, default=None, help="streamsvm/blurred_ball: L")
+    p.add_argument("--epsilon", type=float, default=None, help="blurred_ball: blur epsilon")
     p.add_argument("--fan-in", type=int, default=2, help="models merged per tree node")
     add_random_state(p)
     add_scheduler(p)

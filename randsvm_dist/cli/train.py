@@ -58,10 +58,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     Raises:
         ParameterError: a bad option value.
     """
-    from randsvm_dist.app.train import estimator_class, train
-
     if getattr(args, "resume", False) and not getattr(args, "checkpoint", None):
         raise ParameterError("--resume needs --checkpoint DIR (where the state was saved)")
+    claim_model_outputs(args)  # a bad or busy --model at once, before the imports
+    from randsvm_dist.app.train import estimator_class, train
+
     params = estimator_params(args)
     est = estimator_class(getattr(args, "svm_type", "c_svc"))(**params)
     est._check_params()  # a bad value fails now, not after the cluster started
@@ -69,7 +70,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         from randsvm_dist.data import Dataset
 
         Dataset.open(args.data, weight_column=args.weight_column)
-    claim_model_outputs(args)
+    if args.test:  # the test set fails before training, not after
+        from randsvm_dist.distributed.predict import check_test_set
+
+        check_test_set(args.data, args.test,
+                       classify=getattr(args, "svm_type", "c_svc") == "c_svc")
     check_report_path(args, (args.data, args.test))
     if getattr(args, "checkpoint", None):
         from randsvm_dist.data.filesystem import makedirs
@@ -78,11 +83,14 @@ def cmd_train(args: argparse.Namespace) -> int:
                                 inputs=(args.data, args.test))
         makedirs(args.checkpoint)  # a read-only place fails now, not after the cluster
     client = args.session.client()
-    trained = train(args.data, args.model, client=client,
-                    svm_type=getattr(args, "svm_type", "c_svc"), params=params,
-                    weight_column=getattr(args, "weight_column", None),
-                    checkpoint=getattr(args, "checkpoint", None),
-                    resume=getattr(args, "resume", False), overwrite=args.overwrite)
+    try:
+        trained = train(args.data, args.model, client=client,
+                        svm_type=getattr(args, "svm_type", "c_svc"), params=params,
+                        weight_column=getattr(args, "weight_column", None),
+                        checkpoint=getattr(args, "checkpoint", None),
+                        resume=getattr(args, "resume", False), overwrite=args.overwrite)
+    except Exception as e:  # a lost cluster: a cluster error naming the checkpoint
+        raise _cluster_lost(e, getattr(args, "checkpoint", None)) from None
     summary = trained.summary()
     if args.test:
         say(args, summary)
@@ -95,6 +103,21 @@ def cmd_train(args: argparse.Namespace) -> int:
             summary = "test " + task_summary(test)
     emit(args, trained.as_dict(), summary)
     return 0
+
+
+def _cluster_lost(e: Exception, checkpoint: str | None) -> Exception:
+    """``e`` itself, or for a lost scheduler or cluster the ClusterError saying so, and
+    where the state so far is for ``--resume`` when the run checkpoints."""
+    from randsvm_dist.engine.client import lost_cluster
+    from randsvm_dist.exceptions import ClusterError
+
+    lost = lost_cluster(e) or (e if isinstance(e, ClusterError) else None)
+    if lost is None:
+        return e
+    if checkpoint and "--resume" not in str(lost):
+        return ClusterError(f"{lost}; the state so far is in --checkpoint {checkpoint}: run "
+                            "the same command with --resume to go on from it")
+    return lost
 
 
 def register(subparsers) -> None:

@@ -56,7 +56,7 @@ PARAMETER_TEXTS: dict[str, str] = {
                "objective taken over all rows, the dual that of the working set; by weak "
                "duality this certifies that the model's objective is within that relative "
                "distance of the optimum of the whole data set. 0: run until no row "
-               "violates.",
+               "violates; such a stop certifies no gap (``certified_`` False) and warns.",
     "cache_size": "LIBSVM's kernel cache in MB per solve.",
     "seed": "rows that join the first sample (see ``exact.seeding``): None, 'bsgd' or "
             "'ramp' (classification only), an unfitted streaming learner, or a fitted model "

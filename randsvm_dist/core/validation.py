@@ -46,7 +46,8 @@ def check_features(X, n_features: int | None = None, *, name: str = "X",
     try:
         from sklearn.utils import check_array  # on first use: a scan worker never needs it
 
-        X = check_array(X, accept_sparse="csr", dtype=np.float32, order="C",
+        # float64 stays float64 until its range is checked (a cast would overflow to inf)
+        X = check_array(X, accept_sparse="csr", dtype=[np.float32, np.float64], order="C",
                         ensure_all_finite=False, ensure_min_samples=min_rows,
                         input_name=name)
     except ValueError as e:
@@ -63,12 +64,72 @@ def check_features(X, n_features: int | None = None, *, name: str = "X",
             f"{name} holds a NaN or infinite value at row {bad[0]}, feature {bad[1]}; "
             "expected finite numbers"
         )
+    if X.dtype == np.float64:
+        check_float32_range(X, name)
+        X = X.astype(np.float32) if sp.issparse(X) else \
+            np.ascontiguousarray(X, dtype=np.float32)
     if n_features is not None and X.shape[1] != n_features:
         raise SchemaError(
             f"{name} has {X.shape[1]} features, but {model} is expecting {n_features} "
             "features as input"
         )
     return X
+
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def float32_range_message(value: float, row: int, feature) -> str:
+    """THE message of a feature value a float32 cannot hold (every check says this)."""
+    def short(v: float, digits: int) -> str:
+        return f"{v:.{digits}g}".replace("e+", "e")
+
+    return (f"value {short(value, 3)} at row {row}, feature {feature} is beyond float32's "
+            f"range ({short(FLOAT32_MAX, 2)}): features are stored as float32; scale the "
+            "feature down")
+
+
+def check_float32_range(X, name: str = "X") -> None:
+    """Refuse finite values a float32 cannot hold (they would become inf when cast).
+
+    Args:
+        X: float64 ndarray or CSR matrix of finite values.
+
+    Raises:
+        SchemaError: the first such value, by :func:`float32_range_message`.
+    """
+    values = X.data if sp.issparse(X) else X
+    if not values.size or max(float(values.max()), -float(values.min())) <= FLOAT32_MAX:
+        return  # (max and min: no temporary array the size of X)
+    dense = X.toarray() if sp.issparse(X) else X
+    row, col = np.argwhere(np.abs(dense) > FLOAT32_MAX)[0]
+    raise SchemaError(f"{name}: " + float32_range_message(float(dense[row, col]), int(row),
+                                                          int(col)))
+
+
+def zero_columns(X, n_columns: int):
+    """X widened to ``n_columns`` by zero columns on the right (dense or CSR; X itself when
+    it is that wide already)."""
+    extra = n_columns - X.shape[1]
+    if extra <= 0:
+        return X
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        return sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_columns))
+    return np.ascontiguousarray(np.hstack([X, np.zeros((X.shape[0], extra), X.dtype)]))
+
+
+def same_width(X, support_vectors):
+    """LIBSVM's feature-index rule where a model that knows only its support vectors'
+    highest index meets data: a feature index missing from either side is a zero, so the
+    narrower of the two gets zero columns (a feature beyond the model's highest index adds
+    nothing to a dot product, and to a distance what stock ``svm-predict`` adds).
+
+    Returns:
+        (X, support_vectors), of one width.
+    """
+    width = max(X.shape[1], support_vectors.shape[1])
+    return zero_columns(X, width), zero_columns(support_vectors, width)
 
 
 def check_labels(y, n_rows: int, *, name: str = "y") -> np.ndarray:
@@ -202,6 +263,9 @@ def class_index(y: np.ndarray, classes: np.ndarray, *, where: str = "y") -> np.n
     Raises:
         SchemaError: a label not among classes, naming its row.
     """
+    if len(y) and _is_number_kind(np.asarray(y)) != _is_number_kind(np.asarray(classes)):
+        raise SchemaError(f"{where}: labels {short_labels(np.unique(np.asarray(y)))} are "
+                          f"not among classes {short_labels(classes)}")
     idx = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
     bad = classes[idx] != y
     if bad.any():
@@ -210,6 +274,35 @@ def class_index(y: np.ndarray, classes: np.ndarray, *, where: str = "y") -> np.n
         raise SchemaError(f"{where}, row {row}: label {label!r} is not among classes "
                           f"{np.asarray(classes).tolist()}")
     return idx.astype(np.int32)
+
+
+def _is_number_kind(a: np.ndarray) -> bool:
+    return a.dtype.kind in "biuf"
+
+
+def unknown_labels(labels, classes) -> np.ndarray:
+    """The values of ``labels`` that are not among ``classes`` (numbers compare by value:
+    1.0 is 1; numbers and strings never match).
+
+    Returns:
+        the unknown labels, in their order in ``labels``.
+    """
+    labels, classes = np.asarray(labels), np.asarray(classes)
+    if not len(labels):
+        return labels
+    if _is_number_kind(labels) != _is_number_kind(classes):
+        return labels
+    if not _is_number_kind(labels):
+        labels, classes = labels.astype(str), classes.astype(str)
+    return labels[~np.isin(labels, classes)]
+
+
+def short_labels(values, at_most: int = 8) -> str:
+    """A list of labels for a message: the first ``at_most`` and how many more."""
+    vals = [v.item() if isinstance(v, np.generic) else v for v in np.asarray(values)]
+    text = ", ".join(repr(v) for v in vals[:at_most])
+    more = f", ... ({len(vals)} in all)" if len(vals) > at_most else ""
+    return f"[{text}{more}]"
 
 
 def check_weighted_classes(positive_counts, classes) -> None:

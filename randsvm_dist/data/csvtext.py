@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import math
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ from randsvm_dist.data.textio import Chunk, split_lines
 from randsvm_dist.exceptions import DataFormatError, SchemaError
 
 LABEL_NAMES = ("label", "class", "target", "y")
+log = logging.getLogger("randsvm_dist")
 
 
 @dataclass
@@ -28,7 +30,7 @@ class CsvLayout:
     """Where things are in the file: column names, label position, header, delimiter."""
 
     names: list[str]
-    label_index: int
+    label_index: int | None  # None: no label column (``label_column='none'``)
     has_header: bool
     delimiter: str
 
@@ -36,6 +38,11 @@ class CsvLayout:
     def feature_indices(self) -> list[int]:
         """0-based positions of the feature columns, in file order."""
         return [j for j in range(len(self.names)) if j != self.label_index]
+
+    @property
+    def labelled(self) -> bool:
+        """Whether a column holds labels (else every row's label is written as 0)."""
+        return self.label_index is not None
 
     @property
     def feature_names(self) -> list[str]:
@@ -70,7 +77,9 @@ def detect_layout(first_line: bytes, path: str, *, header="auto", delimiter: str
         header: True, False, or "auto" (a header when some field of line 1 is not a number).
         delimiter: field separator.
         label_column: the label's name (needs a header) or 0-based index (negative counts
-            from the end); None: a column named label/class/target/y, else the first column.
+            from the end); 'none': no label column (every column a feature, every label
+            written as 0: data for ``predict``); None: a column named label/class/target/y,
+            else the first column, said on the ``randsvm_dist`` logger.
 
     Raises:
         DataFormatError: the first line is not text.
@@ -87,15 +96,16 @@ def detect_layout(first_line: bytes, path: str, *, header="auto", delimiter: str
         has_header = bool(header)
     ncols = len(fields)
     names = [f.strip() for f in fields] if has_header else [f"c{j}" for j in range(ncols)]
-    if ncols < 2:
-        raise SchemaError(f"{path}:1: {ncols} column(s) with delimiter {delimiter!r}; expected "
-                          "a label column and at least one feature column")
     label_index = _label_index(path, names, has_header, label_column)
+    if ncols < 2 and label_index is not None:
+        raise SchemaError(f"{path}:1: {ncols} column(s) with delimiter {delimiter!r}; expected "
+                          "a label column and at least one feature column (data without "
+                          "labels: label column 'none')")
     return CsvLayout(names, label_index, has_header, delimiter)
 
 
 def _label_index(path: str, names: list[str], has_header: bool,
-                 label_column: str | int | None) -> int:
+                 label_column: str | int | None) -> int | None:
     """The label's column among ``names``: named (needs a header), by 0-based index
     (negative counts from the end), or by default a column named label/class/target/y,
     else the first.
@@ -105,9 +115,16 @@ def _label_index(path: str, names: list[str], has_header: bool,
             is out of range.
     """
     ncols = len(names)
+    if isinstance(label_column, str) and label_column.lower() == "none" \
+            and label_column not in names:
+        return None
     if label_column is None:
         lower = [n.lower() for n in names]
         hit = [lower.index(n) for n in LABEL_NAMES if has_header and n in lower]
+        if not hit:
+            log.info("%s: no column named %s: the first column %r is taken as the label "
+                     "(name the label column, or 'none' for data without labels: "
+                     "--label-column)", path, "/".join(LABEL_NAMES), names[0])
         return hit[0] if hit else 0
     if isinstance(label_column, int) or (isinstance(label_column, str)
                                          and label_column.lstrip("-").isdigit()
@@ -161,9 +178,10 @@ _F32_MAX = float(np.finfo(np.float32).max)
 
 def _parse_fast(chunk: Chunk, layout: CsvLayout, skip_first: bool) -> CsvRows:
     cols = [f"c{j}" for j in range(len(layout.names))]
-    lab = cols[layout.label_index]
+    lab = cols[layout.label_index] if layout.labelled else None
     types = {c: pa.float64() for c in cols}
-    types[lab] = pa.string()
+    if lab is not None:
+        types[lab] = pa.string()
     table = pacsv.read_csv(
         io.BytesIO(chunk.data),
         read_options=pacsv.ReadOptions(column_names=cols, skip_rows=1 if skip_first else 0,
@@ -189,6 +207,9 @@ def _parse_fast(chunk: Chunk, layout: CsvLayout, skip_first: bool) -> CsvRows:
         X[k] = col.to_numpy()
     if not np.isfinite(X).all() or (X.size and np.abs(X).max() > _F32_MAX):
         raise _Bad
+    if lab is None:
+        return CsvRows(np.ascontiguousarray(X.T, dtype=np.float32),
+                       np.zeros(table.num_rows), line_no)
     ycol = pc.utf8_trim_whitespace(table.column(lab).combine_chunks())
     if len(ycol) and pc.min(pc.binary_length(ycol)).as_py() == 0:
         raise _Bad
@@ -243,7 +264,7 @@ def _check_line(text: str, where: str, layout: CsvLayout) -> None:
     if len(fields) != ncols:
         raise DataFormatError(f"{where}: {len(fields)} fields; expected {ncols} "
                               f"(delimiter {layout.delimiter!r})")
-    label = fields[layout.label_index].strip()
+    label = fields[layout.label_index].strip() if layout.labelled else "0"
     if not label:
         raise DataFormatError(f"{where}: empty label in column "
                               f"{layout.names[layout.label_index]!r}")

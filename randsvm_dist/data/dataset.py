@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 import scipy.sparse as sp
 
 from randsvm_dist.core.current_worker import worker_address
-from randsvm_dist.core.validation import check_classes
+from randsvm_dist.core.validation import FLOAT32_MAX, check_classes, float32_range_message
 from randsvm_dist.data.checksums import MANIFEST, verify_checksum
 from randsvm_dist.data.dense_read import numbers, read_dense
 from randsvm_dist.data.filesystem import file_size, resolve
@@ -336,7 +336,10 @@ class Dataset:
         values = val.flatten()
         if values.null_count:
             raise SchemaError(f"{path}: a null inside a values list")
-        data = values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+        data = values.to_numpy(zero_copy_only=False)
+        data = _float32_values(data, path, lambda i: (
+            int(np.searchsorted(off_v, i, side="right")) - 1, int(indices[i]))
+        ).astype(np.float32, copy=False)
         if not np.isfinite(data).all():
             bad = int(np.argmax(~np.isfinite(data)))
             row = int(np.searchsorted(off_i, bad, side="right")) - 1
@@ -407,6 +410,18 @@ def _label_numpy(col: pa.ChunkedArray, path: str, name: str) -> np.ndarray:
         row = int(np.argmax(~np.isfinite(y)))
         raise SchemaError(f"{path}: row {row} has a NaN or infinite label in column {name!r}")
     return y
+
+
+def _float32_values(v: np.ndarray, path: str, where) -> np.ndarray:
+    """v unchanged, unless it holds a finite value a float32 cannot hold: SchemaError by
+    ``float32_range_message`` (``where(i)``: the (row, feature) of v's i-th value)."""
+    if v.dtype.kind == "f" and v.dtype.itemsize > 4 and v.size:
+        big = np.abs(v) > FLOAT32_MAX
+        big &= np.isfinite(v)
+        if big.any():
+            i = int(np.argmax(big))
+            raise SchemaError(f"{path}: " + float32_range_message(float(v[i]), *where(i)))
+    return v
 
 
 def _short_list(a, k: int = 10) -> str:

@@ -15,10 +15,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from randsvm_dist.core.validation import FLOAT32_MAX, float32_range_message
 from randsvm_dist.exceptions import SchemaError
 
 BATCH_ROWS = 1 << 15
-FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def read_dense(source, columns: list[str], feature_columns: list[str], path: str
@@ -89,9 +89,8 @@ def _checked(col: pa.Array, path: str, name: str, first_row: int) -> np.ndarray:
     if bad.any():
         k = int(np.argmax(bad))
         if np.isfinite(v[k]):
-            raise SchemaError(f"{path}: value {v[k]:.3g} at row {first_row + k}, feature "
-                              f"column {name!r} is beyond float32's range "
-                              f"({FLOAT32_MAX:.2g}); scale the feature down")
+            raise SchemaError(f"{path}: " + float32_range_message(float(v[k]),
+                                                                  first_row + k, repr(name)))
         raise SchemaError(f"{path}: row {first_row + k}, feature column {name!r} holds a "
                           "NaN or infinite value; expected finite numbers")
     return v

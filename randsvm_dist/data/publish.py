@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import threading
@@ -26,6 +27,7 @@ from randsvm_dist.exceptions import DataFormatError, OutputBusyError
 LOCK_SUFFIX = ".randsvm-lock"
 _HELD: dict[str, int] = {}
 _HELD_GUARD = threading.Lock()
+_STAGING: set[str] = set()  # staging paths this process is writing now
 
 
 def _pid_alive(pid: int) -> bool:
@@ -55,6 +57,33 @@ class OutputLock:
         self.path = str(full.parent / f".{full.name}{LOCK_SUFFIX}") if full else ""
         self.held = False
 
+    def reclaim_staging(self, prefix: str, suffix: str = "") -> None:
+        """Delete the staging leftovers ``<prefix><8 hex digits><suffix>`` beside the
+        output that a killed writer left (``kill -9``: nothing ran to clean up). While
+        the lock is held no other process writes the output, so every such name is a
+        leftover, but those this process is staging right now (``_STAGING``)."""
+        if not (self.local and self.held):
+            return
+        parent = Path(self.path).parent
+        pattern = re.compile(re.escape(prefix) + r"[0-9a-f]{8}" + re.escape(suffix) + "$")
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            return
+        for name in names:
+            if not pattern.match(name):
+                continue
+            left = parent / name
+            if str(left) in _STAGING:
+                continue
+            try:
+                if left.is_dir() and not left.is_symlink():
+                    shutil.rmtree(left)
+                else:
+                    left.unlink()
+            except OSError:
+                pass  # not ours to remove after all (permissions): leave it
+
     def acquire(self) -> OutputLock:
         """Take the lock.
 
@@ -78,12 +107,7 @@ class OutputLock:
                             not _pid_alive(int(owner.get("pid", 0))):
                         Path(self.path).unlink(missing_ok=True)  # its writer died
                         continue
-                    who = f"process {owner.get('pid')} on {owner.get('host')}" if owner \
-                        else "another process"
-                    raise OutputBusyError(
-                        f"output {self.target} is being written by {who} right now (lock "
-                        f"file {self.path}); wait for it, or delete the lock file if that "
-                        "process no longer runs") from None
+                    raise _busy(self.target, self.path, owner) from None
                 except OSError as e:
                     raise DataFormatError(f"output {self.target}: cannot write in "
                                           f"{os.path.dirname(self.path)} ({e.strerror})") \
@@ -112,6 +136,32 @@ class OutputLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def _busy(target: str, path: str, owner: dict | None) -> OutputBusyError:
+    who = f"process {owner.get('pid')} on {owner.get('host')}" if owner else "another process"
+    return OutputBusyError(f"output {target} is being written by {who} right now (lock file "
+                           f"{path}); wait for it, or delete the lock file if that process "
+                           "no longer runs")
+
+
+def check_not_locked(target: str | os.PathLike) -> None:
+    """Refuse at once an output whose lock another live process holds (a look only: the
+    lock is taken later, by :class:`OutputLock`); a command calls it before its imports
+    and checks, so that a second writer is refused at once.
+
+    Raises:
+        OutputBusyError: the lock file exists and its writer runs (or runs on another
+            host).
+    """
+    lock = OutputLock(target)
+    if not lock.local or lock.path in _HELD or not os.path.exists(lock.path):
+        return
+    owner = _lock_owner(lock.path)
+    if owner and owner.get("host") == socket.gethostname() and \
+            not _pid_alive(int(owner.get("pid", 0))):
+        return  # its writer died: the lock is taken over when the output is claimed
+    raise _busy(lock.target, lock.path, owner)
 
 
 def _lock_owner(path: str) -> dict | None:
@@ -183,11 +233,16 @@ def publish_file(path: str | os.PathLike, data: bytes | Callable[[str], None], *
         _replace_url(s, data)
         return s
     full = Path(local_path(s))
-    with OutputLock(s):
+    with OutputLock(s) as lock:
         check_output_file(s, overwrite, what)
+        lock.reclaim_staging(f".{full.stem}.tmp-", full.suffix)
         tmp = full.parent / f".{full.stem}.tmp-{uuid.uuid4().hex[:8]}{full.suffix}"
         write = data if callable(data) else (lambda p: _write_synced(p, data))
-        _replace_local(tmp, full, write, f"{what} {s}: cannot write it ({{error}})")
+        _STAGING.add(str(tmp))
+        try:
+            _replace_local(tmp, full, write, f"{what} {s}: cannot write it ({{error}})")
+        finally:
+            _STAGING.discard(str(tmp))
     return s
 
 
@@ -243,8 +298,10 @@ class AtomicDir:
             self.lock.acquire()
             try:
                 check_replaceable(self.fs, str(self.dst), overwrite, self.dst_str)
+                self.lock.reclaim_staging(f".{self.dst.name}.tmp-")
                 self.tmp = self.dst.parent / f".{self.dst.name}.tmp-{uuid.uuid4().hex[:8]}"
                 self.tmp.mkdir()
+                _STAGING.add(str(self.tmp))
             except OSError as e:
                 self.lock.release()
                 raise DataFormatError(f"output {self.dst_str}: cannot write in "
@@ -327,6 +384,7 @@ class AtomicDir:
             raise DataFormatError(f"output {self.dst_str}: cannot publish it "
                                   f"({e.strerror or e})") from None
         self.done = True
+        _STAGING.discard(self.tmp_path)
         self.lock.release()
         return self.dst_str
 
@@ -344,6 +402,7 @@ class AtomicDir:
                 except FileNotFoundError:
                     pass
         finally:
+            _STAGING.discard(self.tmp_path)
             self.lock.release()
 
     def __enter__(self) -> AtomicDir:

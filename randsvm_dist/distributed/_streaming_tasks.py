@@ -73,6 +73,7 @@ def fit_partition(estimator: StreamingClassifier, ds, i: int, seed: int | None,
         est.partial_fit(X, np.asarray(y), classes=classes)
     except SchemaError as e:
         raise SchemaError(f"{ds.paths[i]} (partition {i}): {e}") from None
+    est.compact()  # what travels to the merge: what prediction and merging need
     return est, {"rows": int(X.shape[0]), "n_core": est.n_core_, "partitions": 1,
                  "seconds": time.perf_counter() - t0, "worker": worker_address() or "local"}
 

@@ -8,6 +8,7 @@ manifest (see :class:`randsvm_dist.data.publish.AtomicDir`); ``read_predictions`
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 
@@ -15,10 +16,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from randsvm_dist.core.validation import class_index
+from randsvm_dist.core.validation import class_index, short_labels, unknown_labels
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.client import dask_client, put
 from randsvm_dist.exceptions import SchemaError
+
+log = logging.getLogger("randsvm_dist")
 
 
 def _labels(ds) -> list[str]:
@@ -26,9 +29,62 @@ def _labels(ds) -> list[str]:
 
 
 def _check_features(estimator, ds) -> None:
-    if ds.n_features != estimator.n_features_in_:
-        raise SchemaError(f"{ds} has {ds.n_features} features; the model expects "
-                          f"{estimator.n_features_in_}")
+    """Refuse data of another width than the model's, except for a model that knows only
+    its support vectors' highest index (a stock LIBSVM file): it takes data of any width
+    by LIBSVM's rule (a missing index is a zero; ``core.validation.same_width``), said
+    once on the ``randsvm_dist`` logger."""
+    n_model = estimator.n_features_in_
+    if ds.n_features == n_model:
+        return
+    if getattr(estimator, "n_features_from_index_", False):
+        what = (f"features {n_model + 1}..{ds.n_features} are beyond the model's highest "
+                "feature index and taken as zeros in its support vectors"
+                if ds.n_features > n_model else
+                f"the model's features {ds.n_features + 1}..{n_model} are taken as zeros "
+                "in the data")
+        log.info("%s has %d features, the model's support vectors use features up to %d "
+                 "(a stock LIBSVM model): %s, as LIBSVM's svm-predict does", ds,
+                 ds.n_features, n_model, what)
+        return
+    raise SchemaError(f"{ds} has {ds.n_features} features; the model expects {n_model}")
+
+
+def check_labels_known(classes, ds, whose: str = "the model's classes") -> None:
+    """Refuse, before any work, a data set whose labels are not all among ``classes`` (a
+    classifier's), naming both label sets in one line.
+
+    Args:
+        classes: the classes the labels must be among.
+        ds: the Dataset (its labels: from its metadata, or one pass over its label column).
+        whose: what to call ``classes`` in the message.
+
+    Raises:
+        SchemaError: a label of ds not among classes.
+    """
+    labels = ds.classes
+    unknown = unknown_labels(labels, classes)
+    if len(unknown):
+        raise SchemaError(f"{ds} has labels {short_labels(labels)}, {whose} are "
+                          f"{short_labels(classes)}: labels {short_labels(unknown)} are "
+                          "not among them")
+
+
+def check_test_set(data, test, *, classify: bool = True) -> None:
+    """Check a ``--test`` set against the training set before any work: the same feature
+    count and (``classify``) labels all among the training set's.
+
+    Raises:
+        SchemaError: the feature counts differ, or a test label is not a training label.
+    """
+    from randsvm_dist.engine.inputs import open_dataset
+
+    train_ds, test_ds = open_dataset(data), open_dataset(test)
+    if train_ds.n_features != test_ds.n_features:
+        raise SchemaError(f"--test {test_ds} has {test_ds.n_features} features; the "
+                          f"training set has {train_ds.n_features}")
+    if classify:
+        check_labels_known(train_ds.classes, test_ds,
+                           f"the labels of the training set {train_ds}")
 
 
 def _predict_partition(estimator, ds, i: int, path: str, filesystem) -> int:
@@ -256,6 +312,7 @@ def evaluate_dataset(estimator, data, client=None, *, normal_label=None) -> dict
             out = {"task": "one_class", **one_class_metrics(scores, labels, normal_label)}
         out["seconds"] = time.perf_counter() - t0
         return out
+    check_labels_known(estimator.classes_, ds)
     proba = hasattr(estimator, "predict_proba")  # False without probabilities
     with dask_client(client) as c:
         est = put(c, estimator)

@@ -20,6 +20,25 @@ from randsvm_dist.engine.scheduler_env import SCHEDULER_ENV
 from randsvm_dist.exceptions import ClusterError
 
 
+def lost_cluster(e: BaseException) -> ClusterError | None:
+    """The ClusterError a lost scheduler or cluster shows up as, or None for anything
+    else: tasks cancelled because the connection to the scheduler was lost, a closed
+    comm, a closed client's event loop.
+
+    Args:
+        e: an exception that ended a call.
+    """
+    name = type(e).__name__
+    text = str(e)
+    if name == "FutureCancelledError" and "scheduler-connection-lost" in text or \
+            name in ("CommClosedError", "StreamClosedError") or \
+            (isinstance(e, RuntimeError) and "IOLoop is closed" in text):
+        return ClusterError(f"lost the Dask scheduler while the command ran ({name}: "
+                            f"{text.splitlines()[0][:120] if text else 'connection closed'}): "
+                            "the cluster or its scheduler stopped; start it again")
+    return None
+
+
 def _default_client():
     """Dask's current default client, or None."""
     from distributed import default_client
@@ -63,6 +82,10 @@ def dask_client(client=None, security=None):
     elif not isinstance(client, Client):
         raise ClusterError(f"client must be None, a scheduler address or a "
                            f"distributed.Client; got {type(client).__name__}")
+    elif client.status in ("closing", "closed"):
+        raise ClusterError(f"the distributed.Client passed is {client.status} (closed "
+                           "clients cannot run tasks): pass an open one, a scheduler "
+                           "address, or None")
     try:
         if not client.scheduler_info().get("workers"):
             wait_for_workers(client, 1, timeout=30)

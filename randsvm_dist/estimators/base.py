@@ -23,7 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 from randsvm_dist.core.constraints import Interval, StrOptions, check_params
 from randsvm_dist.core.parameter_texts import documented
 from randsvm_dist.core.seeds import resolve_seed
-from randsvm_dist.core.validation import check_features
+from randsvm_dist.core.validation import check_features, check_labels, same_width
 from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.dask_collections import is_dask_collection
 from randsvm_dist.engine.dask_predict import apply_to_dask
@@ -176,6 +176,8 @@ class RandSVMBase(BaseEstimator):
 
         self._check_params()
         t0 = time.perf_counter()
+        if y is not None and not is_dask_collection(y) and np.ndim(y) == 2:
+            y = check_labels(y, int(np.size(y)))  # a column vector: its one warning
         inputs = prepare_fit_input(data, y, sample_weight, dataset_kwargs)
         if checkpoint is not None or not fit_in_process(self, inputs):
             with dask_client(self.client) as client:
@@ -300,11 +302,21 @@ class RandSVMBase(BaseEstimator):
                                                        or self.scale == "minmax")
 
     def _warn_uncertified(self) -> None:
-        """ConvergenceWarning when the fit stopped without its certificate."""
-        if self.certified_ or (self.gap_tol == 0 and self.optimal_):
+        """ConvergenceWarning when the fit stopped without its certificate (every such
+        stop, as the README says; gap_tol=0's stop at no violator too: no finite run
+        certifies a gap of 0)."""
+        if self.certified_:
             return
         reasons = sorted(set(self.stop_reasons_))
         advice = "; ".join(ADVICE[r] for r in reasons if r in ADVICE)
+        if self.gap_tol == 0:
+            warnings.warn(
+                f"RandSVM stopped ({', '.join(reasons)}) at a relative primal-dual gap of "
+                f"{self.relative_gap_:.3g}; gap_tol=0 runs until no row violates the "
+                "optimality conditions and certifies no gap (certified_ is False). To have "
+                "the gap certified: set gap_tol > 0 (e.g. 1e-6).",
+                ConvergenceWarning, stacklevel=3)
+            return
         warnings.warn(
             f"RandSVM stopped ({', '.join(reasons)}) at a relative primal-dual gap of "
             f"{self.relative_gap_:.3g}, above gap_tol={self.gap_tol:g}: the model is not "
@@ -340,12 +352,16 @@ class RandSVMBase(BaseEstimator):
             NotFittedError, SchemaError (wrong feature count, NaN).
         """
         self._check_fitted()
-        X = check_features(X, self.n_features_in_, model=type(self).__name__)
+        sv = self.support_vectors_
+        if getattr(self, "n_features_from_index_", False):  # a stock LIBSVM model
+            X = check_features(X, model=type(self).__name__)
+            X, sv = same_width(X, sv)
+        else:
+            X = check_features(X, self.n_features_in_, model=type(self).__name__)
         if getattr(self, "scaler_", None) is not None:
             X = self.scaler_.transform(X)
         values = decision_values_float64 if float64 else decision_values
-        return values(X, self.support_vectors_, self._problem_coef.T,
-                      self._problem_intercept, self.kernel_)
+        return values(X, sv, self._problem_coef.T, self._problem_intercept, self.kernel_)
 
     def _on_dask(self, method: str, X):
         """``method`` applied lazily to each row block of a Dask collection, or None."""

@@ -167,6 +167,9 @@ def load_randsvm_model(data: bytes, where: str, estimators: Mapping[str, type]):
     classes = meta.get("classes")
     est._adopt(model, support, None if classes is None else np.asarray(classes), n_features)
     est.history_ = meta.get("history", [])
+    # a stock LIBSVM model knows no feature count, only its support vectors' highest index:
+    # it meets data of any width as LIBSVM does (a missing index is a zero)
+    est.n_features_from_index_ = "n_features" not in meta
     est.scaler_ = None
     if meta.get("scaling"):
         from randsvm_dist.distributed.scaling import FeatureScaler

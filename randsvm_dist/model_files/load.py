@@ -143,6 +143,7 @@ def streaming_model_bytes(model) -> bytes:
         NotFittedError: not fitted; DataFormatError: an attribute of a type not storable.
     """
     model._check_fitted()
+    model.compact()  # the file holds what prediction needs, not the working state
     classes = _streaming_classes()
     if type(model).__name__ not in classes:
         raise DataFormatError(f"cannot save a {type(model).__name__}: not a model kind of "

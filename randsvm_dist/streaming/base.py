@@ -303,11 +303,26 @@ class StreamingClassifier(ClassifierMixin, BaseEstimator):
         if sw is not None and len(live) < len(y_arr):
             y_arr = y_arr.copy()  # dropped rows may carry a label outside classes
             y_arr[sw <= 0] = classes[0]
-        return self.partial_fit(X, y_arr, classes=classes, sample_weight=sw)
+        self.partial_fit(X, y_arr, classes=classes, sample_weight=sw)
+        return self.compact()
+
+    def compact(self) -> StreamingClassifier:
+        """Drop the working state of the binary learners that prediction does not need
+        (rebuilt if learning goes on; results are the same): ``fit``, ``merge`` and the
+        distributed fit do it, so a fitted learner and its model file hold what prediction
+        needs (a BlurredBallSVM no longer keeps its core-set kernel matrix).
+
+        Returns:
+            self
+        """
+        for learner in getattr(self, "learners_", []):
+            if hasattr(learner, "compact"):
+                learner.compact()
+        return self
 
     # -- prediction ------------------------------------------------------------------------
     def __sklearn_is_fitted__(self) -> bool:
-        return hasattr(self, "learners_")
+        return getattr(self, "n_seen_", 0) > 0
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -315,8 +330,25 @@ class StreamingClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
     def _check_fitted(self):
+        """THE "fitted?" rule of every streaming learner: fitted once a row of weight > 0
+        was learnt (an empty first batch sets the classes up but fits nothing).
+
+        Raises:
+            NotFittedError: no row learnt yet.
+        """
         if not hasattr(self, "learners_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet")
+        if not getattr(self, "n_seen_", 0):
+            raise NotFittedError(f"this {type(self).__name__} has learnt no row yet (its "
+                                 "batches were empty or all their weights <= 0): call "
+                                 "partial_fit with rows first")
+
+    def _merge_settings(self) -> dict:
+        """The settings two learners must share to be merged (name -> value; a value of
+        None is not known yet and not compared). Subclasses add theirs (kernel, resolved
+        gamma, degree, coef0, budget, ...); the classes and the feature count are checked
+        by :meth:`merge` itself."""
+        return {}
 
     def decision_function(self, X) -> np.ndarray:
         """Signed scores.
@@ -359,35 +391,82 @@ class StreamingClassifier(ClassifierMixin, BaseEstimator):
 
     @property
     def n_core_(self) -> int:
-        """Points (or support vectors) kept, summed over the binary learners."""
-        self._check_fitted()
+        """Points (or support vectors) kept, summed over the binary learners (0 before a
+        row was learnt)."""
+        if not hasattr(self, "learners_"):
+            self._check_fitted()
+        if not self.n_seen_:
+            return 0
         return int(sum(learner.n_core for learner in self.learners_))
 
     # -- combination -----------------------------------------------------------------------
     def merge(self, other: StreamingClassifier) -> StreamingClassifier:
         """Combine two learners fitted on disjoint parts of one data set.
 
+        A learner that has learnt no row yet (an empty partition) adds nothing: the result
+        is a copy of the other one.
+
         Returns:
             a new learner (the inputs are unchanged).
 
         Raises:
+            NotFittedError: either learner never saw a batch.
             SchemaError: different types, classes or feature counts.
+            ParameterError: different settings (:func:`check_mergeable`).
         """
-        self._check_fitted()
-        other._check_fitted()
-        if type(other) is not type(self):
-            raise SchemaError(f"cannot merge {type(self).__name__} with {type(other).__name__}")
-        if not np.array_equal(self.classes_, other.classes_):
-            raise SchemaError(
-                f"cannot merge learners with classes {self.classes_.tolist()} and "
-                f"{other.classes_.tolist()}"
-            )
-        if self.n_features_in_ != other.n_features_in_:
-            raise SchemaError(
-                f"cannot merge learners with {self.n_features_in_} and "
-                f"{other.n_features_in_} features"
-            )
+        check_mergeable(self, other)
+        if not other.n_seen_ or not self.n_seen_:
+            return copy.deepcopy(self if self.n_seen_ else other).compact()
         out = copy.copy(self)
         out.learners_ = [a.merge(b) for a, b in zip(self.learners_, other.learners_)]
         out.n_seen_ = self.n_seen_ + other.n_seen_
-        return out
+        return out.compact()
+
+
+def _shown(v) -> str:
+    return repr(float(v)) if isinstance(v, (float, np.floating)) else repr(v)
+
+
+def _same_value(a, b) -> bool:
+    if isinstance(a, (float, np.floating)) or isinstance(b, (float, np.floating)):
+        try:
+            return bool(np.isclose(float(a), float(b), rtol=1e-9, atol=0.0))
+        except (TypeError, ValueError):
+            return False
+    return a == b
+
+
+def check_mergeable(a: StreamingClassifier, b: StreamingClassifier) -> None:
+    """THE merge-compatibility check of every streaming learner: same type, classes and
+    feature count, and the same :meth:`StreamingClassifier._merge_settings` (kernel,
+    resolved gamma, degree, coef0, budget, ...).
+
+    Raises:
+        NotFittedError: either learner never saw a batch.
+        SchemaError: different types, classes or feature counts.
+        ParameterError: a setting differs, named with both values (one line).
+    """
+    for est in (a, b):
+        if not hasattr(est, "learners_"):
+            raise NotFittedError(f"this {type(est).__name__} is not fitted yet")
+    name = type(a).__name__
+    if type(b) is not type(a):
+        raise SchemaError(f"cannot merge {name} with {type(b).__name__}")
+    if not np.array_equal(a.classes_, b.classes_):
+        raise SchemaError(f"cannot merge {name} learners with classes {a.classes_.tolist()} "
+                          f"and {b.classes_.tolist()}")
+    if a.n_features_in_ != b.n_features_in_:
+        raise SchemaError(f"cannot merge {name} learners with {a.n_features_in_} and "
+                          f"{b.n_features_in_} features")
+    mine, theirs = a._merge_settings(), b._merge_settings()
+    for key, va in mine.items():
+        vb = theirs.get(key)
+        if va is None or vb is None or _same_value(va, vb):
+            continue
+        hint = ""
+        if key == "gamma" and (a.get_params().get("gamma") == "scale"
+                               or b.get_params().get("gamma") == "scale"):
+            hint = ("; gamma='scale' was resolved from each learner's own first batch: pass "
+                    "a number when the learners are fitted on different parts")
+        raise ParameterError(f"cannot merge {name} learners with {key} {_shown(va)} and "
+                             f"{_shown(vb)}{hint}")

@@ -398,6 +398,19 @@ class OnlineRampSVM(StreamingClassifier):
         return _RampBinary(self.kernel_, float(self.C), float(self.s), m, bool(self.active),
                            float(self.tol), float(self.gain_tol), n_features)
 
+    def _merge_settings(self) -> dict:
+        """Kernel, resolved gamma, degree, coef0 and the ramp's settings."""
+        k = self.kernel_
+        out = {"kernel": k.name, "C": float(self.C), "s": float(self.s),
+               "max_non_sv": self.max_non_sv, "active": bool(self.active)}
+        if k.name != "linear":
+            out["gamma"] = float(k.gamma)
+        if k.name in ("poly", "sigmoid"):
+            out["coef0"] = float(k.coef0)
+        if k.name == "poly":
+            out["degree"] = int(k.degree)
+        return out
+
     def merge(self, other: OnlineRampSVM) -> OnlineRampSVM:
         """Unite the kept points of two learners and continue CCCP/SMO over them.
 

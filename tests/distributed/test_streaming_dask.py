@@ -237,7 +237,7 @@ def test_stream_command(dask_client, twonorm, tmp_path, capsys):
 
 
 def test_build_estimator():
-    est = build_estimator("blurred", C=2.0, random_state=4, lookahead=3, epsilon=0.2,
+    est = build_estimator("blurred_ball", C=2.0, random_state=4, lookahead=3, epsilon=0.2,
                           gamma=None, kernel=None, budget=None)
     assert type(est).__name__ == "BlurredBallSVM"
     assert (est.C, est.lookahead, est.epsilon, est.random_state) == (2.0, 3, 0.2, 4)

@@ -324,7 +324,7 @@ def test_merge_rejects_different_kernels(noisy):
     X, y = noisy
     a = OnlineRampSVM(gamma=1.0).fit(X, y)
     b = OnlineRampSVM(gamma=2.0).fit(X, y)
-    with pytest.raises(ParameterError, match="different settings"):
+    with pytest.raises(ParameterError, match="gamma 1.0 and 2.0"):
         a.merge(b)
 
 

@@ -199,6 +199,14 @@ class BudgetedSGD(StreamingClassifier):
     def _new_binary(self, n_features: int, seed: int) -> _BinaryBSGD:
         return _BinaryBSGD(n_features, seed=seed, **self._validate())
 
+    def _merge_settings(self) -> dict:
+        """Resolved gamma, budget, merge size and method, bias, averaging (lambda is
+        checked by the binary merge: it may differ when derived from row counts)."""
+        g = self.learners_[0].gamma
+        return {"gamma": None if g is None else float(g), "budget": int(self.budget),
+                "merge_size": int(self.merge_size), "merge_method": self.merge_method,
+                "fit_intercept": bool(self.fit_intercept), "average": bool(self.average)}
+
     # -- fitted attributes -----------------------------------------------------------------
     def _sum_counter(self, c: int) -> int:
         self._check_fitted()

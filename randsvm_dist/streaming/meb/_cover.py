@@ -183,6 +183,7 @@ class BallCover(CoverMerge):
     def partial_fit(self, X, y, sample_weight=None) -> BallCover:
         """Fold rows into the cover (X validated float32 dense/CSR, y in {-1, +1}); a row of
         weight w has slack cost C w (its augmented e part is (C w)^-1/2)."""
+        self.restore_working()
         y = readonly_rows(np.ascontiguousarray(y, dtype=np.float64))
         iw = np.ones(X.shape[0]) if sample_weight is None else \
             np.ascontiguousarray(1.0 / np.asarray(sample_weight, dtype=np.float64))
@@ -260,10 +261,66 @@ class BallCover(CoverMerge):
         out = copy.deepcopy(self)
         if out.st[ST_NBUF] == 0:
             return out
+        out.restore_working()
         while out.dual and out.st[ST_NSTORE] + out.L > out.S.shape[0]:
             out._grow_store()
         out._enclose_buffer()
         return out
+
+    # -- what a fitted cover keeps -------------------------------------------------------
+    def compact(self) -> None:
+        """Keep only what prediction (and the flush it does first) needs: the stored points
+        some live ball uses, the buffered points, the balls. Dropped: the store's spare
+        capacity, the buffer's, and the core-set kernel matrix of the store (``Ks``: m x m
+        float64, 128 MB at m = 4,000), all rebuilt by :meth:`restore_working` when learning
+        goes on. Learning, prediction and merging give the same results either way."""
+        if getattr(self, "compacted", False):
+            return
+        if self.dual:
+            self._compact_store()
+            m = int(self.st[ST_NSTORE])
+            self.S, self.Sn, self.Siw = (self.S[:m].copy(), self.Sn[:m].copy(),
+                                         self.Siw[:m].copy())
+            self.A = self.A[:, :m].copy()
+            if self.coreset:
+                self.Ks = np.zeros((0, 0))
+        nbuf = int(self.st[ST_NBUF])
+        for name in ("BX", "By", "Bf", "Bn", "Biw"):
+            setattr(self, name, getattr(self, name)[:nbuf].copy())
+        self.compacted = True
+
+    def restore_working(self) -> None:
+        """Undo :meth:`compact`: the working capacity and the core-set kernel matrix
+        (recomputed from the stored points); nothing when not compacted."""
+        if not getattr(self, "compacted", False):
+            return
+        L = self.L
+
+        def grown(a: np.ndarray, rows: int, fill: float = 0.0) -> np.ndarray:
+            out = np.full((rows, *a.shape[1:]), fill)
+            out[:len(a)] = a
+            return out
+
+        self.BX, self.By, self.Bf, self.Bn = (grown(getattr(self, n), L)
+                                              for n in ("BX", "By", "Bf", "Bn"))
+        self.Biw = grown(self.Biw, L, 1.0)
+        if self.dual:
+            m = int(self.st[ST_NSTORE])
+            cap = max(64, 4 * L)
+            while m + L > cap // 2:
+                cap *= 2
+            self.S, self.Sn = grown(self.S, cap), grown(self.Sn, cap)
+            self.Siw = grown(self.Siw, cap, 1.0)
+            A = np.zeros((self.kmax, cap))
+            A[:, :m] = self.A[:, :m]
+            self.A = A
+            if self.coreset:
+                self.Ks = np.zeros((cap, cap))
+                if m:
+                    self.Ks[:m, :m] = compiled(cross_gram)(self.S[:m], self.Sn[:m],
+                                                           self.S[:m], self.Sn[:m],
+                                                           *self._kargs())
+        self.compacted = False
 
     # -- geometry / prediction ---------------------------------------------------------
     def ball_scores(self, X) -> np.ndarray:

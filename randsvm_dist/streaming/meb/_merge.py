@@ -37,6 +37,8 @@ class CoverMerge:
         radius) up to max_balls.
         """
         a, b = self.flushed(), other.flushed()
+        a.restore_working()
+        b.restore_working()
         if a.n_balls == 0:
             return b
         if b.n_balls == 0:

@@ -102,6 +102,11 @@ class BlurredBallSVM(BallCoverSVM):
         return _BlurredCover(n_features, epsilon=float(eps), max_balls=int(kb), rule=self.rule,
                              coreset=self.cover == "points", **args)
 
+    def _merge_settings(self) -> dict:
+        """StreamSVM's settings plus the blur and the cover kind."""
+        return {**super()._merge_settings(), "epsilon": float(self.epsilon),
+                "cover": self.cover}
+
     def set_params(self, **params):
         """scikit-learn set_params; a new ``rule`` also applies to fitted learners."""
         super().set_params(**params)

@@ -134,6 +134,21 @@ class BallCoverSVM(StreamingClassifier):
                 "normalize": resolve_normalize(self)}
 
 
+    def _merge_settings(self) -> dict:
+        """Kernel, resolved gamma, degree, coef0, C, bias and normalisation (see
+        :func:`randsvm_dist.streaming.base.check_mergeable`)."""
+        kern = self.learners_[0].kernel
+        out = {"kernel": self.kernel, "C": float(self.C),
+               "fit_intercept": bool(self.fit_intercept), "normalize": resolve_normalize(self)}
+        if self.kernel != "linear":
+            out["gamma"] = None if kern is None else float(kern.gamma)
+        if self.kernel in ("poly", "sigmoid"):
+            out["coef0"] = float(self.coef0)
+        if self.kernel == "poly":
+            out["degree"] = int(self.degree)
+        return out
+
+
 class StreamSVM(BallCoverSVM):
     """One-pass l2-SVM by a streaming minimum enclosing ball (Algorithms 1 and 2).
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from randsvm_dist.cli.data import add_feature_columns
 from randsvm_dist.cli.estimator_options import add_estimator_options
 from randsvm_dist.cli.estimator_options import estimator_params as options_to_params
 from randsvm_dist.cli.options import (
@@ -59,16 +60,19 @@ def cmd_train(args: argparse.Namespace) -> int:
         ParameterError: a bad option value.
     """
     from randsvm_dist.app.train import estimator_class, train
+    from randsvm_dist.cli.data import feature_columns
 
     if getattr(args, "resume", False) and not getattr(args, "checkpoint", None):
         raise ParameterError("--resume needs --checkpoint DIR (where the state was saved)")
     params = estimator_params(args)
     est = estimator_class(getattr(args, "svm_type", "c_svc"))(**params)
     est._check_params()  # a bad value fails now, not after the cluster started
-    if getattr(args, "weight_column", None):  # so does a bad weight column (its schema)
+    features = feature_columns(args, weight_column=getattr(args, "weight_column", None))
+    if getattr(args, "weight_column", None) or features:  # so do bad columns (the schema)
         from randsvm_dist.data import Dataset
 
-        Dataset.open(args.data, weight_column=args.weight_column)
+        Dataset.open(args.data, weight_column=getattr(args, "weight_column", None),
+                     feature_columns=features)
     claim_model_outputs(args)
     check_report_path(args, (args.data, args.test))
     if getattr(args, "checkpoint", None):
@@ -81,7 +85,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     trained = train(args.data, args.model, client=client,
                     svm_type=getattr(args, "svm_type", "c_svc"), params=params,
                     weight_column=getattr(args, "weight_column", None),
-                    checkpoint=getattr(args, "checkpoint", None),
+                    feature_columns=features, checkpoint=getattr(args, "checkpoint", None),
                     resume=getattr(args, "resume", False), overwrite=args.overwrite)
     summary = trained.summary()
     if args.test:
@@ -111,6 +115,7 @@ def register(subparsers) -> None:
     p.add_argument("--weight-column", default=None, metavar="COLUMN",
                    help="a numeric column of per-row sample weights (a row's box is C x "
                         "class weight x its weight; not a feature)")
+    add_feature_columns(p)
     p.add_argument("--seed-from", default=None, choices=["bsgd", "ramp"],
                    help="start from this streaming learner, trained per partition on the "
                         "workers and tree-merged: its support vectors join the first sample")

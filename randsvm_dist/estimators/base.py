@@ -38,6 +38,13 @@ from randsvm_dist.estimators.fit_routes import (
     scale_partitions,
     seed_setup,
 )
+from randsvm_dist.estimators.fitted_attributes import (
+    check_feature_names,
+    finish_attributes,
+    input_info,
+    one_column_coef,
+    record_feature_names,
+)
 from randsvm_dist.exact.bounds import support_bound
 from randsvm_dist.exact.cancellation import cancel_check
 from randsvm_dist.exact.driver import run_randsvm
@@ -63,6 +70,10 @@ ADVICE = {
 }
 
 
+NO_LIMIT = 10**6  # max_iter=-1
+HARD_MARGIN_C = 1e10  # C=np.inf (as scikit-learn: "equivalent to a very large C value")
+
+
 class RandSVMBase(BaseEstimator):
     """Parameters and fitting machinery shared by the RandSVM estimators.
 
@@ -79,7 +90,8 @@ class RandSVMBase(BaseEstimator):
             is filled to). 'auto': 2 x the paper's k estimate, at most an eighth of the
             rows and at least 5,000 (``exact.route.auto_sample_size``).
         bound_epsilon, bound_delta, separable: parameters of the paper's k estimate.
-        max_iter: most solve/scan iterations per problem.
+        max_iter: most solve/scan iterations per problem; -1: no limit (SVC's -1; SVC's
+            counts the solver's iterations, this the driver's).
         tol: LIBSVM's tolerance of the first solve (its -e); also the slack of a violator.
             When the working set's own gap keeps the certified gap above gap_tol, the next
             solve divides tol by the ratio of that gap to 0.35 x gap_tol (at least 2x, at
@@ -147,7 +159,7 @@ class RandSVMBase(BaseEstimator):
         "bound_epsilon": [Interval(Real, 0, None, closed="neither")],
         "bound_delta": [Interval(Real, 0, None, closed="neither")],
         "separable": ["boolean"],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), Interval(Integral, -1, -1)],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "violator_tol": [Interval(Real, 0, 1, closed="left")],
         "gap_tol": [Interval(Real, 0, 1, closed="left")],
@@ -223,6 +235,8 @@ class RandSVMBase(BaseEstimator):
 
         self._check_params()
         t0 = time.perf_counter()
+        info = input_info(data)
+        record_feature_names(self, data, info)
         if dataset_kwargs:
             data = open_dataset(data, **dataset_kwargs)
         if checkpoint is not None or not fit_in_process(self, data, y, sample_weight):
@@ -238,6 +252,7 @@ class RandSVMBase(BaseEstimator):
                 self.phases_ = {"placement": placement, **self.phases_}
         self.fit_time_ = time.perf_counter() - t0
         self.phases_["total"] = self.fit_time_
+        finish_attributes(self, info)
         self._warn_uncertified()
         return self
 
@@ -265,10 +280,12 @@ class RandSVMBase(BaseEstimator):
                  if self.kernel != "linear" else 1.0)
         kernel = Kernel(self.kernel, gamma, int(self.degree), float(self.coef0))
         k, r = self._sample_sizes(totals.n_rows)
-        solver = SolverParams(float(getattr(self, "C", 1.0)), kernel, tol=float(self.tol),
+        C = float(getattr(self, "C", 1.0))
+        solver = SolverParams(HARD_MARGIN_C if np.isinf(C) else C, kernel, tol=float(self.tol),
                               cache_size=float(self.cache_size), backend=self.solver)
         problems = self._problems(totals, classes, solver)
-        cfg = RunConfig(k=k, sample_size=r, max_iter=int(self.max_iter),
+        cfg = RunConfig(k=k, sample_size=r, max_iter=NO_LIMIT if self.max_iter == -1
+                        else int(self.max_iter),
                         violator_tol=float(self.violator_tol), gap_tol=float(self.gap_tol),
                         margin_tol=float(self.tol), random_state=rs, route=self.route)
         return FitSetup(kernel, gamma, k, r, totals.n_rows, problems, cfg)
@@ -331,6 +348,7 @@ class RandSVMBase(BaseEstimator):
         self.relative_gap_ = float(self.relative_gaps_.max())
         self.certified_ = bool(self.gap_tol > 0 and self.relative_gap_ <= self.gap_tol)
         self.k_, self.sample_size_, self.gamma_ = setup.k, min(setup.r, setup.n_rows), setup.gamma
+        self._n_rows_fit = setup.n_rows
         self.phases_ = {**getattr(self, "phases_", {}), "assembly": t_attr - t,
                         "attributes": time.perf_counter() - t_attr}
 
@@ -359,7 +377,28 @@ class RandSVMBase(BaseEstimator):
         self.kernel_ = model.kernel
         self.n_features_in_ = int(n_features)
         self.support_ = np.asarray(support, np.int64)
-        self.support_vectors_ = model.support_vectors
+        self._sv = self.support_vectors_ = model.support_vectors  # fit: a copy as the input
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """w = dual_coef_ @ support_vectors_ for the linear kernel, (1, n_features),
+        read-only, as SVR's and OneClassSVM's ``coef_`` (the classifier has its own).
+
+        Raises:
+            AttributeError: not a linear kernel.
+        """
+        return one_column_coef(self)
+
+    def __sklearn_clone__(self):
+        """scikit-learn's ``clone``: the parameters cloned (deep-copied where they are no
+        estimators), except a ``distributed.Client``, which the clone shares: a client
+        holds a connection and cannot be copied (``cross_val_score``, ``GridSearchCV``)."""
+        from sklearn.base import clone
+
+        params = self.get_params(deep=False)
+        client = params.pop("client", None)
+        return type(self)(**{k: clone(v, safe=False) for k, v in params.items()},
+                          client=client)
 
     # -- prediction ------------------------------------------------------------------------
     def __sklearn_is_fitted__(self) -> bool:
@@ -382,11 +421,12 @@ class RandSVMBase(BaseEstimator):
             NotFittedError, SchemaError (wrong feature count, NaN).
         """
         self._check_fitted()
+        check_feature_names(self, X)
         X = check_features(X, self.n_features_in_, model=type(self).__name__)
         if getattr(self, "scaler_", None) is not None:
             X = self.scaler_.transform(X)
         values = decision_values_float64 if float64 else decision_values
-        return values(X, self.support_vectors_, self._problem_coef.T,
+        return values(X, getattr(self, "_sv", self.support_vectors_), self._problem_coef.T,
                       self._problem_intercept, self.kernel_)
 
     def _on_dask(self, method: str, X):

@@ -34,7 +34,8 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
     """Exact kernel C-SVM for data sets of millions of rows: RandSVM-1 on Dask, LIBSVM solves.
 
     Args:
-        C: box constraint (> 0).
+        C: box constraint (> 0); ``np.inf``: a hard margin, solved as C = 1e10
+            (``base.HARD_MARGIN_C``), as SVC/SVR treat it.
         class_weight: None, 'balanced' or {label: weight}; C of a class is C x weight.
         multi_class: 'ovo' (LIBSVM's and SVC's one-vs-one: a C-SVC per pair of classes on
             the rows of those two classes, all pairs solved concurrently on the workers,
@@ -44,9 +45,14 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
             k(k-1)/2) pairwise values); one-vs-rest models always give 'ovr'.
         break_ties: predict by the argmax of the 'ovr'-shaped decision function instead of
             the votes (as SVC; more than two classes and decision_function_shape='ovr').
-        probability: fit Platt's sigmoid per pair on held-out decision values (see
-            ``estimators.calibration``: about 0.8 of a fit more), for ``predict_proba``;
-            written into the model file as LIBSVM's probA/probB.
+        probability: fit Platt's sigmoid per pair on held-out decision values, for
+            ``predict_proba``; written into the model file as LIBSVM's probA/probB. Rows
+            in memory (arrays, DataFrames) get LIBSVM's internal 5-fold cross-validation
+            with SVC's fold assignment for the same ``random_state``
+            (``estimators.cross_val_probability``); data on the workers 5 folds by row
+            keys, or above ``calibration.CV_MAX_ROWS`` rows one hold-out fold
+            (``estimators.calibration``). ``probability_method_`` says which:
+            'libsvm_cv5', 'cv5' or 'holdout'.
         The other parameters are ``RandSVMBase``'s (kernel, gamma, gap_tol, ...).
 
     Fitted attributes: those of ``RandSVMBase`` and ``classes_``, ``problems_``
@@ -62,7 +68,7 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
     _svm_type = "c_svc"  # LIBSVM's name; the key of estimators.ESTIMATORS
     _parameter_constraints: dict = {
         **RandSVMBase._parameter_constraints,
-        "C": [Interval(Real, 0, None, closed="neither")],
+        "C": [Interval(Real, 0, None, closed="right")],  # np.inf: a hard margin
         "class_weight": [StrOptions({"balanced"}), dict, None],
         "multi_class": [StrOptions({"ovo", "ovr"})],
         "decision_function_shape": [StrOptions({"ovo", "ovr"})],
@@ -104,21 +110,29 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
                 Dataset.
             ClusterError: the cluster cannot be reached.
         """
-        return self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
+        from randsvm_dist.estimators.cross_val_probability import calibrate_in_memory
 
-    def _in_process_allowed(self) -> bool:
-        # Platt scaling's cross-validated fits run on the cluster
-        return super()._in_process_allowed() and not self.probability
+        rows = (data, y, sample_weight) if self.probability else None
+        self._calibrate_on_workers = rows is not None and not calibrate_in_memory(self, *rows,
+                                                                                   dry=True)
+        self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
+        if rows is not None and not self._calibrate_on_workers:
+            calibrate_in_memory(self, *rows)
+        return self
 
     def _fit_partitions(self, client, parts, classes, dataset=None,
                         checkpoint: str | None = None, resume: bool = False) -> None:
         super()._fit_partitions(client, parts, classes, dataset, checkpoint, resume)
-        if self.probability:
-            from randsvm_dist.estimators.calibration import fit_sigmoids
+        if self.probability and getattr(self, "_calibrate_on_workers", True):
+            from randsvm_dist.estimators.calibration import fit_sigmoids, probability_method
 
-            prob_a, prob_b = fit_sigmoids(client, parts, classes, self)
-            self._libsvm.prob_a, self._libsvm.prob_b = prob_a, prob_b
-            self.probA_, self.probB_ = prob_a, prob_b
+            self._set_probabilities(*fit_sigmoids(client, parts, classes, self),
+                                    probability_method(parts.n_rows))
+
+    def _set_probabilities(self, prob_a, prob_b, method: str) -> None:
+        self._libsvm.prob_a, self._libsvm.prob_b = prob_a, prob_b
+        self.probA_, self.probB_ = prob_a, prob_b
+        self.probability_method_ = method
 
     def _class_weights(self, classes: np.ndarray, counts: np.ndarray) -> np.ndarray:
         cw = self.class_weight
@@ -144,7 +158,7 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         if positive is not None:
             check_weighted_classes(positive, classes)
         counts = totals.class_counts(len(classes))
-        w = self._class_weights(classes, counts)
+        w = self.class_weight_ = self._class_weights(classes, counts)
         if len(classes) == 2:
             kinds = [CSVC(1, None, float(w[1]), float(w[0]))]
             sizes = [counts.sum()]
@@ -188,6 +202,7 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         self.classes_ = (np.asarray(classes) if classes is not None
                          else np.asarray(model.labels))
         k = len(self.classes_)
+        self.class_weight_ = getattr(self, "class_weight_", np.ones(k))
         if model.svm_type == OVR_SVM_TYPE:
             self.problems_ = [(j, -1) for j in range(k)]
             self.dual_coef_ = np.asarray(model.sv_coef, np.float64).T

@@ -24,7 +24,8 @@ class RandSVMRegressor(RegressorMixin, RandSVMBase):
     the relative gap (``gap_tol``).
 
     Args:
-        C: box constraint (> 0).
+        C: box constraint (> 0); ``np.inf``: a hard margin, solved as C = 1e10
+            (``base.HARD_MARGIN_C``), as SVC/SVR treat it.
         epsilon: half-width of the epsilon-insensitive tube (>= 0), as SVR.
         The other parameters are ``RandSVMBase``'s (kernel, gamma, gap_tol, ...).
 
@@ -36,7 +37,7 @@ class RandSVMRegressor(RegressorMixin, RandSVMBase):
     _task = "regression"
     _parameter_constraints: dict = {
         **RandSVMBase._parameter_constraints,
-        "C": [Interval(Real, 0, None, closed="neither")],
+        "C": [Interval(Real, 0, None, closed="right")],  # np.inf: a hard margin
         "epsilon": [Interval(Real, 0, None, closed="left")],
     }
 

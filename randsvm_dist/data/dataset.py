@@ -33,6 +33,7 @@ from randsvm_dist.data.footers import (
     sparse_facts,
     stored_stats,
 )
+from randsvm_dist.data.parquet_layout import read_row_groups, split_row_groups
 from randsvm_dist.data.schema import INDICES, LABEL, VALUES
 from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
 
@@ -47,7 +48,7 @@ class Dataset:
                  partition_rows: list[int], meta: dict | None,
                  classes: np.ndarray | None, class_counts: np.ndarray | None,
                  nnz: int | None, checksums: dict[str, str] | None = None,
-                 weight_column: str | None = None):
+                 weight_column: str | None = None, row_groups: list | None = None):
         self.url = url
         self.filesystem = filesystem
         self.paths = list(paths)
@@ -62,6 +63,8 @@ class Dataset:
         self._nnz = nnz
         self.checksums = dict(checksums or {})  # path -> crc32 from _manifest.json
         self.weight_column = weight_column
+        # per partition: the row groups of its file it reads (None: the whole file)
+        self.row_groups = list(row_groups) if row_groups is not None else None
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -100,6 +103,7 @@ class Dataset:
                 m is not None and m.get("version", 1) >= 2 for m in metas):
             raise DataFormatError(f"{url} has no {MANIFEST}: its write did not finish (the "
                                   "writer was interrupted); write the data set again")
+        paths, rows, groups = split_row_groups(fs, paths, rows, checksums)
         check_label_and_weight(url, schema0, label_column, weight_column)
         ds_meta, classes, counts = stored_stats(metas, schema0, label_column)
         names = schema0.names
@@ -117,7 +121,8 @@ class Dataset:
                  is_sparse=is_sparse, n_features=-1 if n_features is None else n_features,
                  partition_rows=rows, meta=ds_meta, classes=classes,
                  class_counts=counts, nnz=nnz, checksums=checksums,
-                 weight_column=weight_column)
+                 weight_column=weight_column,
+                 row_groups=groups if any(g is not None for g in groups) else None)
         if is_sparse and n_features is None:
             ds.n_features = ds._scan_max_index() + 1
         return ds
@@ -150,7 +155,7 @@ class Dataset:
     @cached_property
     def nbytes_on_disk(self) -> int:
         """Total size of the partition files in bytes."""
-        return sum(file_size(self.filesystem, p) for p in self.paths)
+        return sum(file_size(self.filesystem, p) for p in dict.fromkeys(self.paths))
 
     def estimated_nbytes(self) -> int:
         """Bytes :meth:`to_arrays` would need for X and y (sparse: from the stored nnz)."""
@@ -209,7 +214,10 @@ class Dataset:
             cols.append(self.weight_column)
         expected = self.checksums.get(path)
         try:
-            if expected is None:
+            groups = self.row_groups[i] if self.row_groups else None
+            if groups is not None:  # a run of row groups of a large file
+                table = read_row_groups(self.filesystem, path, groups, cols)
+            elif expected is None:
                 table = pq.read_table(path, columns=cols, filesystem=self.filesystem,
                                       use_threads=False)
             else:  # one read: the bytes are checked, then parsed from memory

@@ -79,3 +79,62 @@ def _entries(fs, path: str) -> list[tuple[str, bool]] | None:
     if not fs.isdir(path):
         return None
     return [(d["name"], d.get("type") == "directory") for d in fs.ls(path, detail=True)]
+
+
+# A file of more rows than this with several row groups is read as several partitions
+# (consecutive whole row groups, each partition at least this many rows where the groups
+# allow): one large file written by pandas, polars, DuckDB or Spark's coalesce(1).
+SPLIT_ROWS = 1_000_000
+
+
+def split_row_groups(fs, paths: list[str], rows: list[int], checksums: dict,
+                     split_rows: int | None = None):
+    """Partitions from files: a file of more than ``split_rows`` rows and several row
+    groups becomes one partition per run of consecutive whole row groups of at least
+    ``split_rows`` rows (the last takes the remainder); files with a checksum (the
+    package's own, written one partition per file) are never split.
+
+    Returns:
+        (paths, rows, groups): per partition its file, its rows (from the footers) and the
+        row groups it reads (None: the whole file).
+    """
+    import pyarrow.parquet as pq
+
+    limit = SPLIT_ROWS if split_rows is None else int(split_rows)
+    out_paths, out_rows, out_groups = [], [], []
+    for path, n in zip(paths, rows):
+        if n <= limit or path in checksums:
+            out_paths.append(path)
+            out_rows.append(n)
+            out_groups.append(None)
+            continue
+        md = pq.read_metadata(path, filesystem=fs)
+        runs: list[tuple[list[int], int]] = []
+        run, run_rows = [], 0
+        for g in range(md.num_row_groups):
+            run.append(g)
+            run_rows += md.row_group(g).num_rows
+            if run_rows >= limit:
+                runs.append((run, run_rows))
+                run, run_rows = [], 0
+        if run:
+            if runs and run_rows < limit // 2:  # a short tail joins the run before it
+                last, last_rows = runs.pop()
+                run, run_rows = last + run, last_rows + run_rows
+            runs.append((run, run_rows))
+        for groups, k in runs:
+            out_paths.append(path)
+            out_rows.append(k)
+            out_groups.append(None if len(runs) == 1 else tuple(groups))
+    return out_paths, out_rows, out_groups
+
+
+def read_row_groups(fs, path: str, groups, columns: list[str]):
+    """The ``columns`` of row groups ``groups`` of one file (pyarrow's
+    ``ParquetFile.read_row_groups``: only those groups' bytes are read)."""
+    import pyarrow.parquet as pq
+
+    f = fs.open_input_file(path) if isinstance(fs, pafs.FileSystem) else fs.open(path, "rb")
+    with f:
+        return pq.ParquetFile(f).read_row_groups(list(groups), columns=columns,
+                                                 use_threads=False)

@@ -113,8 +113,6 @@ def fit_sigmoids(client, parts: PartitionSet, classes, est) -> tuple[np.ndarray,
 def _fold_values(client, parts: PartitionSet, classes, est, stream: int, fold: int) -> list:
     """Per partition: (decision values, coded labels, weights) of the fold's rows, from a
     fit of the other rows on the workers."""
-    from randsvm_dist.estimators.classifier import RandSVMClassifier
-
     futures = parts.all(client)
     sizes = np.asarray(gather(client, [client.submit(_training_count, f, stream, fold,
                                                      pure=False, retries=2)
@@ -125,11 +123,9 @@ def _fold_values(client, parts: PartitionSet, classes, est, stream: int, fold: i
         [client.submit(_training_rows, f, stream, int(o), fold, pure=False, retries=2)
          for f, o in zip(futures, offsets)], offsets, sizes, parts.n_features,
         parts.is_sparse, coding=parts.coding, weighted=parts.weighted)
-    params = {k: v for k, v in est.get_params(deep=False).items()
-              if k in RandSVMClassifier._parameter_constraints}
-    aux = RandSVMClassifier(**{**params, "probability": False, "client": None, "seed": None,
-                               "random_state": est.random_seed_,
-                               "gamma": est.gamma_ if est.kernel != "linear" else est.gamma})
+    aux = est._fold_estimator(probability=False, client=None, seed=None,
+                              random_state=est.random_seed_,
+                              gamma=est.gamma_ if est.kernel != "linear" else est.gamma)
     aux._fit_partitions(client, train, classes)
     return gather(client, [client.submit(_held_out_values, f, stream, aux, fold, pure=False,
                                          retries=2) for f in futures],

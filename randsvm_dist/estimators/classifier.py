@@ -63,6 +63,28 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
     one-vs-rest models ``dual_coef_`` (k, n_SV) and ``intercept_`` (k,), model j scoring
     class j against the rest. ``relative_gaps_`` holds each problem's (pair's) certified
     gap, ``relative_gap_`` the worst.
+
+    Differences from SVC, by design: ``n_iter_`` counts the driver's solve/scan
+    iterations (``history_`` holds each), not the solver's; a model fitted on dense rows
+    also predicts sparse rows (and the other way round); ``support_`` is int64 (data sets
+    beyond 2**31 rows).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randsvm_dist import RandSVMClassifier
+    >>> X = np.array([[-2, -1], [-1, -1], [-1, -2], [1, 1], [1, 2], [2, 1]])
+    >>> y = np.array([1, 1, 1, 2, 2, 2])
+    >>> clf = RandSVMClassifier(kernel="linear", random_state=0).fit(X, y)
+    >>> clf.predict([[-0.8, -1], [3, 2]])
+    array([1, 2])
+    >>> clf.support_vectors_
+    array([[-1., -1.],
+           [ 1.,  1.]])
+    >>> clf.coef_
+    array([[0.5, 0.5]])
+    >>> clf.certified_
+    True
     """
 
     _svm_type = "c_svc"  # LIBSVM's name; the key of estimators.ESTIMATORS
@@ -128,6 +150,13 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
 
             self._set_probabilities(*fit_sigmoids(client, parts, classes, self),
                                     probability_method(parts.n_rows))
+
+    def _fold_estimator(self, **overrides) -> RandSVMClassifier:
+        """A classifier of this one's parameters (``overrides`` applied) for Platt
+        scaling's fold fits: always this class's own parameters, never a subclass's."""
+        params = {k: v for k, v in self.get_params(deep=False).items()
+                  if k in RandSVMClassifier._parameter_constraints}
+        return RandSVMClassifier(**{**params, **overrides})
 
     def _set_probabilities(self, prob_a, prob_b, method: str) -> None:
         self._libsvm.prob_a, self._libsvm.prob_b = prob_a, prob_b

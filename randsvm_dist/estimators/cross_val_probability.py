@@ -82,13 +82,9 @@ def _rows(X, idx: np.ndarray):
 def _fold_values(est, X, t: np.ndarray, w, cp: float, cn: float,
                  perm: np.ndarray) -> np.ndarray:
     """Held-out decision values (positive towards t = +1) of the pair's rows."""
-    from randsvm_dist.estimators.classifier import RandSVMClassifier
-
     n = len(t)
     dec = np.zeros(n)
-    params = {k: v for k, v in est.get_params(deep=False).items()
-              if k in RandSVMClassifier._parameter_constraints}
-    params.update(C=1.0, class_weight={0: cn, 1: cp}, probability=False,
+    params = dict(C=1.0, class_weight={0: cn, 1: cp}, probability=False,
                   gamma=est.gamma_ if est.kernel != "linear" else est.gamma,
                   random_state=est.random_seed_, seed=None, scale=None, k=None)
     for f in range(N_FOLDS):
@@ -100,7 +96,7 @@ def _fold_values(est, X, t: np.ndarray, w, cp: float, cn: float,
         if pos == 0 or neg == 0:
             dec[test] = 0.0 if pos == neg else (1.0 if pos else -1.0)
             continue
-        sub = RandSVMClassifier(**params)
+        sub = est._fold_estimator(**params)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             sub.fit(_rows(X, train), (t[train] > 0).astype(np.int64),

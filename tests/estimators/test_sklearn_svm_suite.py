@@ -21,7 +21,6 @@ import importlib.util
 import sys
 import types
 
-import numpy as np
 import pytest
 import sklearn.svm
 

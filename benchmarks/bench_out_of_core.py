@@ -212,7 +212,8 @@ def main() -> None:
         "scan_seconds": [round(r["scan_seconds"], 2) for r in history],
         "evals_per_core_second": [round(r["kernel_evals_per_core_second"] / 1e9, 3)
                                   for r in history],
-        "memory_plan": history[0].get("memory_plan") if history else None,
+        "memory_plan": (json.loads(history[0]["memory_plan"])
+                        if history and history[0].get("memory_plan") else None),
         "scan_worker_rss_mb": [round(r.get("scan_worker_rss", 0) / 1e6) for r in history],
         "worker_peak_rss_mb": [round(v / 1e6) for v in worker_peaks],
         "all_process_peaks_mb": {workers_rss.names.get(k, str(k))[:60] + f" [{k}]":

@@ -71,8 +71,8 @@ class TrainResult:
 
 def train(data: str, model: str, *, client, svm_type: str = "c_svc",
           params: dict | None = None, weight_column: str | None = None,
-          checkpoint: str | None = None, resume: bool = False,
-          overwrite: bool = False) -> TrainResult:
+          feature_columns: list[str] | None = None, checkpoint: str | None = None,
+          resume: bool = False, overwrite: bool = False) -> TrainResult:
     """Fit the ``svm_type``'s RandSVM estimator on a Parquet data set and save it.
 
     Args:
@@ -82,6 +82,8 @@ def train(data: str, model: str, *, client, svm_type: str = "c_svc",
         svm_type: c_svc, epsilon_svr or one_class (the registry's keys).
         params: the estimator's keyword arguments (``client`` aside).
         weight_column: a Parquet column of per-row sample weights.
+        feature_columns: the feature columns of a dense data set (None: every column but
+            the label, the weight column and a pandas/Dask index).
         checkpoint, resume: see the estimators' ``fit``.
         overwrite: replace an existing model file written by randsvm-dist.
 
@@ -92,7 +94,8 @@ def train(data: str, model: str, *, client, svm_type: str = "c_svc",
         RandSVMError: bad parameters, data or outputs.
     """
     est = estimator_class(svm_type)(**(params or {}), client=client)
-    est.fit(data, dataset_kwargs={"weight_column": weight_column} if weight_column else None,
-            checkpoint=checkpoint, resume=resume)
+    kwargs = {k: v for k, v in (("weight_column", weight_column),
+                                ("feature_columns", feature_columns)) if v}
+    est.fit(data, dataset_kwargs=kwargs or None, checkpoint=checkpoint, resume=resume)
     save_model_file(est, model, overwrite=overwrite)
     return TrainResult(est, data, model)

@@ -68,6 +68,7 @@ def register(subparsers) -> None:
                        description="Describe a Parquet data set from its metadata.")
     p.add_argument("data", metavar="DATA", help="data set directory, file or URL")
     p.add_argument("--label-column", default="label", help="label column (default: label)")
+    add_feature_columns(p)
     p.add_argument("--no-verify", dest="verify", action="store_false",
                    help="skip reading every part to check it against its manifest checksum")
     add_output(p, report=False)
@@ -76,6 +77,50 @@ def register(subparsers) -> None:
     from randsvm_dist.cli.scale import register_data_scale
 
     register_data_scale(sub)
+
+
+FEATURES_HELP = ("dense Parquet: the feature columns, in order, comma-separated (Python's "
+                 "feature_columns=; default: every column but the label, the weight column "
+                 "and a pandas/Dask index)")
+EXCLUDE_HELP = "dense Parquet: leave these columns (comma-separated) out of the features"
+
+
+def add_feature_columns(p: argparse.ArgumentParser) -> None:
+    """``--features`` / ``--exclude-columns``: which columns of a dense Parquet data set
+    are features (``feature_columns``, see ``feature_columns``)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--features", default=None, metavar="A,B,...", help=FEATURES_HELP)
+    g.add_argument("--exclude-columns", default=None, metavar="A,B,...", help=EXCLUDE_HELP)
+
+
+def feature_columns(args, label_column: str = "label",
+                    weight_column: str | None = None) -> list[str] | None:
+    """The ``feature_columns=`` that ``--features`` / ``--exclude-columns`` ask for (None:
+    the default features).
+
+    Raises:
+        SchemaError: an excluded column the data set does not have.
+    """
+    from randsvm_dist.data.filesystem import resolve
+    from randsvm_dist.data.footers import partition_files, read_footers
+    from randsvm_dist.data.parquet_layout import index_columns
+    from randsvm_dist.exceptions import SchemaError
+
+    listed = getattr(args, "features", None)
+    if listed:
+        return [c.strip() for c in listed.split(",") if c.strip()]
+    excluded = getattr(args, "exclude_columns", None)
+    if not excluded:
+        return None
+    drop = [c.strip() for c in excluded.split(",") if c.strip()]
+    fs, root = resolve(str(args.data))
+    schema = read_footers(fs, partition_files(fs, root, str(args.data))[0][:1])[2]
+    missing = [c for c in drop if c not in schema.names]
+    if missing:
+        raise SchemaError(f"{args.data}: --exclude-columns names {missing}, not columns of "
+                          f"it; columns are {schema.names}")
+    skip = {label_column, weight_column, *index_columns(schema), *drop}
+    return [c for c in schema.names if c not in skip]
 
 
 def _add_partitioning(p: argparse.ArgumentParser) -> None:
@@ -154,7 +199,8 @@ def _py(v):
 def _info(args) -> int:
     from randsvm_dist.data.dataset import Dataset
 
-    ds = Dataset.open(args.data, label_column=args.label_column)
+    ds = Dataset.open(args.data, label_column=args.label_column,
+                      feature_columns=feature_columns(args, args.label_column))
     info = describe(ds)
     info["checksums_verified"] = ds.verify() if args.verify else 0
     emit(args, info, "" if args.json else _info_text(info))

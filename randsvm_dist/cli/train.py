@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from randsvm_dist.cli.data import add_feature_columns
 from randsvm_dist.cli.estimator_options import add_estimator_options
 from randsvm_dist.cli.estimator_options import estimator_params as options_to_params
 from randsvm_dist.cli.options import (
@@ -62,14 +63,17 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ParameterError("--resume needs --checkpoint DIR (where the state was saved)")
     claim_model_outputs(args)  # a bad or busy --model at once, before the imports
     from randsvm_dist.app.train import estimator_class, train
+    from randsvm_dist.cli.data import feature_columns
 
     params = estimator_params(args)
     est = estimator_class(getattr(args, "svm_type", "c_svc"))(**params)
     est._check_params()  # a bad value fails now, not after the cluster started
-    if getattr(args, "weight_column", None):  # so does a bad weight column (its schema)
+    features = feature_columns(args, weight_column=getattr(args, "weight_column", None))
+    if getattr(args, "weight_column", None) or features:  # so do bad columns (the schema)
         from randsvm_dist.data import Dataset
 
-        Dataset.open(args.data, weight_column=args.weight_column)
+        Dataset.open(args.data, weight_column=getattr(args, "weight_column", None),
+                     feature_columns=features)
     if args.test:  # the test set fails before training, not after
         from randsvm_dist.distributed.predict import check_test_set
 
@@ -87,6 +91,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         trained = train(args.data, args.model, client=client,
                         svm_type=getattr(args, "svm_type", "c_svc"), params=params,
                         weight_column=getattr(args, "weight_column", None),
+                        feature_columns=features,
                         checkpoint=getattr(args, "checkpoint", None),
                         resume=getattr(args, "resume", False), overwrite=args.overwrite)
     except Exception as e:  # a lost cluster: a cluster error naming the checkpoint
@@ -134,6 +139,7 @@ def register(subparsers) -> None:
     p.add_argument("--weight-column", default=None, metavar="COLUMN",
                    help="a numeric column of per-row sample weights (a row's box is C x "
                         "class weight x its weight; not a feature)")
+    add_feature_columns(p)
     p.add_argument("--seed-from", default=None, choices=["bsgd", "ramp"],
                    help="start from this streaming learner, trained per partition on the "
                         "workers and tree-merged: its support vectors join the first sample")

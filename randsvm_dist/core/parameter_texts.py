@@ -11,7 +11,8 @@ import textwrap
 from collections.abc import Callable, Sequence
 
 PARAMETER_TEXTS: dict[str, str] = {
-    "C": "box constraint (> 0).",
+    "C": "box constraint (> 0); ``np.inf``: a hard margin, solved as C = 1e10 "
+         "(``estimators.base.HARD_MARGIN_C``), as SVC/SVR treat it.",
     "kernel": "'linear', 'poly', 'rbf' or 'sigmoid' (LIBSVM's meanings).",
     "gamma": "kernel coefficient: a number, 'scale' (1 / (n_features * X.var())) or 'auto' "
              "(1 / n_features).",
@@ -28,10 +29,14 @@ PARAMETER_TEXTS: dict[str, str] = {
     "break_ties": "predict by the argmax of the 'ovr'-shaped decision function instead of "
                   "the votes (as SVC; more than two classes and "
                   "decision_function_shape='ovr').",
-    "probability": "fit Platt's sigmoid per pair on held-out decision values (see "
-                   "``estimators.calibration``: about 0.8 of a fit more), for "
-                   "``predict_proba``; written into the model file as LIBSVM's "
-                   "probA/probB.",
+    "probability": "fit Platt's sigmoid per pair on held-out decision values, for "
+                   "``predict_proba``; written into the model file as LIBSVM's probA/probB. "
+                   "Rows in memory (arrays, DataFrames) get LIBSVM's internal 5-fold "
+                   "cross-validation with SVC's fold assignment for the same "
+                   "``random_state`` (``estimators.cross_val_probability``); data on the "
+                   "workers 5 folds by row keys, or above ``calibration.CV_MAX_ROWS`` rows "
+                   "one hold-out fold (``estimators.calibration``). ``probability_method_`` "
+                   "says which: 'libsvm_cv5', 'cv5' or 'holdout'.",
     "epsilon": "half-width of the epsilon-insensitive tube (>= 0), as SVR.",
     "nu": "an upper bound on the fraction of training outliers and a lower bound on the "
           "fraction of support vectors, in (0, 1].",
@@ -45,7 +50,8 @@ PARAMETER_TEXTS: dict[str, str] = {
     "bound_epsilon": "parameters of the paper's k estimate.",
     "bound_delta": "parameters of the paper's k estimate.",
     "separable": "parameters of the paper's k estimate.",
-    "max_iter": "most solve/scan iterations per problem.",
+    "max_iter": "most solve/scan iterations per problem; -1: no limit (SVC's -1; SVC's "
+                "counts the solver's iterations, this the driver's).",
     "tol": "LIBSVM's tolerance of the first solve (its -e); also the slack of a violator. "
            "When the working set's own gap keeps the certified gap above gap_tol, the next "
            "solve runs with a tighter tol (the rule: ``exact.certificate.tightened``). "

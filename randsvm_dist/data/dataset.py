@@ -35,6 +35,7 @@ from randsvm_dist.data.footers import (
     sparse_facts,
     stored_stats,
 )
+from randsvm_dist.data.parquet_layout import read_row_groups, split_row_groups
 from randsvm_dist.data.schema import INDICES, LABEL, VALUES
 from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
 
@@ -49,7 +50,7 @@ class Dataset:
                  partition_rows: list[int], meta: dict | None,
                  classes: np.ndarray | None, class_counts: np.ndarray | None,
                  nnz: int | None, checksums: dict[str, str] | None = None,
-                 weight_column: str | None = None):
+                 weight_column: str | None = None, row_groups: list | None = None):
         self.url = url
         self.filesystem = filesystem
         self.paths = list(paths)
@@ -64,6 +65,8 @@ class Dataset:
         self._nnz = nnz
         self.checksums = dict(checksums or {})  # path -> crc32 from _manifest.json
         self.weight_column = weight_column
+        # per partition: the row groups of its file it reads (None: the whole file)
+        self.row_groups = list(row_groups) if row_groups is not None else None
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -102,6 +105,7 @@ class Dataset:
                 m is not None and m.get("version", 1) >= 2 for m in metas):
             raise DataFormatError(f"{url} has no {MANIFEST}: its write did not finish (the "
                                   "writer was interrupted); write the data set again")
+        paths, rows, groups = split_row_groups(fs, paths, rows, checksums)
         check_label_and_weight(url, schema0, label_column, weight_column)
         ds_meta, classes, counts = stored_stats(metas, schema0, label_column)
         names = schema0.names
@@ -119,7 +123,8 @@ class Dataset:
                  is_sparse=is_sparse, n_features=-1 if n_features is None else n_features,
                  partition_rows=rows, meta=ds_meta, classes=classes,
                  class_counts=counts, nnz=nnz, checksums=checksums,
-                 weight_column=weight_column)
+                 weight_column=weight_column,
+                 row_groups=groups if any(g is not None for g in groups) else None)
         if is_sparse and n_features is None:
             ds.n_features = ds._scan_max_index() + 1
         return ds
@@ -152,7 +157,7 @@ class Dataset:
     @cached_property
     def nbytes_on_disk(self) -> int:
         """Total size of the partition files in bytes."""
-        return sum(file_size(self.filesystem, p) for p in self.paths)
+        return sum(file_size(self.filesystem, p) for p in dict.fromkeys(self.paths))
 
     def estimated_nbytes(self) -> int:
         """Bytes :meth:`to_arrays` would need for X and y (sparse: from the stored nnz)."""
@@ -210,20 +215,23 @@ class Dataset:
         if self.weight_column is not None:
             cols.append(self.weight_column)
         expected = self.checksums.get(path)
+        groups = self.row_groups[i] if self.row_groups else None
         try:
             with self.filesystem.open_input_file(path) if hasattr(
                     self.filesystem, "open_input_file") else self.filesystem.open(
                     path, "rb") as f:
                 source = f
-                if expected is not None:  # one read: the bytes checked, parsed from memory
-                    data = f.read()
+                if expected is not None and groups is None:  # one read: the bytes checked,
+                    data = f.read()                           # then parsed from memory
                     verify_checksum(self.filesystem, path, expected, data)
                     source = pa.BufferReader(data)
-                if self.is_sparse:
-                    table = pq.read_table(source, columns=cols, use_threads=False)
+                if self.is_sparse:  # a run of row groups of a large file, or the whole file
+                    table = (read_row_groups(self.filesystem, path, groups, cols)
+                             if groups is not None
+                             else pq.read_table(source, columns=cols, use_threads=False))
                     X = self._sparse_from(table, path)
                 else:
-                    X, table = read_dense(source, cols, self.feature_columns, path)
+                    X, table = read_dense(source, cols, self.feature_columns, path, groups)
         except OSError as e:  # e.g. the path is not mounted on this worker
             raise DataFormatError(f"cannot read partition {i} ({path}) on {_where()}: {e}. "
                                   "Every worker must see the data set at the same path "

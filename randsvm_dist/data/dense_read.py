@@ -21,15 +21,17 @@ from randsvm_dist.exceptions import SchemaError
 BATCH_ROWS = 1 << 15
 
 
-def read_dense(source, columns: list[str], feature_columns: list[str], path: str
-               ) -> tuple[np.ndarray, pa.Table]:
-    """The feature columns of a Parquet file as float32 rows, and its other ``columns``.
+def read_dense(source, columns: list[str], feature_columns: list[str], path: str,
+               row_groups=None) -> tuple[np.ndarray, pa.Table]:
+    """The feature columns of a Parquet file (or of some of its row groups) as float32
+    rows, and its other ``columns``.
 
     Args:
         source: the file (a path, an open file or a ``pyarrow.BufferReader``).
         columns: the columns to read (the features among them).
         feature_columns: the features, in order.
         path: names the file in errors.
+        row_groups: the row groups to read (None: all); rows are numbered from the first.
 
     Returns:
         ((n_rows, n_features) C-contiguous float32 array, an Arrow table of the columns
@@ -42,9 +44,12 @@ def read_dense(source, columns: list[str], feature_columns: list[str], path: str
     pf = pq.ParquetFile(source)
     features = set(feature_columns)
     others = [c for c in columns if c not in features]
-    X = np.empty((pf.metadata.num_rows, len(feature_columns)), np.float32)
+    groups = list(range(pf.num_row_groups)) if row_groups is None else list(row_groups)
+    n = sum(pf.metadata.row_group(g).num_rows for g in groups)
+    X = np.empty((n, len(feature_columns)), np.float32)
     rest, at = [], 0
-    for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns, use_threads=False):
+    for batch in pf.iter_batches(batch_size=BATCH_ROWS, row_groups=groups, columns=columns,
+                                 use_threads=False):
         m = batch.num_rows
         for j, name in enumerate(feature_columns):
             X[at:at + m, j] = _checked(batch.column(name), path, name, at)

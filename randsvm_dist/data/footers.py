@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from randsvm_dist.data.checksums import manifest_checksums, manifest_paths, read_manifest
 from randsvm_dist.data.filesystem import file_exists, list_files
+from randsvm_dist.data.parquet_layout import hive_files, index_columns
 from randsvm_dist.data.schema import INDICES, LABEL, META_KEY, VALUES
 from randsvm_dist.exceptions import DataFormatError, SchemaError
 
@@ -31,6 +32,8 @@ def partition_files(fs, root: str, url: str) -> tuple[list[str], dict | None, di
             changed file.
     """
     paths = list_files(fs, root)
+    if paths == []:  # a hive-partitioned directory: key=value/ sub-directories
+        paths = hive_files(fs, root) or []
     manifest = read_manifest(fs, root) if paths is not None else None
     checksums = {}
     if manifest is not None:  # a published output: exactly the files it lists
@@ -139,7 +142,8 @@ def sparse_facts(url: str, schema: pa.Schema, metas: list[dict | None],
 def dense_features(url: str, schema: pa.Schema, label_column: str,
                     weight_column: str | None, feature_columns) -> list[str]:
     """The feature columns of a dense data set (default: every column but the label and
-    weight columns, in schema order), checked.
+    weight columns and a pandas/Dask index, ``parquet_layout.index_columns``, in schema
+    order), checked.
 
     Raises:
         SchemaError: a named column is missing or is the label, none is left, or one is not
@@ -147,7 +151,8 @@ def dense_features(url: str, schema: pa.Schema, label_column: str,
     """
     names = schema.names
     if feature_columns is None:
-        feature_columns = [n for n in names if n not in (label_column, weight_column)]
+        skip = {label_column, weight_column, *index_columns(schema)}
+        feature_columns = [n for n in names if n not in skip]
     else:
         feature_columns = list(feature_columns)
         missing = [c for c in feature_columns if c not in names]
@@ -159,14 +164,20 @@ def dense_features(url: str, schema: pa.Schema, label_column: str,
                               "feature column")
     if not feature_columns:
         raise SchemaError(f"{url}: no feature columns besides {label_column!r}")
-    for c in feature_columns:
-        t = schema.field(c).type
-        if not (pa.types.is_integer(t) or pa.types.is_floating(t)
-                or pa.types.is_boolean(t) or pa.types.is_decimal(t)):
-            raise SchemaError(
-                f"{url}: feature column {c!r} has type {t}; expected numbers"
-            )
+    bad = [(c, schema.field(c).type) for c in feature_columns
+           if not _numeric(schema.field(c).type)]
+    if bad:
+        listed = ", ".join(f"{c!r} ({t})" for c, t in bad)
+        raise SchemaError(
+            f"{url}: feature column(s) {listed} do not hold numbers; expected numbers. "
+            "Choose the features (feature_columns= / --features) or leave these out "
+            "(--exclude-columns)")
     return feature_columns
+
+
+def _numeric(t: pa.DataType) -> bool:
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+            or pa.types.is_decimal(t))
 
 
 def part_meta(raw: bytes | None, n_rows: int, path: str) -> dict | None:

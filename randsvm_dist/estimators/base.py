@@ -37,6 +37,13 @@ from randsvm_dist.estimators.cluster_route import (
     scale_partitions,
     seed_setup,
 )
+from randsvm_dist.estimators.fitted_attributes import (
+    check_feature_names,
+    finish_attributes,
+    input_info,
+    one_column_coef,
+    record_feature_names,
+)
 from randsvm_dist.estimators.in_process_route import fit_in_process
 from randsvm_dist.estimators.progress_log import log_iteration
 from randsvm_dist.exact.bounds import support_bound
@@ -62,6 +69,10 @@ ADVICE = {
     "max_iter": "raise max_iter",
     "optimal": "lower tol (LIBSVM's stopping tolerance)",
 }
+
+
+NO_LIMIT = 10**6  # max_iter=-1
+HARD_MARGIN_C = 1e10  # C=np.inf (as scikit-learn: "equivalent to a very large C value")
 
 
 @documented("kernel", "gamma", "degree", "coef0", "k", "sample_size", "bound_epsilon",
@@ -97,7 +108,7 @@ class RandSVMBase(BaseEstimator):
         "bound_epsilon": [Interval(Real, 0, None, closed="neither")],
         "bound_delta": [Interval(Real, 0, None, closed="neither")],
         "separable": ["boolean"],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), Interval(Integral, -1, -1)],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "violator_tol": [Interval(Real, 0, 1, closed="left")],
         "gap_tol": [Interval(Real, 0, 1, closed="left")],
@@ -176,6 +187,8 @@ class RandSVMBase(BaseEstimator):
 
         self._check_params()
         t0 = time.perf_counter()
+        info = input_info(data)
+        record_feature_names(self, data, info)
         if y is not None and not is_dask_collection(y) and np.ndim(y) == 2:
             y = check_labels(y, int(np.size(y)))  # a column vector: its one warning
         inputs = prepare_fit_input(data, y, sample_weight, dataset_kwargs)
@@ -193,6 +206,7 @@ class RandSVMBase(BaseEstimator):
                 self.phases_ = {"placement": placement, **self.phases_}
         self.fit_time_ = time.perf_counter() - t0
         self.phases_["total"] = self.fit_time_
+        finish_attributes(self, info)
         self._warn_uncertified()
         return self
 
@@ -220,10 +234,12 @@ class RandSVMBase(BaseEstimator):
                  if self.kernel != "linear" else 1.0)
         kernel = Kernel(self.kernel, gamma, int(self.degree), float(self.coef0))
         k, r = self._sample_sizes(totals.n_rows)
-        solver = SolverParams(float(getattr(self, "C", 1.0)), kernel, tol=float(self.tol),
+        C = float(getattr(self, "C", 1.0))
+        solver = SolverParams(HARD_MARGIN_C if np.isinf(C) else C, kernel, tol=float(self.tol),
                               cache_size=float(self.cache_size), backend=self.solver)
         problems = self._problems(totals, classes, solver)
-        cfg = RunConfig(k=k, sample_size=r, max_iter=int(self.max_iter),
+        cfg = RunConfig(k=k, sample_size=r, max_iter=NO_LIMIT if self.max_iter == -1
+                        else int(self.max_iter),
                         violator_tol=float(self.violator_tol), gap_tol=float(self.gap_tol),
                         margin_tol=float(self.tol), random_state=rs, route=self.route)
         return FitSetup(kernel, gamma, k, r, totals.n_rows, problems, cfg)
@@ -291,6 +307,7 @@ class RandSVMBase(BaseEstimator):
         self.relative_gap_ = float(self.relative_gaps_.max())
         self.certified_ = bool(self.gap_tol > 0 and self.relative_gap_ <= self.gap_tol)
         self.k_, self.sample_size_, self.gamma_ = setup.k, min(setup.r, setup.n_rows), setup.gamma
+        self._n_rows_fit = setup.n_rows
         self.phases_ = {**getattr(self, "phases_", {}), "assembly": t_attr - t,
                         "attributes": time.perf_counter() - t_attr}
 
@@ -329,7 +346,28 @@ class RandSVMBase(BaseEstimator):
         self.kernel_ = model.kernel
         self.n_features_in_ = int(n_features)
         self.support_ = np.asarray(support, np.int64)
-        self.support_vectors_ = model.support_vectors
+        self._sv = self.support_vectors_ = model.support_vectors  # fit: a copy as the input
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """w = dual_coef_ @ support_vectors_ for the linear kernel, (1, n_features),
+        read-only, as SVR's and OneClassSVM's ``coef_`` (the classifier has its own).
+
+        Raises:
+            AttributeError: not a linear kernel.
+        """
+        return one_column_coef(self)
+
+    def __sklearn_clone__(self):
+        """scikit-learn's ``clone``: the parameters cloned (deep-copied where they are no
+        estimators), except a ``distributed.Client``, which the clone shares: a client
+        holds a connection and cannot be copied (``cross_val_score``, ``GridSearchCV``)."""
+        from sklearn.base import clone
+
+        params = self.get_params(deep=False)
+        client = params.pop("client", None)
+        return type(self)(**{k: clone(v, safe=False) for k, v in params.items()},
+                          client=client)
 
     # -- prediction ------------------------------------------------------------------------
     def __sklearn_is_fitted__(self) -> bool:
@@ -352,7 +390,8 @@ class RandSVMBase(BaseEstimator):
             NotFittedError, SchemaError (wrong feature count, NaN).
         """
         self._check_fitted()
-        sv = self.support_vectors_
+        check_feature_names(self, X)
+        sv = getattr(self, "_sv", self.support_vectors_)
         if getattr(self, "n_features_from_index_", False):  # a stock LIBSVM model
             X = check_features(X, model=type(self).__name__)
             X, sv = same_width(X, sv)

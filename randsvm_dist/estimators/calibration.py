@@ -1,15 +1,25 @@
-"""Platt scaling for ``RandSVMClassifier(probability=True)``, fitted on held-out rows.
+"""Platt scaling for ``RandSVMClassifier(probability=True)`` on data on the workers.
 
 LIBSVM fits each pair's sigmoid (probA, probB) on decision values from an internal 5-fold
-cross-validation: five more trainings. Here a random fifth of the rows (``HOLDOUT``, by the
-rows' random keys, so the split is the same for any partitioning) is held out, the same
-classifier is fitted on the other rows (one more RandSVM fit of 80% of the data, on the
-workers), its decision values of the held-out rows are computed on the workers, and each
-pair's sigmoid is fitted to them (LIBSVM's ``sigmoid_train``, Lin, Lin & Weng's stable
-Newton method, ``randsvm_dist.numerics.probability``). Cost: about 0.8 of a fit plus one pass over
-the held-out rows, instead of LIBSVM's five fits. The final model is still trained on all
-rows; like LIBSVM's cross-validation models, the calibration model differs from it only by
-the rows it did not see.
+cross-validation. Rows in the client's memory get exactly that
+(``estimators.cross_val_probability``). Here, for partitions on the workers (Parquet, Dask
+input, arrays too large for memory's route), the rows are split into 5 folds by their
+random keys (``row_keys``: the same split for any partitioning); ``probability_method``
+says what is fitted:
+
+- 'cv5' (at most ``CV_MAX_ROWS`` rows): for each fold, the same classifier (the full fit's
+  kernel and gamma) is fitted on the other four on the workers, and its decision values
+  of the fold's rows computed there: five RandSVM fits of 80% of the rows, as LIBSVM;
+- 'holdout' (more rows): one fold (a fifth of the rows, each class in proportion) is held
+  out and one fit of the other 80% gives its decision values: about 0.8 of a fit instead
+  of 4. Its sigmoids are fitted on a fifth of the values LIBSVM would use: at these sizes
+  (hundreds of thousands of held-out rows) the sigmoid's two parameters are determined
+  well, and differ from 5-fold's mainly in that one model's values are fitted instead of
+  five models'.
+
+The estimator records the choice in ``probability_method_``. Each pair's sigmoid is fitted
+to the held-out values by LIBSVM's ``sigmoid_train`` (``numerics.probability``). The
+final model is still trained on all rows.
 """
 
 from __future__ import annotations
@@ -24,26 +34,33 @@ from randsvm_dist.exact.sampling import row_keys, stream_id
 from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.numerics.probability import sigmoid_train
 
-HOLDOUT = 0.2
+N_FOLDS = 5
+CV_MAX_ROWS = 200_000  # more rows on the workers: one hold-out fold instead of 5 folds
 CALIBRATION_STREAM = 0xCA11B
 
 
-def _held_out(part: Partition, stream: int) -> np.ndarray:
-    return row_keys(stream, part.offset, part.n_rows) < HOLDOUT
+def probability_method(n_rows: int) -> str:
+    """'cv5' (LIBSVM's 5-fold cross-validation) or 'holdout' (one fold, > CV_MAX_ROWS)."""
+    return "cv5" if n_rows <= CV_MAX_ROWS else "holdout"
 
 
-def _training_rows(part: Partition, stream: int, offset: int) -> Partition:
-    keep = ~_held_out(part, stream)
+def _held_out(part: Partition, stream: int, fold: int = 0) -> np.ndarray:
+    keys = row_keys(stream, part.offset, part.n_rows)
+    return np.minimum((keys * N_FOLDS).astype(np.int64), N_FOLDS - 1) == fold
+
+
+def _training_rows(part: Partition, stream: int, offset: int, fold: int = 0) -> Partition:
+    keep = ~_held_out(part, stream, fold)
     return replace(part, X=part.X[keep], y=part.y[keep], offset=offset,
                    weight=None if part.weight is None else part.weight[keep])
 
 
-def _training_count(part: Partition, stream: int) -> int:
-    return int((~_held_out(part, stream)).sum())
+def _training_count(part: Partition, stream: int, fold: int = 0) -> int:
+    return int((~_held_out(part, stream, fold)).sum())
 
 
-def _held_out_values(part: Partition, stream: int, model) -> tuple:
-    held = _held_out(part, stream)
+def _held_out_values(part: Partition, stream: int, model, fold: int = 0) -> tuple:
+    held = _held_out(part, stream, fold)
     if not held.any():
         return np.empty((0, len(model.problems_))), np.empty(0, np.int64), np.empty(0)
     X = part.X[held]
@@ -71,21 +88,10 @@ def fit_sigmoids(client, parts: PartitionSet, classes, est) -> tuple[np.ndarray,
         raise ParameterError("probability=True needs multi_class='ovo' (LIBSVM's pairwise "
                              "coupling); got multi_class='ovr'")
     stream = stream_id(est.random_seed_, CALIBRATION_STREAM)
-    futures = parts.all(client)
-    sizes = np.asarray(gather(client, [client.submit(_training_count, f, stream, pure=False,
-                                                     retries=2) for f in futures],
-                              "the calibration split", parts.names()), dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    train = PartitionSet(
-        [client.submit(_training_rows, f, stream, int(o), pure=False, retries=2)
-         for f, o in zip(futures, offsets)], offsets, sizes, parts.n_features,
-        parts.is_sparse, coding=parts.coding, weighted=parts.weighted)
-    aux = est.__class__(**{**est.get_params(), "probability": False, "client": None,
-                           "seed": None, "random_state": est.random_seed_})
-    aux._fit_partitions(client, train, classes)
-    got = gather(client, [client.submit(_held_out_values, f, stream, aux, pure=False,
-                                        retries=2) for f in futures],
-                 "the held-out decision values", parts.names())
+    method = probability_method(parts.n_rows)
+    got = []
+    for fold in range(N_FOLDS if method == "cv5" else 1):
+        got += _fold_values(client, parts, classes, est, stream, fold)
     dec = np.concatenate([g[0] for g in got])
     y = np.concatenate([g[1] for g in got])
     w = np.concatenate([g[2] for g in got])
@@ -102,6 +108,28 @@ def fit_sigmoids(client, parts: PartitionSet, classes, est) -> tuple[np.ndarray,
         prob_a.append(a)
         prob_b.append(b)
     return np.array(prob_a), np.array(prob_b)
+
+
+def _fold_values(client, parts: PartitionSet, classes, est, stream: int, fold: int) -> list:
+    """Per partition: (decision values, coded labels, weights) of the fold's rows, from a
+    fit of the other rows on the workers."""
+    futures = parts.all(client)
+    sizes = np.asarray(gather(client, [client.submit(_training_count, f, stream, fold,
+                                                     pure=False, retries=2)
+                                       for f in futures],
+                              "the calibration split", parts.names()), dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    train = PartitionSet(
+        [client.submit(_training_rows, f, stream, int(o), fold, pure=False, retries=2)
+         for f, o in zip(futures, offsets)], offsets, sizes, parts.n_features,
+        parts.is_sparse, coding=parts.coding, weighted=parts.weighted)
+    aux = est._fold_estimator(probability=False, client=None, seed=None,
+                              random_state=est.random_seed_,
+                              gamma=est.gamma_ if est.kernel != "linear" else est.gamma)
+    aux._fit_partitions(client, train, classes)
+    return gather(client, [client.submit(_held_out_values, f, stream, aux, fold, pure=False,
+                                         retries=2) for f in futures],
+                  "the held-out decision values", parts.names())
 
 
 def _pairs(k: int) -> list[tuple[int, int]]:

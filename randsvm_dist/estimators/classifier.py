@@ -49,12 +49,34 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
     one-vs-rest models ``dual_coef_`` (k, n_SV) and ``intercept_`` (k,), model j scoring
     class j against the rest. ``relative_gaps_`` holds each problem's (pair's) certified
     gap, ``relative_gap_`` the worst.
+
+    Differences from SVC, by design: ``n_iter_`` counts the driver's solve/scan
+    iterations (``history_`` holds each), not the solver's; a model fitted on dense rows
+    also predicts sparse rows (and the other way round); ``support_`` is int64 (data sets
+    beyond 2**31 rows).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randsvm_dist import RandSVMClassifier
+    >>> X = np.array([[-2, -1], [-1, -1], [-1, -2], [1, 1], [1, 2], [2, 1]])
+    >>> y = np.array([1, 1, 1, 2, 2, 2])
+    >>> clf = RandSVMClassifier(kernel="linear", random_state=0).fit(X, y)
+    >>> clf.predict([[-0.8, -1], [3, 2]])
+    array([1, 2])
+    >>> clf.support_vectors_
+    array([[-1., -1.],
+           [ 1.,  1.]])
+    >>> clf.coef_
+    array([[0.5, 0.5]])
+    >>> clf.certified_
+    True
     """
 
     _svm_type = "c_svc"  # LIBSVM's name; the key of estimators.ESTIMATORS
     _parameter_constraints: dict = {
         **RandSVMBase._parameter_constraints,
-        "C": [Interval(Real, 0, None, closed="neither")],
+        "C": [Interval(Real, 0, None, closed="right")],  # np.inf: a hard margin
         "class_weight": [StrOptions({"balanced"}), dict, None],
         "multi_class": [StrOptions({"ovo", "ovr"})],
         "decision_function_shape": [StrOptions({"ovo", "ovr"})],
@@ -96,20 +118,36 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
                 Dataset.
             ClusterError: the cluster cannot be reached.
         """
-        return self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
+        from randsvm_dist.estimators.cross_val_probability import calibrate_in_memory
 
-    def _in_process_allowed(self) -> bool:
-        # Platt scaling's cross-validated fits run on the cluster
-        return super()._in_process_allowed() and not self.probability
+        rows = (data, y, sample_weight) if self.probability else None
+        self._calibrate_on_workers = rows is not None and not calibrate_in_memory(self, *rows,
+                                                                                   dry=True)
+        self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
+        if rows is not None and not self._calibrate_on_workers:
+            calibrate_in_memory(self, *rows)
+        return self
 
     def _after_cluster_fit(self, client, parts, classes) -> None:
-        """Platt's sigmoids on the workers when ``probability`` (``estimators.calibration``)."""
-        if self.probability:
-            from randsvm_dist.estimators.calibration import fit_sigmoids
+        """Platt's sigmoids on the workers when ``probability`` and the rows are not in
+        memory (``estimators.calibration``)."""
+        if self.probability and getattr(self, "_calibrate_on_workers", True):
+            from randsvm_dist.estimators.calibration import fit_sigmoids, probability_method
 
-            prob_a, prob_b = fit_sigmoids(client, parts, classes, self)
-            self._libsvm.prob_a, self._libsvm.prob_b = prob_a, prob_b
-            self.probA_, self.probB_ = prob_a, prob_b
+            self._set_probabilities(*fit_sigmoids(client, parts, classes, self),
+                                    probability_method(parts.n_rows))
+
+    def _fold_estimator(self, **overrides) -> RandSVMClassifier:
+        """A classifier of this one's parameters (``overrides`` applied) for Platt
+        scaling's fold fits: always this class's own parameters, never a subclass's."""
+        params = {k: v for k, v in self.get_params(deep=False).items()
+                  if k in RandSVMClassifier._parameter_constraints}
+        return RandSVMClassifier(**{**params, **overrides})
+
+    def _set_probabilities(self, prob_a, prob_b, method: str) -> None:
+        self._libsvm.prob_a, self._libsvm.prob_b = prob_a, prob_b
+        self.probA_, self.probB_ = prob_a, prob_b
+        self.probability_method_ = method
 
     def _class_weights(self, classes: np.ndarray, counts: np.ndarray) -> np.ndarray:
         cw = self.class_weight
@@ -135,7 +173,7 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         if positive is not None:
             check_weighted_classes(positive, classes)
         counts = totals.class_counts(len(classes))
-        w = self._class_weights(classes, counts)
+        w = self.class_weight_ = self._class_weights(classes, counts)
         if len(classes) == 2:
             kinds = [CSVC(1, None, float(w[1]), float(w[0]))]
             sizes = [counts.sum()]
@@ -179,6 +217,7 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         self.classes_ = (np.asarray(classes) if classes is not None
                          else np.asarray(model.labels))
         k = len(self.classes_)
+        self.class_weight_ = getattr(self, "class_weight_", np.ones(k))
         if model.svm_type == OVR_SVM_TYPE:
             self.problems_ = [(j, -1) for j in range(k)]
             self.dual_coef_ = np.asarray(model.sv_coef, np.float64).T

@@ -34,6 +34,17 @@ class RandSVMOneClass(OutlierMixin, RandSVMBase):
     Fitted attributes: those of ``RandSVMBase``; ``dual_coef_`` (1, n_SV): alpha in
     LIBSVM's scaling, ``intercept_`` (1,): -rho, ``offset_`` = rho (as OneClassSVM:
     decision_function = score_samples - offset_).
+    ``n_support_`` (1,), ``coef_`` (linear kernel), as OneClassSVM; ``n_iter_`` counts
+    the driver's iterations, not the solver's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randsvm_dist import RandSVMOneClass
+    >>> X = np.array([[0.0], [0.44], [0.45], [0.46], [1.0]])
+    >>> oc = RandSVMOneClass(gamma="auto").fit(X)
+    >>> oc.predict([[0.45], [5.0]])
+    array([ 1, -1])
     """
 
     _svm_type = "one_class"  # LIBSVM's name; the key of estimators.ESTIMATORS

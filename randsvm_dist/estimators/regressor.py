@@ -31,13 +31,27 @@ class RandSVMRegressor(RegressorMixin, RandSVMBase):
 
     Fitted attributes: those of ``RandSVMBase``; ``dual_coef_`` (1, n_SV): alpha - alpha*,
     ``intercept_`` (1,): f(x) = dual_coef_ k(support_vectors_, x) + intercept_.
+    ``n_support_`` (1,), ``coef_`` (linear kernel), as SVR; ``n_iter_`` counts the
+    driver's iterations, not the solver's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randsvm_dist import RandSVMRegressor
+    >>> X = np.arange(10.0).reshape(-1, 1)
+    >>> y = 2 * X.ravel() + 1
+    >>> reg = RandSVMRegressor(kernel="linear", C=100.0, epsilon=0.1).fit(X, y)
+    >>> reg.predict([[11.0]]).round(1)
+    array([23.])
+    >>> reg.coef_.round(2)
+    array([[2.]])
     """
 
     _svm_type = "epsilon_svr"  # LIBSVM's name; the key of estimators.ESTIMATORS
     _task = "regression"
     _parameter_constraints: dict = {
         **RandSVMBase._parameter_constraints,
-        "C": [Interval(Real, 0, None, closed="neither")],
+        "C": [Interval(Real, 0, None, closed="right")],  # np.inf: a hard margin
         "epsilon": [Interval(Real, 0, None, closed="left")],
     }
 

@@ -378,7 +378,7 @@ def _record(collapsed: tuple[int, int], loop: Loop, j: int, p: ProblemState, s: 
     )
 
 
-def _memory_record(loop: Loop) -> dict | None:
+def _memory_record(loop: Loop) -> str | None:
     """The memory plan, for the first record the run (or its resumed part) writes."""
     if loop.memory is None or loop.memory_recorded:
         return None

@@ -63,8 +63,9 @@ class IterationRecord:
         stop_reason: why the problem stopped (None: it goes on).
         scan_worker_rss: the largest worker process memory (bytes) at the end of a scan
             task (0: not measured).
-        memory_plan: the fit's memory plan (``exact.memory_plan.MemoryPlan.as_record``),
-            in the first record of a run only.
+        memory_plan: the fit's memory plan as JSON text
+            (``exact.memory_plan.MemoryPlan.as_record``), in the first record of a run
+            only (None in the others).
     """
 
     iteration: int
@@ -106,7 +107,7 @@ class IterationRecord:
     seconds: float
     stop_reason: str | None
     scan_worker_rss: int = 0
-    memory_plan: dict | None = None
+    memory_plan: str | None = None
 
     def as_dict(self) -> dict:
         """The record as the dict ``history_`` holds (the fields in this order)."""

@@ -21,6 +21,7 @@ The screening bounds kept on the workers are bounded on their own
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -94,9 +95,10 @@ class MemoryPlan:
     threads: int
     reason: str
 
-    def as_record(self) -> dict:
-        """The plan as a dict of plain numbers and strings (for ``history_``)."""
-        return asdict(self)
+    def as_record(self) -> str:
+        """The plan as JSON text (``history_`` holds flat records; ``json.loads`` gives the
+        fields as a dict)."""
+        return json.dumps(asdict(self))
 
 
 def scan_task_bytes(rows: int, bytes_per_row: float, n_problems: int,

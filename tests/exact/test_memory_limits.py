@@ -130,8 +130,8 @@ def test_re_read_and_cached_partitions_give_the_same_model(tmp_path, curved, das
     np.testing.assert_array_equal(reread.support_, cached.support_)
     np.testing.assert_array_equal(reread.dual_coef_, cached.dual_coef_)
     np.testing.assert_array_equal(reread.intercept_, cached.intercept_)
-    plan = reread.history_[0]["memory_plan"]
-    assert plan is not None and plan["solve_in"] in ("workers", "client")
+    plan = json.loads(reread.history_[0]["memory_plan"])
+    assert plan["solve_in"] in ("workers", "client") and plan["limited"]
     assert all(r["memory_plan"] is None for r in reread.history_[1:])
 
 
@@ -142,7 +142,7 @@ def test_a_tight_but_sufficient_limit_fits_with_no_pause_or_restart(tmp_path, cu
         est = RandSVMClassifier(**FIT, cache=False, client=cluster.client).fit(str(curved))
         assert est.certified_
         assert cluster.restarts_and_pauses() == (0, 0)
-        limit = est.history_[0]["memory_plan"]["worker_limit"]
+        limit = json.loads(est.history_[0]["memory_plan"])["worker_limit"]
         assert 0 < max(r["scan_worker_rss"] for r in est.history_) < 0.8 * limit
     finally:
         cluster.close()

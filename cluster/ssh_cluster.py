@@ -78,7 +78,10 @@ def make_cluster(hosts: list[str] = HOSTS, tls_dir: str = TLS_DIR, **site) -> SS
                  "dashboard_address": s["dashboard_address"]}
     if s["scheduler_host"]:
         scheduler["host"] = s["scheduler_host"]
-    with dask.config.set(tls_config(tls_dir)):  # what the remote processes inherit
+    # what the remote processes inherit: TLS, and Dask's INFO log, whose "Scheduler at" and
+    # "worker at" lines SSHCluster waits for (a quieter level set in this process, e.g.
+    # by randsvm-dist's command line, would leave it waiting forever)
+    with dask.config.set({**tls_config(tls_dir), "logging.distributed": "info"}):
         # one single-threaded worker process per core: LIBSVM solves and scans are
         # single-threaded per task (the nanny also sets OMP_NUM_THREADS=1 in each worker)
         return SSHCluster(hosts, connect_options=s["connect_options"],

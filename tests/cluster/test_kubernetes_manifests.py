@@ -68,7 +68,9 @@ def check_daskcluster(doc: dict) -> None:
     schema, api_version = daskcluster_schema()
     assert doc["apiVersion"] == api_version and doc["kind"] == "DaskCluster"
     jsonschema.Draft4Validator(schema).validate(doc)
-    unknown = unknown_fields(doc, schema)
+    # apiVersion, kind and metadata: every object's, checked by Kubernetes itself
+    unknown = unknown_fields({k: v for k, v in doc.items()
+                              if k not in ("apiVersion", "kind", "metadata")}, schema)
     if unknown:
         raise jsonschema.ValidationError(f"fields the DaskCluster CRD does not define: "
                                          f"{unknown}")

@@ -54,6 +54,39 @@ def test_sbatch_script_trains_and_writes_the_model_report_and_private_tls_files(
                  accuracy=fit.accuracy)
 
 
+def test_a_worker_job_whose_allocation_ends_is_replaced(slurm, monkeypatch, tmp_path):
+    """Jobs of a one-minute ``walltime``: SLURM ends them at their time limit, ``adapt``
+    submits new ones and the cluster is back to 2 workers. (Before the ``jobqueue``
+    fixture's tests: its two jobs would hold both CPUs of the node.)"""
+    monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
+    for key in ("PYTHONPATH", "PATH"):
+        monkeypatch.setenv(key, python_env()[key])
+    pytest.importorskip("dask_jobqueue", reason="pip install dask-jobqueue")
+    from distributed import Client
+
+    cluster = load_recipe("jobqueue_cluster").make_cluster(
+        "slurm", tls_dir=str(tmp_path / "tls"), queue="debug", account=None, cores=1,
+        memory="1GB", walltime="00:01:00", lifetime="10m", interface="lo",
+        dashboard_address="127.0.0.1:0", log_directory=str(tmp_path / "logs"))
+    with cluster, Client(cluster) as client:
+        cluster.adapt(minimum_jobs=2, maximum_jobs=2)
+        client.wait_for_workers(2, timeout=180)
+        first = {j.job_id for j in cluster.workers.values()}
+        t0 = time.monotonic()
+        while first & {j for j, state in slurm.jobs().items() if state == "RUNNING"}:
+            assert time.monotonic() - t0 < 240, "the jobs outlived their time limit"
+            time.sleep(1)
+        ended = time.monotonic() - t0
+        client.wait_for_workers(2, timeout=180)
+        now = {j.job_id for j in cluster.workers.values()}
+        assert len(now) == 2 and not now & first
+        log = (slurm.log / "slurmctld.log").read_text()
+        assert all(re.search(rf"Time limit exhausted for JobId={j}\b", log)
+                   for j in first), log[-2000:]
+    print_figure("walltime replacement", jobs_ended_after=f"{ended:.0f}",
+                 replaced_by=",".join(sorted(now)))
+
+
 class JobqueueCluster:
     """``jobqueue_cluster.make_cluster("slurm", ...)`` sized for this node: 2 jobs of one
     single-threaded worker each, kept at 2 by ``adapt``."""
@@ -198,34 +231,3 @@ def test_a_job_submitted_onto_the_slurmcluster_is_followed_from_another_shell(
                  digest=model_digest(tmp_path / "job.model"))
 
 
-
-def test_a_worker_job_whose_allocation_ends_is_replaced(slurm, monkeypatch, tmp_path):
-    """Jobs of a one-minute ``walltime``: SLURM ends them at their time limit, ``adapt``
-    submits new ones and the cluster is back to 2 workers."""
-    monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
-    for key in ("PYTHONPATH", "PATH"):
-        monkeypatch.setenv(key, python_env()[key])
-    pytest.importorskip("dask_jobqueue", reason="pip install dask-jobqueue")
-    from distributed import Client
-
-    cluster = load_recipe("jobqueue_cluster").make_cluster(
-        "slurm", tls_dir=str(tmp_path / "tls"), queue="debug", account=None, cores=1,
-        memory="1GB", walltime="00:01:00", lifetime="10m", interface="lo",
-        dashboard_address="127.0.0.1:0", log_directory=str(tmp_path / "logs"))
-    with cluster, Client(cluster) as client:
-        cluster.adapt(minimum_jobs=2, maximum_jobs=2)
-        client.wait_for_workers(2, timeout=180)
-        first = {j.job_id for j in cluster.workers.values()}
-        t0 = time.monotonic()
-        while first & {j for j, state in slurm.jobs().items() if state == "RUNNING"}:
-            assert time.monotonic() - t0 < 240, "the jobs outlived their time limit"
-            time.sleep(1)
-        ended = time.monotonic() - t0
-        client.wait_for_workers(2, timeout=180)
-        now = {j.job_id for j in cluster.workers.values()}
-        assert len(now) == 2 and not now & first
-        log = (slurm.log / "slurmctld.log").read_text()
-        assert all(re.search(rf"Time limit exhausted for JobId={j}\b", log)
-                   for j in first), log[-2000:]
-    print_figure("walltime replacement", jobs_ended_after=f"{ended:.0f}",
-                 replaced_by=",".join(sorted(now)))

@@ -89,7 +89,7 @@ def finite(cert: Certificate, p: ProblemState) -> Certificate:
     values = f"(primal {cert.primal:g}, dual {cert.dual:g})"
     scale = ("the kernel values of the rows overflow (features of too large a scale): scale "
              "the features (scale='minmax' / --scale minmax)")
-    nu = getattr(p.kind, "nu", None)
+    nu = getattr(getattr(p, "kind", None), "nu", None)
     if nu is not None:  # one-class: no C; nu or the features' scale
         cause = ("with nu=1 every row is a bounded support vector and the offset rho is "
                  "undefined: use a nu below 1" if nu >= 1 else scale)

@@ -17,9 +17,6 @@ from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.exceptions import DataConversionWarning
-from sklearn.utils import check_array
-from sklearn.utils.multiclass import type_of_target
 
 from randsvm_dist.exceptions import ParameterError, SchemaError
 
@@ -47,6 +44,8 @@ def check_features(X, n_features: int | None = None, *, name: str = "X",
         TypeError: an object array holding values that are not numbers.
     """
     try:
+        from sklearn.utils import check_array  # on first use: a scan worker never needs it
+
         X = check_array(X, accept_sparse="csr", dtype=np.float32, order="C",
                         ensure_all_finite=False, ensure_min_samples=min_rows,
                         input_name=name)
@@ -83,6 +82,8 @@ def check_labels(y, n_rows: int, *, name: str = "y") -> np.ndarray:
                           f"{name} is None")
     y = np.asarray(y)
     if y.ndim == 2 and 1 in y.shape:
+        from sklearn.exceptions import DataConversionWarning
+
         warnings.warn(f"A column-vector {name} was passed when a 1d array was expected; "
                       "it is used as a 1-D array", DataConversionWarning, stacklevel=3)
         y = y.reshape(-1)
@@ -104,6 +105,8 @@ def check_classes(classes: Iterable, *, where: str = "the labels") -> np.ndarray
     """
     classes = np.unique(np.asarray(list(classes) if not isinstance(classes, np.ndarray)
                                    else classes))
+    from sklearn.utils.multiclass import type_of_target
+
     kind = type_of_target(classes)
     if kind.startswith("continuous"):
         raise SchemaError(f"Unknown label type: {where} are {kind} values "

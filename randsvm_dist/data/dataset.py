@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from randsvm_dist.core.current_worker import worker_address
 from randsvm_dist.core.validation import check_classes
 from randsvm_dist.data.checksums import MANIFEST, verify_checksum
+from randsvm_dist.data.dense_read import numbers, read_dense
 from randsvm_dist.data.filesystem import file_size, resolve
 from randsvm_dist.data.footers import (
     check_label_and_weight,
@@ -210,25 +211,24 @@ class Dataset:
             cols.append(self.weight_column)
         expected = self.checksums.get(path)
         try:
-            if expected is None:
-                table = pq.read_table(path, columns=cols, filesystem=self.filesystem,
-                                      use_threads=False)
-            else:  # one read: the bytes are checked, then parsed from memory
-                with self.filesystem.open_input_file(path) if hasattr(
-                        self.filesystem, "open_input_file") else self.filesystem.open(
-                        path, "rb") as f:
+            with self.filesystem.open_input_file(path) if hasattr(
+                    self.filesystem, "open_input_file") else self.filesystem.open(
+                    path, "rb") as f:
+                source = f
+                if expected is not None:  # one read: the bytes checked, parsed from memory
                     data = f.read()
-                verify_checksum(self.filesystem, path, expected, data)
-                table = pq.read_table(pa.BufferReader(data), columns=cols, use_threads=False)
+                    verify_checksum(self.filesystem, path, expected, data)
+                    source = pa.BufferReader(data)
+                if self.is_sparse:
+                    table = pq.read_table(source, columns=cols, use_threads=False)
+                    X = self._sparse_from(table, path)
+                else:
+                    X, table = read_dense(source, cols, self.feature_columns, path)
         except OSError as e:  # e.g. the path is not mounted on this worker
             raise DataFormatError(f"cannot read partition {i} ({path}) on {_where()}: {e}. "
                                   "Every worker must see the data set at the same path "
                                   "(a shared file system or a URL)") from None
         y = _label_numpy(table.column(self.label_column), path, self.label_column)
-        if self.is_sparse:
-            X = self._sparse_from(table, path)
-        else:
-            X = _dense_from(table, self.feature_columns, path)
         w = None
         if self.weight_column is not None:
             w = _weights_numpy(table.column(self.weight_column), path, self.weight_column)
@@ -402,28 +402,11 @@ def _label_numpy(col: pa.ChunkedArray, path: str, name: str) -> np.ndarray:
     if col.null_count:
         row = _first_null(col.combine_chunks())
         raise SchemaError(f"{path}: row {row} has no value in label column {name!r}")
-    y = col.to_numpy()
+    y = np.array(numbers(col))  # writable, the file's buffers released
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         row = int(np.argmax(~np.isfinite(y)))
         raise SchemaError(f"{path}: row {row} has a NaN or infinite label in column {name!r}")
     return y
-
-
-def _dense_from(table: pa.Table, feature_columns: list[str], path: str) -> np.ndarray:
-    n = table.num_rows
-    X = np.empty((len(feature_columns), n), dtype=np.float32)
-    for j, c in enumerate(feature_columns):
-        col = table.column(c)
-        if col.null_count:
-            row = _first_null(col.combine_chunks())
-            raise SchemaError(f"{path}: row {row} has no value in feature column {c!r}")
-        X[j] = col.to_numpy()
-    if not np.isfinite(X).all():
-        j, row = (int(v[0]) for v in np.nonzero(~np.isfinite(X)))
-        raise SchemaError(f"{path}: row {row}, feature column {feature_columns[j]!r} holds "
-                          "a NaN or infinite value; expected finite numbers")
-    # Filling feature-major then transposing keeps every column write contiguous.
-    return np.ascontiguousarray(X.T)
 
 
 def _short_list(a, k: int = 10) -> str:

@@ -152,6 +152,16 @@ _WAVE_A = np.stack([_H1, _H1, _H2])
 _WAVE_B = np.stack([_H2, _H3, _H3])
 
 
+def _curved16(rng, n):
+    """Two 16-D Gaussian classes split by a curved surface with a margin, so the support
+    vectors stay few (thousands) however many rows are drawn."""
+    X = rng.standard_normal((n, 16), dtype=np.float32)
+    side = X[:, 0] + np.float32(0.35) * (X[:, 1] * X[:, 1] - np.float32(1.0))
+    y = np.where(side >= 0, 1, -1).astype(np.int64)
+    X[:, 0] += np.float32(0.4) * y   # the gap: no row within 0.4 of the surface
+    return X, y
+
+
 def _waveform(rng, n):
     y = rng.integers(0, 3, size=n, dtype=np.int64)
     u = rng.random(n, dtype=np.float32)[:, None]
@@ -212,6 +222,8 @@ GENERATORS: dict[str, GeneratorSpec] = {
                       "4x4 checkerboard with 15% label flips"),
         GeneratorSpec("gauss", 2, (-1, 1), _gauss,
                       "two overlapping 2-D Gaussians (Haykin): N(0,I) vs N((2,0),4I)"),
+        GeneratorSpec("curved16", 16, (-1, 1), _curved16,
+                      "two 16-D Gaussians split by a curved surface with a margin of 0.8"),
         GeneratorSpec("waveform", 21, (0, 1, 2), _waveform,
                       "Breiman's waveform, 21-D, 3 classes"),
         GeneratorSpec("waveform_binary", 21, (-1, 1), _waveform_binary,

@@ -105,29 +105,89 @@ def _wait_bounded(client, futures: list, what: str, timeout: float | None,
     """Wait until every future is done (finished, failed or cancelled).
 
     Raises:
-        ClusterError: ``timeout`` seconds passed, or the cluster had no worker for
-            ``empty_timeout`` seconds.
+        ClusterError: ``timeout`` seconds passed, the cluster had no worker for
+            ``empty_timeout`` seconds, every worker stayed paused at its memory limit for
+            ``$RANDSVM_DIST_PAUSE_TIMEOUT`` seconds (120), or workers died more than
+            ``$RANDSVM_DIST_MAX_WORKER_LOSSES`` times (twice the workers, at least 4)
+            during the wait (see ``_ClusterWatch``).
     """
     t0 = time.monotonic()
-    empty_since, all_done = None, _all_done_event(futures)
+    all_done = _all_done_event(futures)
+    watch = _ClusterWatch(client, what, len(futures))
     while not (all_done.wait(POLL_SECONDS) or all(f.done() for f in futures)):
         now = time.monotonic()
         unfinished = sum(not f.done() for f in futures)
         address = client.scheduler.address
-        if n_workers(client) == 0:
-            empty_since = now if empty_since is None else empty_since
-            if now - empty_since >= empty_timeout:
-                raise ClusterError(
-                    f"waited {now - t0:.0f} s for {what} ({unfinished} of {len(futures)} "
-                    f"tasks unfinished), but the cluster at {address} has had no workers "
-                    f"for {now - empty_since:.0f} s. Start workers (`dask worker "
-                    f"{address}`) or find why they died, then run again (a submitted job "
-                    "or a --resume run continues from its checkpoint); "
-                    "RANDSVM_DIST_EMPTY_TIMEOUT sets this wait") from None
-        else:
-            empty_since = None
+        watch.check(now, unfinished, empty_timeout)
         if timeout is not None and now - t0 >= timeout:
             raise ClusterError(
                 f"gave up after {timeout:.0f} s waiting for {what}: {unfinished} of "
                 f"{len(futures)} tasks unfinished on {n_workers(client)} worker(s) of "
                 f"{address}. Raise RANDSVM_DIST_TIMEOUT or add workers") from None
+
+
+class _ClusterWatch:
+    """What the workers did during one wait: how long the cluster had none, how long all
+    of them were paused at their memory limit, and how many died (a worker restarted by
+    its nanny comes back under a new address).
+
+    Dask retries a task whose worker died, and marks it failed (``KilledWorker``) after a
+    few deaths while it ran; but a worker that dies while it only holds data, or one Dask
+    pauses at its memory limit and never resumes, would keep a wait going forever. These
+    bounds end it with a ``ClusterError`` naming the cause.
+    """
+
+    def __init__(self, client, what: str, n_futures: int) -> None:
+        self.client, self.what, self.n_futures = client, what, n_futures
+        self.t0 = time.monotonic()
+        self.empty_since: float | None = None
+        self.paused_since: float | None = None
+        self.seen: set[str] = set()
+        self.lost: list[str] = []
+        self.pause_timeout = _env_seconds("RANDSVM_DIST_PAUSE_TIMEOUT", 120.0)
+        self.max_losses = _env_seconds("RANDSVM_DIST_MAX_WORKER_LOSSES", None)
+
+    def check(self, now: float, unfinished: int, empty_timeout: float) -> None:
+        """Look at the workers once (every poll of the wait).
+
+        Raises:
+            ClusterError: a bound was passed.
+        """
+        workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+        address = self.client.scheduler.address
+        self.lost += sorted(self.seen - set(workers))
+        self.seen = set(workers)
+        held = f"({unfinished} of {self.n_futures} tasks unfinished)"
+        if not workers:
+            self.empty_since = now if self.empty_since is None else self.empty_since
+            if now - self.empty_since >= empty_timeout:
+                raise ClusterError(
+                    f"waited {now - self.t0:.0f} s for {self.what} {held}, but the cluster "
+                    f"at {address} has had no workers for {now - self.empty_since:.0f} s. "
+                    f"Start workers (`dask worker {address}`) or find why they died, then "
+                    "run again (a submitted job or a --resume run continues from its "
+                    "checkpoint); RANDSVM_DIST_EMPTY_TIMEOUT sets this wait") from None
+            return
+        self.empty_since = None
+        bound = self.max_losses or max(4, 2 * len(workers))
+        if len(self.lost) > bound:
+            raise ClusterError(
+                f"{self.what} {held}: workers died {len(self.lost)} times while it ran "
+                f"(last {self.lost[-1]}), usually a task past the workers' memory limit; "
+                "give the workers more memory or the data smaller partitions (a --resume "
+                "run continues from its checkpoint); RANDSVM_DIST_MAX_WORKER_LOSSES sets "
+                "this bound") from None
+        if all(w.get("status") == "paused" for w in workers.values()):
+            self.paused_since = now if self.paused_since is None else self.paused_since
+            if now - self.paused_since >= self.pause_timeout:
+                name, info = sorted(workers.items())[0]
+                rss = info.get("metrics", {}).get("memory", 0) / (1 << 20)
+                limit = (info.get("memory_limit") or 0) / (1 << 20)
+                raise ClusterError(
+                    f"{self.what} {held}: every worker has been paused at its memory limit "
+                    f"for {now - self.paused_since:.0f} s ({name}: {rss:.0f} of "
+                    f"{limit:.0f} MB), so no task can run; give the workers more memory "
+                    "(a --resume run continues from its checkpoint); "
+                    "RANDSVM_DIST_PAUSE_TIMEOUT sets this wait") from None
+        else:
+            self.paused_since = None

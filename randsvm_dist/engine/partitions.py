@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from randsvm_dist.core.targets import LabelCoding
 from randsvm_dist.engine.bounded_wait import gather
+from randsvm_dist.engine.worker_memory import use_system_arrow_pool
 
 
 @dataclass
@@ -74,6 +75,7 @@ class Partition:
 def load_dataset_partition(dataset, i: int, offset: int, coding: LabelCoding) -> Partition:
     """Read partition i of a Dataset (and its weight column, if any) into a Partition
     (runs on a worker)."""
+    use_system_arrow_pool()
     X, y, w = dataset.read_weighted_partition(i)
     return Partition(X, coding.encode(y, f"partition {i} ({dataset.paths[i]})"), offset, w)
 

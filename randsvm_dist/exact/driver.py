@@ -46,6 +46,7 @@ from randsvm_dist.exact.cancellation import check
 from randsvm_dist.exact.certificate import Certificate, certify, decide
 from randsvm_dist.exact.draw import FILL_BAND, draw_size, first_working_sets, with_draws
 from randsvm_dist.exact.history import IterationRecord
+from randsvm_dist.exact.memory_plan import MemoryPlan, fit_memory_plan
 from randsvm_dist.exact.placement_of_solves import place_solves
 from randsvm_dist.exact.route import Machine, cold_backend, first_share, plan_route, sample_size_for
 from randsvm_dist.exact.sampling import stream_id
@@ -120,8 +121,10 @@ def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: 
     """
     check_boxes_finite(client, parts, problems)
     run = uuid.uuid4().hex  # names this run's screening bounds on the workers
-    try:  # the loop: solve, scan, certify and decide, draw, checkpoint
+    try:  # the memory plan, then the loop: solve, scan, certify and decide, draw, checkpoint
+        memory, problems, cfg = fit_memory_plan(client, parts, problems, cfg)
         loop, problems = _start(client, parts, problems, cfg, resume, cancelled)
+        loop.memory, loop.solved_in = memory, memory.solve_in
         while True:
             loop.it += 1
             check(cancelled, f"the solves of iteration {loop.it}")
@@ -174,7 +177,8 @@ class Loop:
         cold: (working-set rows, seconds) of the run's last cold solve, for
             ``warm_speedup_estimate``.
         machine, backend: what the cost model was told (``plan_route``).
-        solved_in: 'workers' or 'client' (``exact.in_process``).
+        solved_in: 'workers' or 'client' (``exact.in_process``, or the memory plan).
+        memory: the fit's memory plan (``exact.memory_plan``), None before it is made.
     """
 
     r: int
@@ -189,6 +193,8 @@ class Loop:
     machine: Machine = Machine(1, 1)
     backend: str = "libsvm"
     solved_in: str = "workers"
+    memory: MemoryPlan | None = None
+    memory_recorded: bool = False
 
 
 @dataclass
@@ -245,7 +251,8 @@ def _solve_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: 
     if loop.route == "direct":
         problems, seconds = solve_direct(client, parts, problems)
         return problems, SolveStep(tols, seconds, threads)
-    problems, seconds = solve_sampled(client, problems, loop.it, cfg, parts.weighted)
+    problems, seconds = solve_sampled(client, problems, loop.it, cfg, parts.weighted,
+                                      in_client=loop.solved_in == "client")
     if loop.it == 1 and cfg.route == "auto":
         loop.route, loop.why = plan_route(cfg, problems, parts.n_rows, loop.r,
                                           parts.n_features, loop.machine, loop.backend,
@@ -357,4 +364,14 @@ def _record(collapsed: tuple[int, int], loop: Loop, j: int, p: ProblemState, s: 
         kernel_evals_per_core_second=result.kernel_evals / max(result.compute_seconds, 1e-9),
         seconds=time.perf_counter() - loop.t0,
         stop_reason=p.stop_reason,
+        scan_worker_rss=result.worker_rss,
+        memory_plan=_memory_record(loop),
     )
+
+
+def _memory_record(loop: Loop) -> dict | None:
+    """The memory plan, for the first record the run (or its resumed part) writes."""
+    if loop.memory is None or loop.memory_recorded:
+        return None
+    loop.memory_recorded = True
+    return loop.memory.as_record()

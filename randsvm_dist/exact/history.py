@@ -61,6 +61,10 @@ class IterationRecord:
         kernel_evals_per_core_second: over the scan tasks' compute time.
         seconds: since the start of the run.
         stop_reason: why the problem stopped (None: it goes on).
+        scan_worker_rss: the largest worker process memory (bytes) at the end of a scan
+            task (0: not measured).
+        memory_plan: the fit's memory plan (``exact.memory_plan.MemoryPlan.as_record``),
+            in the first record of a run only.
     """
 
     iteration: int
@@ -101,6 +105,8 @@ class IterationRecord:
     kernel_evals_per_core_second: float
     seconds: float
     stop_reason: str | None
+    scan_worker_rss: int = 0
+    memory_plan: dict | None = None
 
     def as_dict(self) -> dict:
         """The record as the dict ``history_`` holds (the fields in this order)."""

@@ -23,6 +23,7 @@ also says how the working set was drawn when a pilot drew it: ``WorkingSet.origi
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, replace
 
@@ -156,24 +157,36 @@ def solve_working_set_task(kind: ProblemKind, X, t: np.ndarray, box: np.ndarray 
                                          plan.n_parts, stream)
 
 
+@dataclass(frozen=True)
+class _ClientPlace:
+    """The client's process as the place of a solve: its cores (see ``solve_sampled``)."""
+
+    threads: int
+
+
 def solve_sampled(client, problems: list[ProblemState], it: int, cfg: RunConfig,
-                  weighted: bool) -> tuple[list[ProblemState], float]:
+                  weighted: bool, in_client: bool = False) -> tuple[list[ProblemState], float]:
     """Solve every active problem's working set on the workers, concurrently, each by
-    its plan (``choose_solve_plan``).
+    its plan (``choose_solve_plan``); or, ``in_client``, one after the other in this
+    process with its cores (the workers' memory cannot hold a solve:
+    ``exact.memory_plan``; cut plans, whose parts are tasks, solve whole there).
 
     Args:
         client: distributed.Client.
         problems: every problem of the run (the active ones are solved).
         it: the iteration (with ``cfg.random_state``, the streams of the cut plans).
         cfg: the run's settings; weighted: rows carry sample weights.
+        in_client: solve in this process instead of on the workers.
 
     Returns:
         (the problems with their new models and plans, the step's wall seconds).
     """
     active = [p for p in problems if p.active]
     t0 = time.perf_counter()
-    places = place_solves(client, len(active))
-    n_parts = max(1, solving.total_threads(client) // max(1, len(active)))
+    places = (place_solves(client, len(active)) if not in_client
+              else [_ClientPlace(os.cpu_count() or 1)] * len(active))
+    n_parts = (1 if in_client
+               else max(1, solving.total_threads(client) // max(1, len(active))))
     futures, plans = [], []
     for j, p in enumerate(active):
         ws = p.ws
@@ -182,11 +195,11 @@ def solve_sampled(client, problems: list[ProblemState], it: int, cfg: RunConfig,
         box = p.kind.row_box(p.solver.C, ws.t, ws.weight) if weighted else None
         plans.append(choose_solve_plan(p, n_parts, places[j].threads))
         warm = plans[-1].name == "warm"
-        futures.append(client.submit(
-            solve_working_set_task, p.kind, ws.X, ws.t, box, ws.rows, params,
-            places[j].threads, plans[-1], stream_id(cfg.random_state, it, j, 0xCA5C),
-            ws.alpha0 if warm else None, start_sums(p) if warm else None, pure=False,
-            retries=2, **places[j].submit_options()))
+        args = (solve_working_set_task, p.kind, ws.X, ws.t, box, ws.rows, params,
+                places[j].threads, plans[-1], stream_id(cfg.random_state, it, j, 0xCA5C),
+                ws.alpha0 if warm else None, start_sums(p) if warm else None)
+        futures.append(args[0](*args[1:]) if in_client else client.submit(
+            *args, pure=False, retries=2, **places[j].submit_options()))
     plan_of = iter(plans)
 
     def solved_state(p: ProblemState, s: solving.Solved) -> ProblemState:
@@ -199,5 +212,7 @@ def solve_sampled(client, problems: list[ProblemState], it: int, cfg: RunConfig,
                        solve_plan_reason=plan.reason + (f"; the rows {ws.origin}"
                                                         if ws.origin else ""))
 
-    results = gather(client, futures, "the working-set solves", [p.kind.label for p in active])
+    results = (futures if in_client else
+               gather(client, futures, "the working-set solves",
+                      [p.kind.label for p in active]))
     return solving.with_results(problems, results, solved_state), time.perf_counter() - t0

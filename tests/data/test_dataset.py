@@ -68,6 +68,7 @@ def test_facts_come_from_metadata_only(tmp_path, dense_xy, monkeypatch):
         raise AssertionError("data was read")
 
     monkeypatch.setattr(pq, "read_table", no_data)
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", no_data)
     ds = Dataset.open(tmp_path / "d")
     assert ds.n_rows == 1000 and ds.n_features == 7 and ds.n_partitions == 4
     assert ds.class_counts.sum() == 1000 and list(ds.classes) == [3, 7]

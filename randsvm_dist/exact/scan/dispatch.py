@@ -25,6 +25,7 @@ from randsvm_dist.exact.scan.partition import (
     row_range,
     scan_partition_task,
 )
+from randsvm_dist.exact.scan.reread import scan_reread_task
 from randsvm_dist.exact.state import ProblemState, SupportModel
 
 
@@ -69,6 +70,7 @@ class ScanResult:
     threads: int = 1         # worker threads of the cluster during the scan
     task_rows: dict = field(default_factory=dict)  # worker -> rows its tasks scanned
     full_evals: int = 0      # kernel evaluations of the rows evaluated in full
+    worker_rss: int = 0      # the largest worker memory at the end of a task (bytes)
 
     @property
     def efficiency(self) -> float:
@@ -111,15 +113,46 @@ def run_scan(client, parts: PartitionSet, model: ScanModel | None,
     holders = _holders(client, parts)
     tasks = plan_scan(parts.sizes, holders, threads, parts.futures is not None,
                       _preferred(parts, placement or {}))
-    futures = [client.submit(scan_partition_task, _source(client, parts, t, holders),
-                             inputs, int(parts.offsets[t.partition] + t.lo),
-                             _local_rows(parts, t), pure=False, retries=2, **placed(t.worker))
-               for t in tasks]
-    names = [f"partition {t.partition} rows {t.lo}-{t.hi}" for t in tasks]
-    answers: list[ScanAnswer] = gather(client, futures, "the violator scan", names)
+    if parts.futures is None and parts.dataset is not None:
+        answers = _reread_answers(client, parts, tasks, inputs, threads)
+    else:
+        futures = [client.submit(scan_partition_task, _source(client, parts, t, holders),
+                                 inputs, int(parts.offsets[t.partition] + t.lo),
+                                 _local_rows(parts, t), pure=False, retries=2,
+                                 **placed(t.worker))
+                   for t in tasks]
+        names = [f"partition {t.partition} rows {t.lo}-{t.hi}" for t in tasks]
+        answers = gather(client, futures, "the violator scan", names)
     delta_evals = model.delta.kernel_evals if model and model.delta is not None else 0
     return _scan_result(parts, tasks, answers, delta_evals, time.perf_counter() - t0,
                         max(1, sum(threads.values())))
+
+
+def _reread_answers(client, parts: PartitionSet, tasks: list[ScanTask], inputs,
+                    threads: dict[str, int]) -> list[ScanAnswer]:
+    """The answers of whole-partition ``tasks`` on re-read data: each worker's partitions
+    cut into SCAN_TASKS_PER_THREAD runs per thread, each run one task that reads the next
+    partition while it scans the current (``reread.scan_reread_task``); the answers in
+    the order of ``tasks``."""
+    runs: dict[str | None, list[list[int]]] = {}
+    for w in dict.fromkeys(t.worker for t in tasks):
+        mine = [k for k, t in enumerate(tasks) if t.worker == w]
+        n_runs = max(1, min(len(mine), SCAN_TASKS_PER_THREAD * threads.get(w, 1)))
+        edges = np.linspace(0, len(mine), n_runs + 1).round().astype(int)
+        runs[w] = [mine[a:b] for a, b in zip(edges[:-1], edges[1:]) if b > a]
+    flat = [(w, run) for w, rs in runs.items() for run in rs]
+    futures = [client.submit(scan_reread_task, parts.dataset,
+                             [(tasks[k].partition, int(parts.offsets[tasks[k].partition]))
+                              for k in run], parts.coding, inputs, pure=False, retries=2,
+                             **placed(w))
+               for w, run in flat]
+    names = ["partitions " + ", ".join(str(tasks[k].partition) for k in run)
+             for _, run in flat]
+    answers: list = [None] * len(tasks)
+    for (_, run), got in zip(flat, gather(client, futures, "the violator scan", names)):
+        for k, a in zip(run, got):
+            answers[k] = a
+    return answers
 
 
 def _scan_result(parts: PartitionSet, tasks: list, answers: list[ScanAnswer],
@@ -135,7 +168,8 @@ def _scan_result(parts: PartitionSet, tasks: list, answers: list[ScanAnswer],
                       sum(a.n_screened for a in answers),
                       delta_evals + sum(a.kernel_evals for a in answers),
                       sum(a.cpu_seconds for a in answers), wall_seconds, threads, task_rows,
-                      sum(a.full_evals for a in answers))
+                      sum(a.full_evals for a in answers),
+                      max((a.rss for a in answers), default=0))
 
 
 def _holders(client, parts: PartitionSet) -> list[list[str]]:

@@ -16,6 +16,7 @@ import numpy as np
 
 from randsvm_dist.core.current_worker import worker_address
 from randsvm_dist.engine.partitions import Partition
+from randsvm_dist.engine.worker_memory import process_rss
 from randsvm_dist.exact.kinds import ProblemKind
 from randsvm_dist.exact.sampling import keys_of, smallest_keys
 from randsvm_dist.exact.scan.row_screening import (
@@ -353,6 +354,7 @@ class ScanAnswer:
     cpu_seconds: float = 0.0
     ran_on: str | None = None
     full_evals: int = 0
+    rss: int = 0             # the worker process's memory when the task ended (bytes)
 
 
 def row_range(part: Partition, lo: int, hi: int) -> Partition:
@@ -404,5 +406,22 @@ def scan_partition_task(part: Partition, inputs: ScanInputs, key: int,
             and screening_store.put(inputs.run, key, inputs.iteration, out.bounds))
     return ScanAnswer(out.problems, out.n_evaluated, out.seconds, address if kept else None,
                       out.n_screened, out.kernel_evals, out.cpu_seconds, address,
-                      out.full_evals)
+                      out.full_evals, process_rss())
 
+
+def warm_scan(kernel: Kernel, sparse: bool, n_features: int) -> None:
+    """Scan 64 random rows against 8 random support vectors with ``kernel`` (CSR rows when
+    ``sparse``): loads every compiled kernel a scan of such rows runs, which then stay in
+    the process (a worker's memory is measured after it: ``exact.memory_plan``)."""
+    import scipy.sparse as sp
+
+    from randsvm_dist.exact.kinds import CSVC
+
+    rng = np.random.default_rng(0)
+    X = rng.random((64, n_features), dtype=np.float32)
+    S = X[:8].copy()
+    if sparse:
+        X, S = sp.csr_matrix(X), sp.csr_matrix(S)
+    part = Partition(X, np.where(np.arange(64) % 2 == 0, 1, 0).astype(np.int32), 0)
+    model = ScanModel(kernel, S, rng.standard_normal((8, 1)).astype(np.float32), np.zeros(1))
+    scan_partition(part, model, [ProblemRequest(CSVC(1, 0), np.empty(0, np.int64), 4, 1)])

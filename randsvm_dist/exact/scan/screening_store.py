@@ -28,6 +28,12 @@ _lock = threading.Lock()
 _store: dict[tuple[str, int], tuple[int, np.ndarray]] = {}
 
 
+def capacity(limit: int | None) -> int:
+    """The most bytes of bounds a worker with memory limit ``limit`` (None or 0: none)
+    keeps."""
+    return int(min(MAX_BYTES, MEMORY_SHARE * limit)) if limit else MAX_BYTES
+
+
 def _capacity() -> int:
     try:
         from distributed import get_worker
@@ -35,7 +41,7 @@ def _capacity() -> int:
         limit = get_worker().memory_manager.memory_limit
     except (ImportError, ValueError, AttributeError):
         limit = None
-    return int(min(MAX_BYTES, MEMORY_SHARE * limit)) if limit else MAX_BYTES
+    return capacity(limit)
 
 
 def put(run: str, partition: int, iteration: int, lower: np.ndarray) -> bool:

@@ -6,9 +6,9 @@ package and its attribute (``BinarySolution.kernel_sums``), or another library's
 (``distributed.Client``). A renamed or removed module shows up here, not in a reader's
 search.
 
-Not references: file names (``status.json``), placeholders (``MODEL.range``) and
-attributes of a variable of the text (``client.submit``, ``args.model``, ``est.scaler_``):
-their first names are in ``NOT_MODULES``.
+Not references: file names (``status.json``), Dask's configuration keys (``CONFIG_KEYS``),
+placeholders (``MODEL.range``) and attributes of a variable of the text (``client.submit``,
+``args.model``, ``est.scaler_``): their first names are in ``NOT_MODULES``.
 """
 
 from __future__ import annotations
@@ -39,6 +39,10 @@ NOT_MODULES = {
 }
 
 
+# Dask configuration keys look like dotted names
+CONFIG_KEYS = ("distributed.worker.memory.", "distributed.comm.", "distributed.scheduler.")
+
+
 def module_name(path: pathlib.Path) -> str:
     parts = ["randsvm_dist", *path.relative_to(PACKAGE).with_suffix("").parts]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -56,7 +60,7 @@ def references(text: str):
     for m in REFERENCE.finditer(text):
         ref = next(g for g in m.groups() if g)
         first, last = ref.split(".")[0], ref.rsplit(".", 1)[1]
-        if last in FILE_SUFFIXES or first in NOT_MODULES:
+        if last in FILE_SUFFIXES or first in NOT_MODULES or ref.startswith(CONFIG_KEYS):
             continue
         yield ref
 

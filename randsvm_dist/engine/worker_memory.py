@@ -15,6 +15,8 @@ import gc
 import importlib
 from dataclasses import dataclass
 
+from randsvm_dist.core.current_worker import worker_address
+
 MB = 1 << 20
 
 
@@ -118,11 +120,7 @@ def use_system_arrow_pool() -> None:
     global _ARROW_POOL_SET
     if _ARROW_POOL_SET:
         return
-    try:
-        from distributed import get_worker
-
-        get_worker()
-    except (ImportError, ValueError):
+    if worker_address() is None:
         return
     import pyarrow as pa
 

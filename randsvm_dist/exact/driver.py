@@ -86,18 +86,9 @@ def finite(cert: Certificate, p: ProblemState) -> Certificate:
     """
     if np.isfinite(cert.primal) and np.isfinite(cert.dual):
         return cert
-    values = f"(primal {cert.primal:g}, dual {cert.dual:g})"
-    scale = ("the kernel values of the rows overflow (features of too large a scale): scale "
-             "the features (scale='minmax' / --scale minmax)")
-    nu = getattr(getattr(p, "kind", None), "nu", None)
-    if nu is not None:  # one-class: no C; nu or the features' scale
-        cause = ("with nu=1 every row is a bounded support vector and the offset rho is "
-                 "undefined: use a nu below 1" if nu >= 1 else scale)
-        raise ParameterError(f"nu={nu:g}: the objective is not a finite number {values}; "
-                             f"{cause}")
-    raise ParameterError(f"C={p.solver.C:g}: the objective is not a finite number {values}: "
-                         f"either {scale}, or C x the weights x the slack overflows float64 "
-                         "(use a smaller C)")
+    raise ParameterError(f"C={p.solver.C:g}: the objective is not a finite number (primal "
+                         f"{cert.primal:g}, dual {cert.dual:g}); C x the weights x the slack "
+                         "overflows float64: use a smaller C")
 
 
 def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,
@@ -130,8 +121,8 @@ def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: 
     """
     check_boxes_finite(client, parts, problems)
     run = uuid.uuid4().hex  # names this run's screening bounds on the workers
-    memory, problems, cfg = fit_memory_plan(client, parts, problems, cfg)
-    try:  # the loop: solve, scan, certify and decide, draw, checkpoint
+    try:  # the memory plan, then the loop: solve, scan, certify and decide, draw, checkpoint
+        memory, problems, cfg = fit_memory_plan(client, parts, problems, cfg)
         loop, problems = _start(client, parts, problems, cfg, resume, cancelled)
         loop.memory, loop.solved_in = memory, memory.solve_in
         while True:
@@ -378,7 +369,7 @@ def _record(collapsed: tuple[int, int], loop: Loop, j: int, p: ProblemState, s: 
     )
 
 
-def _memory_record(loop: Loop) -> str | None:
+def _memory_record(loop: Loop) -> dict | None:
     """The memory plan, for the first record the run (or its resumed part) writes."""
     if loop.memory is None or loop.memory_recorded:
         return None

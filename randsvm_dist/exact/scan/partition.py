@@ -408,6 +408,7 @@ def scan_partition_task(part: Partition, inputs: ScanInputs, key: int,
                       out.n_screened, out.kernel_evals, out.cpu_seconds, address,
                       out.full_evals, process_rss())
 
+
 def warm_scan(kernel: Kernel, sparse: bool, n_features: int) -> None:
     """Scan 64 random rows against 8 random support vectors with ``kernel`` (CSR rows when
     ``sparse``): loads every compiled kernel a scan of such rows runs, which then stay in

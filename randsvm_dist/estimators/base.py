@@ -396,9 +396,8 @@ class RandSVMBase(BaseEstimator):
         from sklearn.base import clone
 
         params = self.get_params(deep=False)
-        client = params.pop("client", None)
-        return type(self)(**{k: clone(v, safe=False) for k, v in params.items()},
-                          client=client)
+        return type(self)(**{k: v if k == "client" else clone(v, safe=False)
+                             for k, v in params.items()})
 
     # -- prediction ------------------------------------------------------------------------
     def __sklearn_is_fitted__(self) -> bool:
@@ -415,7 +414,8 @@ class RandSVMBase(BaseEstimator):
 
     def _problem_values(self, X, float64: bool = False) -> np.ndarray:
         """(n, n_problems) decision values of every problem on the rows of X (``float64``:
-        computed in float64 throughout, as LIBSVM does).
+        computed in float64 throughout, as LIBSVM does; always so for a model fitted on
+        float64 arrays in memory, as SVC's, ``fitted_attributes.finish_attributes``).
 
         Raises:
             NotFittedError, SchemaError (wrong feature count, NaN).
@@ -425,6 +425,7 @@ class RandSVMBase(BaseEstimator):
         X = check_features(X, self.n_features_in_, model=type(self).__name__)
         if getattr(self, "scaler_", None) is not None:
             X = self.scaler_.transform(X)
+        float64 = float64 or getattr(self, "_float64", False)  # fitted on float64 arrays
         values = decision_values_float64 if float64 else decision_values
         return values(X, getattr(self, "_sv", self.support_vectors_), self._problem_coef.T,
                       self._problem_intercept, self.kernel_)

@@ -136,8 +136,12 @@ class RandSVMBase(BaseEstimator):
             the training rows on the workers, applied before training and by
             predict/evaluate, saved with the model.
 
-    Fitted attributes (every estimator): ``n_features_in_``, ``support_`` (global row
-    indices), ``support_vectors_``, ``dual_coef_``, ``intercept_``, ``history_``,
+    Fitted attributes (every estimator): ``n_features_in_``, ``feature_names_in_`` (a
+    DataFrame of string column names; checked at prediction as scikit-learn does),
+    ``support_`` (global row indices), ``support_vectors_`` (dense for dense input, of its
+    float dtype), ``dual_coef_``, ``intercept_``, ``n_support_``, ``coef_`` (linear
+    kernel), ``fit_status_``, ``shape_fit_`` (see ``estimators.fitted_attributes``),
+    ``history_``,
     ``n_iter_``, ``stop_reasons_``, ``optimal_``, ``relative_gap_`` (the largest certified
     relative gap over the problems), ``relative_gaps_`` (per problem), ``certified_``,
     ``seed_info_``, ``gamma_``, ``k_``, ``sample_size_``, ``fit_time_``, ``scaler_``,

@@ -319,8 +319,10 @@ def check_weighted_classes(positive_counts, classes) -> None:
     """
     present = np.flatnonzero(np.asarray(positive_counts))
     if len(present) == 0:
-        raise ParameterError("invalid input: all rows have zero or negative sample weights")
+        raise ParameterError("Invalid input - all samples have zero or negative weights. "
+                             "(invalid input: all rows have zero or negative sample weights)")
     if len(present) == 1:
         label = np.asarray(classes)[present[0]].item()
-        raise SchemaError(f"invalid input: all rows with positive sample weights belong to "
+        raise SchemaError(f"Invalid input - all samples with positive weights belong to the "
+                          f"same class: all rows with positive sample weights belong to "
                           f"class {label!r}; a classifier needs two classes")

@@ -85,8 +85,12 @@ class RandSVMBase(BaseEstimator):
     Shared parameters (the subclasses document their own; texts: ``core.parameter_texts``):
         <parameters>
 
-    Fitted attributes (every estimator): ``n_features_in_``, ``support_`` (global row
-    indices), ``support_vectors_``, ``dual_coef_``, ``intercept_``, ``history_``,
+    Fitted attributes (every estimator): ``n_features_in_``, ``feature_names_in_`` (a
+    DataFrame of string column names; checked at prediction as scikit-learn does),
+    ``support_`` (global row indices), ``support_vectors_`` (dense for dense input, of its
+    float dtype), ``dual_coef_``, ``intercept_``, ``n_support_``, ``coef_`` (linear
+    kernel), ``fit_status_``, ``shape_fit_`` (see ``estimators.fitted_attributes``),
+    ``history_``,
     ``n_iter_``, ``stop_reasons_``, ``optimal_``, ``relative_gap_`` (the largest certified
     relative gap over the problems), ``relative_gaps_`` (per problem), ``certified_``,
     ``seed_info_``, ``gamma_``, ``k_``, ``sample_size_``, ``fit_time_``, ``scaler_``,
@@ -365,9 +369,8 @@ class RandSVMBase(BaseEstimator):
         from sklearn.base import clone
 
         params = self.get_params(deep=False)
-        client = params.pop("client", None)
-        return type(self)(**{k: clone(v, safe=False) for k, v in params.items()},
-                          client=client)
+        return type(self)(**{k: v if k == "client" else clone(v, safe=False)
+                             for k, v in params.items()})
 
     # -- prediction ------------------------------------------------------------------------
     def __sklearn_is_fitted__(self) -> bool:
@@ -384,7 +387,8 @@ class RandSVMBase(BaseEstimator):
 
     def _problem_values(self, X, float64: bool = False) -> np.ndarray:
         """(n, n_problems) decision values of every problem on the rows of X (``float64``:
-        computed in float64 throughout, as LIBSVM does).
+        computed in float64 throughout, as LIBSVM does; always so for a model fitted on
+        float64 arrays in memory, as SVC's, ``fitted_attributes.finish_attributes``).
 
         Raises:
             NotFittedError, SchemaError (wrong feature count, NaN).
@@ -399,6 +403,7 @@ class RandSVMBase(BaseEstimator):
             X = check_features(X, self.n_features_in_, model=type(self).__name__)
         if getattr(self, "scaler_", None) is not None:
             X = self.scaler_.transform(X)
+        float64 = float64 or getattr(self, "_float64", False)  # fitted on float64 arrays
         values = decision_values_float64 if float64 else decision_values
         return values(X, sv, self._problem_coef.T, self._problem_intercept, self.kernel_)
 

@@ -17,7 +17,7 @@ from randsvm_dist.engine.dask_predict import dask_accuracy
 from randsvm_dist.estimators.base import RandSVMBase
 from randsvm_dist.exact.kinds import CSVC
 from randsvm_dist.exact.state import ProblemState
-from randsvm_dist.exceptions import ParameterError
+from randsvm_dist.exceptions import NotFittedError, ParameterError
 from randsvm_dist.model_files.libsvm_text import CLASSIFICATION_TYPES, OVR_SVM_TYPE
 from randsvm_dist.model_files.ovo_layout import (
     linear_coef,
@@ -282,6 +282,9 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
     def predict(self, X) -> np.ndarray:
         """Predicted labels of the rows of X (a lazy dask array for Dask input): LIBSVM's
         votes for one-vs-one models (ties to the lower class; ``break_ties`` as SVC)."""
+        if self.break_ties and self.decision_function_shape == "ovo":
+            raise ParameterError("break_ties must be False when decision_function_shape is "
+                                 "'ovo'")
         lazy = self._on_dask("predict", X)
         if lazy is not None:
             return lazy
@@ -314,8 +317,8 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
             return lazy
         f = self._problem_values(X, float64=True)
         if getattr(self, "probA_", None) is None:
-            raise AttributeError("predict_proba is available when fitted with "
-                                 "probability=True")
+            raise NotFittedError("predict_proba is not available when fitted with "
+                                 "probability=False")
         dec = -f if len(self.classes_) == 2 else f
         return predict_proba(dec, self.probA_, self.probB_, len(self.classes_),
                              getattr(self, "_coupling_order", None))

@@ -12,9 +12,10 @@ Mersenne Twister (``std::mt19937``) seeded with ``RandomState(random_state).rand
 1)``, bounded by Lemire's method (scikit-learn's ``bounded_rand_int``), drawn in sequence
 over the pairs, so a fixed ``random_state`` gives SVC's fold assignment.
 
-The fold models are this package's fits (``RandSVMClassifier`` with the full fit's kernel
-and gamma, ``probability=False``): certified to ``gap_tol`` as the full fit is, in this
-process for small data. Rows of non-positive sample weight take no part (LIBSVM removes
+The fold models are solved as LIBSVM solves them (``solvers.libsvm_adapter``, its tol, the
+full fit's kernel and gamma) for pairs of at most ``IN_PROCESS_ROWS`` rows; larger pairs'
+are this package's fits (``RandSVMClassifier``, ``probability=False``), certified to
+``gap_tol`` as the full fit is. Rows of non-positive sample weight take no part (LIBSVM removes
 them first).
 """
 
@@ -30,6 +31,9 @@ from randsvm_dist.numerics.multiclass import ovo_pairs
 from randsvm_dist.numerics.probability import sigmoid_train
 
 N_FOLDS = 5
+# A pair of at most this many rows has its fold models fitted in this process even when
+# the estimator names a cluster (its data would take longer to place than to solve).
+IN_PROCESS_ROWS = 20_000
 
 
 class LibsvmRandom:
@@ -73,20 +77,13 @@ def fold_permutation(n: int, rng: LibsvmRandom) -> np.ndarray:
     return perm
 
 
-def _rows(X, idx: np.ndarray):
-    if hasattr(X, "iloc"):
-        return X.iloc[idx]
-    return X[idx]
-
-
 def _fold_values(est, X, t: np.ndarray, w, cp: float, cn: float,
                  perm: np.ndarray) -> np.ndarray:
-    """Held-out decision values (positive towards t = +1) of the pair's rows."""
+    """Held-out decision values (positive towards t = +1) of the pair's rows: each fold's
+    model solved by LIBSVM here (at most ``IN_PROCESS_ROWS`` rows: what LIBSVM itself
+    does), else by a RandSVM fit (certified to gap_tol, on the estimator's cluster)."""
     n = len(t)
     dec = np.zeros(n)
-    params = dict(C=1.0, class_weight={0: cn, 1: cp}, probability=False,
-                  gamma=est.gamma_ if est.kernel != "linear" else est.gamma,
-                  random_state=est.random_seed_, seed=None, scale=None, k=None)
     for f in range(N_FOLDS):
         begin, end = f * n // N_FOLDS, (f + 1) * n // N_FOLDS
         test = perm[begin:end]
@@ -96,13 +93,41 @@ def _fold_values(est, X, t: np.ndarray, w, cp: float, cn: float,
         if pos == 0 or neg == 0:
             dec[test] = 0.0 if pos == neg else (1.0 if pos else -1.0)
             continue
-        sub = est._fold_estimator(**params)
+        if n <= IN_PROCESS_ROWS:
+            dec[test] = _libsvm_fold(est, X, t, w, cp, cn, train, test)
+            continue
+        sub = est._fold_estimator(C=1.0, class_weight={0: cn, 1: cp}, probability=False,
+                                  gamma=est.gamma_ if est.kernel != "linear" else est.gamma,
+                                  random_state=est.random_seed_, seed=None, scale=None,
+                                  k=None)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            sub.fit(_rows(X, train), (t[train] > 0).astype(np.int64),
+            sub.fit(X[train], (t[train] > 0).astype(np.int64),
                     None if w is None else w[train])
-        dec[test] = sub.decision_function(_rows(X, test))  # positive towards label 1: +1
+        dec[test] = sub.decision_function(X[test])  # positive towards label 1: +1
     return dec
+
+
+def _libsvm_fold(est, X, t, w, cp: float, cn: float, train, test) -> np.ndarray:
+    """One fold's model solved by LIBSVM on the training rows (boxes C x class weight x
+    sample weight), its float64 decision values of the test rows."""
+    from randsvm_dist.numerics.kernels import decision_values_float64
+    from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
+    from randsvm_dist.solvers.params import SolverParams
+    from randsvm_dist.solvers.weighted import solve_weighted
+
+    params = SolverParams(1.0, est.kernel_, weight_pos=cp, weight_neg=cn, tol=float(est.tol),
+                          cache_size=float(est.cache_size), backend="libsvm")
+    Xtr, ttr = X[train], t[train]
+    X32 = Xtr.astype(np.float32)  # the solver's rows, as the estimator's fits hold them
+    if w is None:
+        sol = solve_libsvm(X32, ttr, params)
+    else:
+        sol = solve_weighted(X32, ttr, params, np.where(ttr > 0, cp, cn) * w[train])
+    if not len(sol.support):
+        return np.full(len(test), float(sol.intercept))
+    return decision_values_float64(X[test], Xtr[sol.support], sol.dual_coef,
+                                   sol.intercept, est.kernel_)
 
 
 def cross_val_sigmoids(est, X, y, sample_weight=None) -> tuple[np.ndarray, np.ndarray]:
@@ -117,10 +142,8 @@ def cross_val_sigmoids(est, X, y, sample_weight=None) -> tuple[np.ndarray, np.nd
     Returns:
         (prob_a, prob_b), each (n_pairs,).
     """
-    if sp.issparse(X) and not sp.isspmatrix_csr(X):
-        X = sp.csr_matrix(X)
-    elif not sp.issparse(X) and not hasattr(X, "iloc"):
-        X = np.asarray(X)
+    X = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else \
+        np.ascontiguousarray(np.asarray(X, dtype=np.float64))
     code = np.searchsorted(est.classes_, np.asarray(y).ravel())
     w = None if sample_weight is None else np.asarray(sample_weight, np.float64).ravel()
     keep = np.arange(len(code)) if w is None else np.flatnonzero(w > 0)
@@ -134,7 +157,7 @@ def cross_val_sigmoids(est, X, y, sample_weight=None) -> tuple[np.ndarray, np.nd
         rows = np.concatenate([keep[code[keep] == i], keep[code[keep] == j]])
         t = np.where(code[rows] == i, 1.0, -1.0)
         perm = fold_permutation(len(rows), rng)
-        dec = _fold_values(est, _rows(X, rows), t, None if w is None else w[rows],
+        dec = _fold_values(est, X[rows], t, None if w is None else w[rows],
                            C * cw[i], C * cw[j], perm)
         a, b = sigmoid_train(dec, t)
         prob_a.append(a)

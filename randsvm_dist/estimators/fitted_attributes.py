@@ -14,7 +14,9 @@ working sets held them); a user of SVC, SVR or OneClassSVM expects what those gi
   and scikit-learn's feature-name checks at prediction (``check_feature_names``): other
   names or another order raise scikit-learn's ValueError, names missing on one side warn.
 
-The prediction itself uses the model's own support vectors (``_sv``), never these copies.
+The prediction itself uses the model's own support vectors (``_sv``), never these copies;
+a model fitted on float64 arrays in memory computes its decision values in float64, as
+SVC (``_float64``; float32 for Parquet data and float32 arrays: faster, same labels).
 """
 
 from __future__ import annotations
@@ -117,12 +119,13 @@ def finish_attributes(est, info: dict) -> None:
     if info["in_memory"] and not info["sparse"]:
         est.support_vectors_ = np.asarray(sv.toarray() if sp.issparse(sv) else sv,
                                           dtype=info["dtype"])
-    elif sp.issparse(sv):
+    elif sp.issparse(sv) or info["sparse"]:
         est.support_vectors_ = sp.csr_matrix(sv, dtype=info["dtype"])
     else:
         est.support_vectors_ = np.asarray(sv, dtype=info["dtype"])
     if info["sparse"]:
         est.dual_coef_ = sp.csr_matrix(est.dual_coef_)
+    est._float64 = bool(info["in_memory"] and info["dtype"] == np.float64)
     est.fit_status_ = 0 if (est.certified_ or (est.gap_tol == 0 and est.optimal_)) else 1
     if info["shape"] is not None:
         est.shape_fit_ = info["shape"]

@@ -72,3 +72,70 @@ def current_dask_client(dask_client):
     user's own ``Client()`` is: for tests of ``client=None`` picking the current client."""
     with dask_client.as_current():
         yield dask_client
+
+
+class DaskCliCluster:
+    """``dask scheduler`` and ``dask worker --nworkers N --nthreads 1`` started as OS
+    processes on 127.0.0.1 with Dask's own CLI (``memory_limit``: the workers'
+    ``--memory-limit``); the workers' log is kept in ``log``."""
+
+    def __init__(self, tmp: Path, n_workers: int = 2, memory_limit: str | None = None):
+        import json
+        import subprocess
+        import sys
+        import time
+
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        tmp.mkdir(parents=True, exist_ok=True)
+        file, self.log = tmp / "scheduler.json", tmp / "workers.log"
+        self.procs = [subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+             "--port", "0", "--dashboard-address", "127.0.0.1:0", "--scheduler-file",
+             str(file)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+        deadline = time.monotonic() + 60
+        while not file.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError("dask scheduler did not start")
+            time.sleep(0.2)
+        self.address = json.loads(file.read_text())["address"]
+        limit = ["--memory-limit", memory_limit] if memory_limit else []
+        with open(self.log, "wb") as out:
+            self.procs.append(subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_worker", self.address,
+                 "--nworkers", str(n_workers), "--nthreads", "1", "--host", "127.0.0.1",
+                 "--no-dashboard", *limit], env=env, stdout=out, stderr=subprocess.STDOUT))
+        self.client = self.connect()
+        self.client.wait_for_workers(n_workers, timeout=60)
+
+    def connect(self):
+        """A new Client of the scheduler (not the default client)."""
+        from distributed import Client
+
+        return Client(self.address, set_as_default=False, timeout="20s")
+
+    def worker_pids(self) -> dict[str, int]:
+        """Worker address -> its process id."""
+        return self.client.run(os.getpid, on_error="ignore")
+
+    def restarts_and_pauses(self) -> tuple[int, int]:
+        """How often the workers' log says a worker was restarted, and paused."""
+        text = self.log.read_text()
+        return text.count("Restarting"), text.count("Pausing worker")
+
+    def close(self) -> None:
+        import subprocess
+
+        self.client.close()
+        for p in reversed(self.procs):
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+@pytest.fixture(scope="session")
+def dask_cli_cluster():
+    """The ``DaskCliCluster`` class (tests start and close their own)."""
+    return DaskCliCluster

@@ -35,53 +35,9 @@ def same_model(a: Path, b: Path) -> bool:
     return body(a) == body(b)
 
 
-class RealCluster:
-    """A scheduler and a 2-process worker pool started with Dask's own CLI."""
-
-    def __init__(self, tmp: Path, n_workers: int = 2):
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "DASK_LOGGING__DISTRIBUTED": "error"}
-        tmp.mkdir(parents=True, exist_ok=True)
-        self.file = tmp / "scheduler.json"
-        dask = [sys.executable, "-m", "distributed.cli"]
-        self.procs = [subprocess.Popen(
-            [*dask[:2], "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-             "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(self.file)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-        deadline = time.monotonic() + 60
-        while not self.file.exists():
-            if time.monotonic() > deadline:
-                raise RuntimeError("dask scheduler did not start")
-            time.sleep(0.2)
-        self.address = json.loads(self.file.read_text())["address"]
-        self.procs.append(subprocess.Popen(
-            [*dask[:2], "distributed.cli.dask_worker", self.address, "--nworkers",
-             str(n_workers), "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        self.client = self.connect()
-        self.client.wait_for_workers(n_workers, timeout=60)
-
-    def connect(self):
-        from distributed import Client
-
-        return Client(self.address, set_as_default=False, timeout="20s")
-
-    def worker_pids(self) -> dict[str, int]:
-        return self.client.run(os.getpid, on_error="ignore")
-
-    def close(self) -> None:
-        self.client.close()
-        for p in reversed(self.procs):
-            p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-
-
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = RealCluster(tmp_path_factory.mktemp("real"))
+def cluster(tmp_path_factory, dask_cli_cluster):
+    c = dask_cli_cluster(tmp_path_factory.mktemp("real"))
     yield c
     c.close()
 
@@ -225,8 +181,8 @@ def test_killing_the_local_driver_process_then_resume(cluster, big, tmp_path):
 
 
 @pytest.mark.heavy
-def test_a_job_survives_a_scheduler_restart_from_its_checkpoint(big, tmp_path):
-    first = RealCluster(tmp_path / "c1")
+def test_a_job_survives_a_scheduler_restart_from_its_checkpoint(big, tmp_path, dask_cli_cluster):
+    first = dask_cli_cluster(tmp_path / "c1")
     try:
         assert cli_main(["train", big.url, "--model", str(tmp_path / "ref.model"), *LONG,
                          "--scheduler", first.address]) == 0
@@ -238,7 +194,7 @@ def test_a_job_survives_a_scheduler_restart_from_its_checkpoint(big, tmp_path):
         first.close()  # the scheduler and its workers go away mid-fit
     # SIGKILL leaves it "running"; a shutdown lets the driver record "failed": either restarts
     assert jobs.status(job_dir, job_id)["state"] in ("running", "failed")
-    second = RealCluster(tmp_path / "c2")
+    second = dask_cli_cluster(tmp_path / "c2")
     try:
         jobs.restart(job_dir, job_id, scheduler=second.address)
         final = jobs.wait(job_dir, job_id, timeout=300)

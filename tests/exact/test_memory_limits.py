@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -24,51 +23,7 @@ from randsvm_dist.engine.worker_memory import MB, WorkerMemory
 from randsvm_dist.exact.memory_plan import plan_memory, scan_task_bytes
 from randsvm_dist.exceptions import ClusterError
 
-ROOT = Path(__file__).resolve().parents[2]
 FIT = {"C": 1.0, "gamma": 0.05, "random_state": 0}
-
-
-class LimitedCluster:
-    """``dask scheduler`` and ``dask worker --memory-limit`` as OS processes on 127.0.0.1;
-    the workers' log is kept (``log``) to count pauses and restarts."""
-
-    def __init__(self, tmp: Path, memory_limit: str, n_workers: int = 2):
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        tmp.mkdir(parents=True, exist_ok=True)
-        file, self.log = tmp / "scheduler.json", tmp / "workers.log"
-        self.procs = [subprocess.Popen(
-            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-             "--port", "0", "--no-dashboard", "--scheduler-file", str(file)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-        deadline = time.monotonic() + 60
-        while not file.exists():
-            assert time.monotonic() < deadline, "dask scheduler did not start"
-            time.sleep(0.2)
-        self.address = json.loads(file.read_text())["address"]
-        with open(self.log, "wb") as out:
-            self.procs.append(subprocess.Popen(
-                [sys.executable, "-m", "distributed.cli.dask_worker", self.address,
-                 "--nworkers", str(n_workers), "--nthreads", "1", "--host", "127.0.0.1",
-                 "--no-dashboard", "--memory-limit", memory_limit],
-                env=env, stdout=out, stderr=subprocess.STDOUT))
-        from distributed import Client
-
-        self.client = Client(self.address, set_as_default=False, timeout="20s")
-        self.client.wait_for_workers(n_workers, timeout=60)
-
-    def restarts_and_pauses(self) -> tuple[int, int]:
-        text = self.log.read_text()
-        return text.count("Restarting"), text.count("Pausing worker")
-
-    def close(self) -> None:
-        self.client.close()
-        for p in reversed(self.procs):
-            p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
 
 
 @pytest.fixture
@@ -110,8 +65,9 @@ def test_the_plan_moves_solves_to_the_client_and_shrinks_the_cache_by_what_worke
     assert not plan.limited and plan.solve_in == "workers" and plan.cache_mb == 200.0
 
 
-def test_workers_below_the_need_are_refused_in_seconds_before_any_work(tmp_path, curved):
-    cluster = LimitedCluster(tmp_path / "cluster", "150MB")
+def test_workers_below_the_need_are_refused_in_seconds_before_any_work(tmp_path, curved,
+                                                                      dask_cli_cluster):
+    cluster = dask_cli_cluster(tmp_path / "cluster", memory_limit="150MB")
     try:
         t0 = time.monotonic()
         with pytest.raises(ClusterError, match=r"each worker needs at least \d+ MB for this "
@@ -136,8 +92,9 @@ def test_re_read_and_cached_partitions_give_the_same_model(tmp_path, curved, das
 
 
 @pytest.mark.heavy
-def test_a_tight_but_sufficient_limit_fits_with_no_pause_or_restart(tmp_path, curved):
-    cluster = LimitedCluster(tmp_path / "cluster", "512MB")
+def test_a_tight_but_sufficient_limit_fits_with_no_pause_or_restart(tmp_path, curved,
+                                                                   dask_cli_cluster):
+    cluster = dask_cli_cluster(tmp_path / "cluster", memory_limit="512MB")
     try:
         est = RandSVMClassifier(**FIT, cache=False, client=cluster.client).fit(str(curved))
         assert est.certified_
@@ -153,11 +110,12 @@ def test_a_tight_but_sufficient_limit_fits_with_no_pause_or_restart(tmp_path, cu
 
 
 @pytest.mark.heavy
-def test_workers_killed_again_and_again_end_the_fit_and_resume_continues(tmp_path, curved):
+def test_workers_killed_again_and_again_end_the_fit_and_resume_continues(tmp_path, curved,
+                                                                        dask_cli_cluster):
     """Worker processes killed (SIGKILL) every second while the fit runs: the fit ends with
     a ClusterError naming the deaths within the loss bound, never a restart loop; a
     --resume run then finishes from the checkpoint with the undisturbed run's model."""
-    cluster = LimitedCluster(tmp_path / "cluster", "2GB")
+    cluster = dask_cli_cluster(tmp_path / "cluster", memory_limit="2GB")
     stop = threading.Event()
 
     def killer() -> None:

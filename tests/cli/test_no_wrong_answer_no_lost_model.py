@@ -228,6 +228,8 @@ def test_submit_uses_the_variable_and_jobs_claim_their_model(sets, tmp_path):
         if second.returncode == 0:  # the first was done already: the second fails to publish
             late = jobs.wait(str(tmp_path / "jobs"), second.stdout.split()[0], timeout=600)
             assert late["state"] == "failed" and "exists" in late["error"], late
+        elif "exists" in second.stderr:  # the first had published it: the file is there
+            one_line_error(second, "m.model", "exists")
         else:
             one_line_error(second, "m.model", f"output of job {job}")
         assert jobs.wait(str(tmp_path / "jobs"), job, timeout=600)["state"] == "done"

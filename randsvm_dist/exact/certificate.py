@@ -16,26 +16,13 @@ from randsvm_dist.exact.state import ProblemState, RunConfig
 MIN_TOL = 1e-7
 # Tighten tol when the working set's own gap is more than this share of gap_tol.
 WS_GAP_SHARE = 0.25
-# A tightened tol aims the working set's gap at this share of gap_tol, taking the gap to
-# shrink in proportion to tol. From a first tol of 1e-3 it shrank so or faster (oneDAL's
-# solves to the warm SMO's re-solves of every row: Fashion-MNIST's one-vs-one pairs 10x
-# tol, ~10x gap; skin_nonskin's collapsed rows 89x tol, 137x gap; LIBSVM on repeated
-# twonorm rows 5x tol, 13x gap), from looser first tols (0.05, 0.01) as tol^0.86 only:
-# 0.35 closes both in one re-solve, where 0.25 asked for ~4x more than skin_nonskin needed.
+# A tightened tol aims the working set's gap at this share of gap_tol (docs/decisions.md).
 TIGHTEN_TARGET = 0.35
 # At least and at most these factors in one tightening of tol.
 MIN_TIGHTEN = 2.0
 MAX_TIGHTEN = 1000.0
 # The first oneDAL solves of a fit of several problems in the client's process stop at
-# this share of gap_tol (``opening_tol``). One problem that misses gap_tol costs the fit a
-# re-solve and a second scan of all rows, and with many problems one nearly always does:
-# Fashion-MNIST's 45 one-vs-one pairs (60,000 rows, C 10) at oneDAL's tol 1e-3 left 20
-# pairs with few support vectors (100-250 of 12,000 rows) at relative gaps 1.1e-3 to
-# 3.1e-3; at 1e-4 every pair certified (the largest 3.1e-4) and its float32 solve took
-# the same time (0.54-0.71 s a pair either way, oneDAL's outer iterations 5-7 -> 6-8),
-# where the re-solves and their scan had cost 3.7 s of 37. One problem is not tightened:
-# Fashion-MNIST 0/6 and ijcnn1 certify at 1e-3 (gaps 1.3e-4) and their solves at 1e-4
-# took 5-18% longer.
+# this share of gap_tol (``opening_tol``; why: docs/decisions.md).
 OPENING_TOL_SHARE = 0.1
 
 

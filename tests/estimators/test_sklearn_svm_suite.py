@@ -175,9 +175,6 @@ XFAIL: dict[str, tuple[str, type | None]] = {
     "test_svm__svc_nonfinite_params": (
         "features beyond float32's range (~3.4e38) are refused at input by name (the rows "
         "are held in float32); SVC fails later with another message", None),
-    "test_svm__svm_classifier_sided_sample_weight": (
-        "tolerance: decision value ~1e-4 where the test asks 0 to 1e-6 (certified to "
-        "gap_tol=1e-3, LIBSVM's tol 1e-3)", None),
 }
 
 

@@ -627,7 +627,7 @@ def section_out_of_core() -> list[str]:
         r["scan_over_floor"] = sum(r["scan_seconds"]) / floor
     for label, r in latest.items():
         limit = r["memory_limit"]
-        rows.append((label, f"{r['fit_seconds']:.0f}", f"{sum(r['scan_seconds']):.0f}",
+        rows.append((label, f"{r['fit_seconds']:.1f}", f"{sum(r['scan_seconds']):.0f}",
                      f"{sum(r['solve_seconds']):.0f}", str(r["iterations"]),
                      f"{r['n_support']:,}", f"{r['relative_gap']:.1e}",
                      " / ".join(str(v) for v in r["worker_peak_rss_mb"]) + f" of {limit}",

@@ -86,9 +86,18 @@ def finite(cert: Certificate, p: ProblemState) -> Certificate:
     """
     if np.isfinite(cert.primal) and np.isfinite(cert.dual):
         return cert
-    raise ParameterError(f"C={p.solver.C:g}: the objective is not a finite number (primal "
-                         f"{cert.primal:g}, dual {cert.dual:g}); C x the weights x the slack "
-                         "overflows float64: use a smaller C")
+    values = f"(primal {cert.primal:g}, dual {cert.dual:g})"
+    scale = ("the kernel values of the rows overflow (features of too large a scale): scale "
+             "the features (scale='minmax' / --scale minmax)")
+    nu = getattr(getattr(p, "kind", None), "nu", None)
+    if nu is not None:  # one-class: no C; nu or the features' scale
+        cause = ("with nu=1 every row is a bounded support vector and the offset rho is "
+                 "undefined: use a nu below 1" if nu >= 1 else scale)
+        raise ParameterError(f"nu={nu:g}: the objective is not a finite number {values}; "
+                             f"{cause}")
+    raise ParameterError(f"C={p.solver.C:g}: the objective is not a finite number {values}: "
+                         f"either {scale}, or C x the weights x the slack overflows float64 "
+                         "(use a smaller C)")
 
 
 def run_randsvm(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,

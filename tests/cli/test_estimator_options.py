@@ -21,8 +21,10 @@ from randsvm_dist.core.parameter_texts import PARAMETER_TEXTS
 from randsvm_dist.estimators import ESTIMATORS
 
 # the options of `train --help` before they were generated from the estimators' signatures
-# and constraints (when they were ast-parsed from the estimators' source and docstrings)
+# and constraints (when they were ast-parsed from the estimators' source and docstrings),
+# and the feature-column choice added since (--features, --exclude-columns)
 TRAIN_OPTIONS_BEFORE = {
+    "--features", "--exclude-columns",
     "--C", "--bound-delta", "--bound-epsilon", "--break-ties", "--cache", "--cache-size",
     "--checkpoint", "--class-weight", "--coef0", "--decision-function-shape", "--degree",
     "--epsilon", "--gamma", "--gap-tol", "--help", "--json", "--k", "--kernel",

@@ -31,9 +31,12 @@ def input_info(data) -> dict:
     """What the fitted attributes need to know of the training input, before the fit:
     whether it is in memory (numpy, scipy sparse, pandas, lists), sparse, its float dtype
     and shape. Parquet data sets and Dask collections: ``in_memory`` False."""
-    from randsvm_dist.engine.inputs import is_dask_collection, open_dataset
+    import os
 
-    if is_dask_collection(data) or open_dataset(data) is not None:
+    from randsvm_dist.data import Dataset
+    from randsvm_dist.engine.dask_collections import is_dask_collection
+
+    if is_dask_collection(data) or isinstance(data, (str, os.PathLike, Dataset)):
         return {"in_memory": False, "sparse": False, "dtype": np.float64, "shape": None}
     sparse = sp.issparse(data)
     dtype = getattr(data, "dtype", None)

@@ -122,7 +122,7 @@ def test_train_reads_dask_written_features(dask_client, tmp_path, capsys):
                  "--model", str(tmp_path / "m"), "--scheduler",
                  dask_client.scheduler.address, "--report", str(report),
                  "--exclude-columns", "d"]) == 0
-    text = (tmp_path / "m").read_text().split("\nSV\n", 1)[1]
+    text = (tmp_path / "m").read_text().split("\nSV", 1)[1].split("\n", 1)[1]  # after SV
     indices = {int(tok.split(":")[0]) for line in text.splitlines()
                for tok in line.split()[1:] if ":" in tok and tok.split(":")[0].isdigit()}
     assert indices <= {1, 2, 3}  # a, b, c: neither d nor the index

@@ -44,19 +44,12 @@ def certify(p: ProblemState, scan: dict) -> Certificate:
     the loss of rows outside it. For C-SVC with f = w.phi + b and sum_i y_i a_i = 0,
     |w|^2 = sum_i a_i y_i f(x_i), so over the working set P_ws - D = sum_i [a_i (y_i f_i - 1)
     + C_i max(0, 1 - y_i f_i)], a sum of terms each at most C_i x (LIBSVM's -e) at its stop.
-
-    The gap is relative to the largest of |P|, |D| and P's own terms (1/2 |w|^2, the
-    constant, the loss): a one-class objective whose terms cancel to ~0 (a linear kernel on
-    data whose mean is far from the origin: 1/2 |w|^2 ~ rho nu n) is then measured against
-    the size of its terms, not against a near-zero difference of them.
     """
     m = p.model
-    half = p.kind.half_wkw(m.coef, m.t, m.dual_objective)
-    const = p.kind.primal_constant(m.intercept, p.size)
-    base = half + const
+    base = p.kind.half_wkw(m.coef, m.t, m.dual_objective) + p.kind.primal_constant(
+        m.intercept, p.size)
     primal, primal_ws = base + scan["loss"], base + scan["loss_ws"]
-    scale = max(abs(primal), abs(m.dual_objective), abs(half), abs(const),
-                abs(scan["loss"]), 1e-300)
+    scale = max(abs(primal), abs(m.dual_objective), 1e-300)
     return Certificate(float(primal), float(m.dual_objective),
                        float(max(primal - m.dual_objective, 0.0) / scale),
                        float(max(primal_ws - m.dual_objective, 0.0) / scale))

@@ -193,7 +193,7 @@ class RandSVMBase(BaseEstimator):
         t0 = time.perf_counter()
         info = input_info(data)
         record_feature_names(self, data, info)
-        if y is not None and not is_dask_collection(y) and np.ndim(y) == 2:
+        if y is not None and not is_dask_collection(y) and np.asarray(y).ndim == 2:
             y = check_labels(y, int(np.size(y)))  # a column vector: its one warning
         inputs = prepare_fit_input(data, y, sample_weight, dataset_kwargs)
         if checkpoint is not None or not fit_in_process(self, inputs):

@@ -11,7 +11,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 
 PARAMETER_TEXTS: dict[str, str] = {
-    "C": "box constraint (> 0); ``np.inf``: a hard margin, solved as C = 1e10 "
+    "C": "box constraint (> 0); infinite: a hard margin, solved as C = 1e10 "
          "(``estimators.base.HARD_MARGIN_C``), as SVC/SVR treat it.",
     "kernel": "'linear', 'poly', 'rbf' or 'sigmoid' (LIBSVM's meanings).",
     "gamma": "kernel coefficient: a number, 'scale' (1 / (n_features * X.var())) or 'auto' "
@@ -34,8 +34,9 @@ PARAMETER_TEXTS: dict[str, str] = {
                    "Rows in memory (arrays, DataFrames) get LIBSVM's internal 5-fold "
                    "cross-validation with SVC's fold assignment for the same "
                    "``random_state`` (``estimators.cross_val_probability``); data on the "
-                   "workers 5 folds by row keys, or above ``calibration.CV_MAX_ROWS`` rows "
-                   "one hold-out fold (``estimators.calibration``). ``probability_method_`` "
+                   "workers 5 folds by row keys, or above "
+                   "``estimators.calibration.CV_MAX_ROWS`` rows one hold-out fold "
+                   "(``estimators.calibration``). ``probability_method_`` "
                    "says which: 'libsvm_cv5', 'cv5' or 'holdout'.",
     "epsilon": "half-width of the epsilon-insensitive tube (>= 0), as SVR.",
     "nu": "an upper bound on the fraction of training outliers and a lower bound on the "

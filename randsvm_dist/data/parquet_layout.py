@@ -131,7 +131,7 @@ def split_row_groups(fs, paths: list[str], rows: list[int], checksums: dict,
 
 def read_row_groups(fs, path: str, groups, columns: list[str]):
     """The ``columns`` of row groups ``groups`` of one file (pyarrow's
-    ``ParquetFile.read_row_groups``: only those groups' bytes are read)."""
+    read_row_groups of its ParquetFile: only those groups' bytes are read)."""
     import pyarrow.parquet as pq
 
     f = fs.open_input_file(path) if isinstance(fs, pafs.FileSystem) else fs.open(path, "rb")

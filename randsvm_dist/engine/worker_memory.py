@@ -41,8 +41,8 @@ class WorkerMemory:
     @property
     def usable(self) -> int | None:
         """Bytes a task may add to the baseline before Dask pauses the worker (None: no
-        limit)."""
-        if self.limit <= 0:
+        limit, or one Dask neither pauses nor restarts at)."""
+        if self.limit <= 0 or (self.pause >= 1.0 and self.terminate >= 1.0):
             return None
         return int(self.pause * self.limit) - self.baseline
 

@@ -153,7 +153,7 @@ def plan_memory(workers: list[WorkerMemory], threads: dict[str, int], sizes: np.
     scan = scan_task_bytes(int(np.max(sizes, initial=0)), bytes_per_row, n_problems,
                            reread=not cached)
     ws_rows = min(n_rows, WORKING_SET_GROWTH * sample_rows)
-    limited = [w for w in workers if w.limit > 0]
+    limited = [w for w in workers if w.usable is not None]
     if not limited:
         return MemoryPlan(False, 0, max((w.baseline for w in workers), default=0), 0, scan,
                           bounds_cap, solve_bytes(ws_rows, n_features, cache_mb,

@@ -63,7 +63,8 @@ def unknown_fields(value, schema: dict, path: str = "") -> list[str]:
 def check_daskcluster(doc: dict) -> None:
     """Raise unless ``doc`` is a valid DaskCluster: its schema (jsonschema) and no field
     the CRD does not know."""
-    import jsonschema
+    jsonschema = pytest.importorskip(
+        "jsonschema", reason=f"jsonschema not installed: {CLUSTER_EXTRA}")
 
     schema, api_version = daskcluster_schema()
     assert doc["apiVersion"] == api_version and doc["kind"] == "DaskCluster"

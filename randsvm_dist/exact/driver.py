@@ -58,6 +58,7 @@ from randsvm_dist.exact.solve_plan import solve_sampled
 from randsvm_dist.exact.solving import solve_direct, total_threads
 from randsvm_dist.exact.state import DriverState, ProblemState, RunConfig
 from randsvm_dist.exceptions import ParameterError
+from randsvm_dist.numerics.kernels import check_kernel_scale
 
 log = logging.getLogger("randsvm_dist")
 
@@ -259,6 +260,7 @@ def _solve_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: 
     threads = max(q.threads for q in place_solves(client, sum(p.active for p in problems)))
     if loop.route == "direct":
         problems, seconds = solve_direct(client, parts, problems)
+        _first_solve_scale(problems, loop)
         return problems, SolveStep(tols, seconds, threads)
     problems, seconds = solve_sampled(client, problems, loop.it, cfg, parts.weighted,
                                       in_client=loop.solved_in == "client")
@@ -270,7 +272,18 @@ def _solve_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: 
             log.info("iter 1: %s: solving all rows", loop.why)
             problems, extra = solve_direct(client, parts, problems)
             seconds += extra
+    _first_solve_scale(problems, loop)
     return problems, SolveStep(tols, seconds, threads)
+
+
+def _first_solve_scale(problems: list[ProblemState], loop: Loop) -> None:
+    """After the first solve, warn in this process (a worker's warning is not seen) when
+    the support vectors' kernel values say the features' scale keeps the fit from
+    certifying (``check_kernel_scale``; an overflow already failed the solve)."""
+    if loop.it == 1:
+        for p in problems:
+            if p.model.X is not None:
+                check_kernel_scale(p.model.X, p.solver.kernel, p.model.rows)
 
 
 def _scan_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunConfig,

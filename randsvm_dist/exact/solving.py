@@ -39,7 +39,7 @@ from randsvm_dist.exact.placement_of_solves import (
 )
 from randsvm_dist.exact.sampling import keys_of
 from randsvm_dist.exact.state import ProblemState, SupportModel, WorkingSet
-from randsvm_dist.numerics.kernels import decision_values
+from randsvm_dist.numerics.kernels import check_kernel_scale, decision_values
 from randsvm_dist.solvers.dual_objective import dual_objective_from_values
 from randsvm_dist.solvers.libsvm_adapter import solve_libsvm
 from randsvm_dist.solvers.onedal_auto import prefer_onedal
@@ -83,7 +83,11 @@ def solve_rows(X, t: np.ndarray, box: np.ndarray | None, params: SolverParams,
     Returns:
         BinarySolution (support ascending, into the rows of X; its dual objective None
         when oneDAL solved with ``scanned``).
+
+    Raises:
+        ParameterError: the kernel's values overflow float32 (``check_kernel_scale``).
     """
+    check_kernel_scale(X, params.kernel)
     backend = params.backend
     if (backend == "onedal" and onedal_solves(params)) or \
             (backend == "auto" and prefer_onedal(X, params, box is not None)):

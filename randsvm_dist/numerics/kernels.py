@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -152,6 +153,59 @@ def row_sq_norms(X) -> np.ndarray:
     if sp.issparse(X):
         return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float32).ravel()
     return np.einsum("ij,ij->i", X, X, dtype=np.float32)
+
+
+# Kernel values past this are out of reach of the solvers' stopping tolerance (1e-3 on
+# gradients that large) and of float32's 7 digits in a scan: such a fit runs long and
+# certifies nothing. A feature scale problem (e.g. raw counts with the linear kernel).
+KERNEL_SCALE_WARN = 1e10
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def kernel_diagonal(X, kernel: Kernel) -> np.ndarray:
+    """k(x, x) of each row of X, float64 (rbf: 1; sigmoid: tanh(gamma |x|^2 + coef0))."""
+    if sp.issparse(X):
+        X = X.astype(np.float64)
+        sq = np.asarray(X.multiply(X).sum(axis=1), np.float64).ravel()
+    else:
+        sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+    if kernel.name == "rbf":
+        return np.ones(len(sq))
+    if kernel.name == "linear":
+        return sq
+    with np.errstate(over="ignore"):
+        inner = kernel.gamma * sq + kernel.coef0
+        return inner ** int(kernel.degree) if kernel.name == "poly" else np.tanh(inner)
+
+
+def check_kernel_scale(X, kernel: Kernel, rows: np.ndarray | None = None) -> None:
+    """Refuse rows whose kernel values overflow float32 and warn (RuntimeWarning) when
+    they pass ``KERNEL_SCALE_WARN``: both are the features' scale, named before any solve.
+
+    Args:
+        X: rows (dense or CSR), e.g. a first working set.
+        kernel: the fit's kernel.
+        rows: X's row numbers in the user's data (for the message), default 0..len(X)-1.
+
+    Raises:
+        ParameterError: k(x, x) of a row is beyond float32's range.
+    """
+    if kernel.name == "rbf" or X.shape[0] == 0:
+        return
+    diag = np.abs(kernel_diagonal(X, kernel))
+    i = int(np.argmax(diag))
+    peak, row = float(diag[i]), int(rows[i]) if rows is not None else i
+    fix = "scale the features (scale='minmax' / --scale minmax)"
+    if not peak <= _FLOAT32_MAX:
+        raise ParameterError(
+            f"the {kernel.name} kernel's value k(x, x) at row {row} is {peak:.3g}, beyond "
+            f"float32's range ({_FLOAT32_MAX:.2g}): the features are of too large a scale; "
+            f"{fix}")
+    if peak > KERNEL_SCALE_WARN:
+        warnings.warn(
+            f"the {kernel.name} kernel's value k(x, x) reaches {peak:.3g} (row {row}): at "
+            f"this feature scale the solve is slow and its gap may not certify; {fix}",
+            RuntimeWarning, stacklevel=2)
 
 
 def _dot(X, Y) -> np.ndarray:

@@ -141,6 +141,41 @@ def test_one_class_nu_one_names_nu_not_c(dask_client):
     assert "smaller C" not in str(e.value)
 
 
+def test_linear_kernel_on_huge_features_names_the_scale(twonorm, tmp_path):
+    """Item 7: a linear kernel on X * 1e20 (k(x, x) past float32) is refused before any
+    solve with one line naming the features' scale, not a C."""
+    root, X, y = twonorm
+    write_arrays(X * 1e20, y, tmp_path / "huge", partitions=2)
+    out = _run("train", tmp_path / "huge", "--kernel", "linear", "--model",
+               tmp_path / "huge.model")
+    assert out.returncode == 2, out.stderr
+    line = _one_error_line(out)
+    assert "linear kernel's value" in line and "scale the features" in line, line
+    assert "C=" not in line
+    assert not (tmp_path / "huge.model").exists()
+
+
+def test_kernel_scale_check_refuses_overflow_and_warns_past_the_limit():
+    """Item 7's rule, per kernel: overflow of float32 refused naming the row, values past
+    KERNEL_SCALE_WARN warned, rbf (k(x, x) = 1) never."""
+    from randsvm_dist.numerics.kernels import KERNEL_SCALE_WARN, Kernel, check_kernel_scale
+
+    X = np.array([[1.0, 2.0], [3e19, 1.0]], np.float32)
+    with pytest.raises(ParameterError, match=r"linear kernel's value k\(x, x\) at row 7 "
+                                             r"is 9e\+38.*scale the features"):
+        check_kernel_scale(X, Kernel("linear"), rows=np.array([3, 7]))
+    big = np.array([[np.sqrt(KERNEL_SCALE_WARN) * 2, 0.0]], np.float32)
+    with pytest.warns(RuntimeWarning, match="reaches 4e\\+10 .*scale the features"):
+        check_kernel_scale(big, Kernel("linear"))
+    with pytest.warns(RuntimeWarning, match="poly kernel"):
+        check_kernel_scale(np.array([[100.0, 0]]), Kernel("poly", gamma=1.0, degree=3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_kernel_scale(X * 0 + 1e30, Kernel("rbf", gamma=1.0))
+        check_kernel_scale(np.array([[1e4, 0]]), Kernel("linear"))  # 1e8: below the limit
+        check_kernel_scale(X[:0], Kernel("linear"))
+
+
 def test_unlabelled_csv_note_and_label_column_none(tmp_path):
     """Item 12: the column taken as the label is named in a note; --label-column none
     converts unlabelled data (every column a feature)."""

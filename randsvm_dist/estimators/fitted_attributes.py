@@ -81,6 +81,14 @@ def record_feature_names(est, data, info: dict) -> None:
         del est.feature_names_in_
 
 
+def record_input(est, data) -> dict:
+    """What the fitted attributes need to know of the training input (``input_info``),
+    with ``feature_names_in_`` set (or deleted) as scikit-learn's ``fit`` does."""
+    info = input_info(data)
+    record_feature_names(est, data, info)
+    return info
+
+
 def check_feature_names(est, X) -> None:
     """scikit-learn's feature-name check at prediction.
 

@@ -58,11 +58,6 @@ class FitInput:
     n_bytes: float | None = np.inf
     seconds: float = 0.0
 
-    @property
-    def in_memory(self) -> bool:
-        """The rows are arrays in this process (neither a Dataset nor Dask collections)."""
-        return self.source == "arrays"
-
 
 def on_workers(parts, classes) -> FitInput:
     """The FitInput of partitions already on the workers (grid-search folds, Platt

@@ -36,12 +36,12 @@ from randsvm_dist.engine.fit_input import (
     open_dataset,  # noqa: F401 (re-export)
     prepare_fit_input,
 )
-from randsvm_dist.engine.layout import preferred_layout
 from randsvm_dist.engine.partition_build import (
     Loaded,
     finish,
     load_rows,
     loaded_dataset_partition,
+    preferred_layout,
     survey,
 )
 from randsvm_dist.engine.partitions import Partition, PartitionSet, make_array_partition, placed

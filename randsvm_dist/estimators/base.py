@@ -165,8 +165,8 @@ class RandSVMBase(BaseEstimator):
         """
         t0 = time.perf_counter()
         self._check_params()
-        info = record_input(self, data)
         inputs = prepare_fit_input(data, y, sample_weight, dataset_kwargs, self._task)
+        info = record_input(self, data, inputs.source == "arrays")
         return inputs, {**info, "started": t0}
 
     def _settings(self, checkpoint: str | None = None, resume: bool = False) -> FitSettings:

@@ -25,11 +25,10 @@ import numpy as np
 
 from randsvm_dist.core.seeds import resolve_seed
 from randsvm_dist.engine.client import dask_client
-from randsvm_dist.engine.feature_moments import feature_variance
 from randsvm_dist.engine.fit_input import FitInput
 from randsvm_dist.engine.inputs import place
 from randsvm_dist.engine.partitions import original_rows
-from randsvm_dist.engine.row_totals import WorkerTotals
+from randsvm_dist.engine.row_totals import WorkerTotals, feature_variance
 from randsvm_dist.exact.bounds import support_bound
 from randsvm_dist.exact.cancellation import cancel_check
 from randsvm_dist.exact.driver import run_randsvm
@@ -215,7 +214,7 @@ def _in_process_allowed(client, inputs: FitInput, settings: FitSettings) -> bool
     memory, route 'auto', no client named (a scheduler address or Client given keeps the
     fit on its cluster) and nothing that needs the workers (a scaling learnt on them, a
     seed, a checkpoint)."""
-    return (inputs.in_memory and settings.route == "auto" and client is None
+    return (inputs.source == "arrays" and settings.route == "auto" and client is None
             and settings.scale is None and settings.seed is None
             and settings.checkpoint is None)
 

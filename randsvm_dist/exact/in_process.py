@@ -39,11 +39,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.engine.duplicates import collapse_pays
-from randsvm_dist.engine.feature_moments import partition_moments
 from randsvm_dist.engine.fit_input import FitInput
-from randsvm_dist.engine.layout import preferred_layout
-from randsvm_dist.engine.partition_build import finish, load_rows, survey
+from randsvm_dist.engine.partition_build import finish, load_rows, preferred_layout, survey
 from randsvm_dist.engine.partitions import Partition, make_array_partition
+from randsvm_dist.engine.row_totals import partition_moments
 from randsvm_dist.exact.cancellation import check
 from randsvm_dist.exact.certificate import opening_tol
 from randsvm_dist.exact.driver import Loop, ScanStep, SolveStep, decide_step, scan_requests

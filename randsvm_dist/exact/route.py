@@ -69,7 +69,7 @@ def auto_sample_size(n_rows: int, k: int) -> int:
 
 def judged_by_shape(n_bytes: int, may_collapse: bool) -> bool:
     """Whether in-memory arrays of ``n_bytes`` get their route from their shape before any
-    copy (``estimators.in_process_route.fit_in_process``): always, unless duplicates may collapse
+    copy (``exact.fit``): always, unless duplicates may collapse
     and the arrays are small enough (SURVEY_MAX_BYTES) to count their distinct rows
     first."""
     return not may_collapse or n_bytes > SURVEY_MAX_BYTES

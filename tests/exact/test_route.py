@@ -180,12 +180,12 @@ def test_in_process_and_distributed_routes_agree(dask_client, make_est):
 
 def test_in_process_route_starts_no_cluster(monkeypatch):
     """A small fit from arrays never asks for a client."""
-    import randsvm_dist.estimators.base as base
+    import randsvm_dist.exact.fit as core
 
     def no_cluster(*args, **kwargs):
         raise AssertionError("the in-process route must not start or reach a cluster")
 
-    monkeypatch.setattr(base, "dask_client", no_cluster)
+    monkeypatch.setattr(core, "dask_client", no_cluster)
     X, y = _blobs(600)
     est = RandSVMClassifier(C=1.0, random_state=0).fit(X, y)
     assert est.certified_ and est.history_[-1]["solved_in"] == "client"

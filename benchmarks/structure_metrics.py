@@ -13,7 +13,15 @@ imports ROOT's package, with a profile hook on every thread:
 - calls to a target: the fewest call edges from ``fit`` to it in the graph of calls the
   fit made (a function handing another to ``Client.submit``/``map`` or an executor counts
   as calling it; a comprehension is part of its function);
-- modules of a fit: the package's modules whose functions ran during the fit.
+- modules of a fit: the package's modules whose code ran during the first fit (module
+  bodies its lazy imports ran included, as the count was first made), and those whose
+  functions ran in a second, identical fit (no imports left to run);
+- the data walk of a fit's input: every call of a package function that receives the
+  ``X`` passed to ``fit`` (as an argument, in a tuple, list or dict argument, or as an
+  attribute of an object argument, such as a prepared input), in order; a module is
+  *entered* when such a call comes from another module. Each module should be entered
+  once: opening, checking and converting the input done in one step, not interleaved
+  with routing.
 
 Numba kernels are left out of the function counts (a decorator whose name holds 'jit' or
 'kernel' or 'compiled').
@@ -149,7 +157,25 @@ from sklearn.datasets import make_classification
 
 edges = collections.defaultdict(set)
 ran = set()
+walk = []
+DATA = []  # the X passed to fit, while the data walk is recorded
 HANDOFF = {"submit", "map", "run"}
+
+
+def holds_data(frame):
+    data = DATA[0]
+    for v in list(frame.f_locals.values()):
+        if v is data:
+            return True
+        if isinstance(v, (tuple, list)):
+            items = v
+        elif isinstance(v, dict):
+            items = list(v.values())
+        else:
+            items = list(getattr(v, "__dict__", {}).values())
+        if any(x is data for x in items):
+            return True
+    return False
 
 
 def in_package(code):
@@ -176,6 +202,9 @@ def profile(frame, event, arg):
         caller = nearest(frame.f_back)
         if caller is not None:
             edges[name(caller.f_code)].add(name(code))
+        if DATA and code.co_name != "<module>" and holds_data(frame):
+            walk.append((code.co_filename, code.co_name,
+                         caller.f_code.co_filename if caller is not None else ""))
     elif code.co_name in HANDOFF and ("distributed" in code.co_filename
                                       or "concurrent" in code.co_filename):
         fn = frame.f_locals.get("func", frame.f_locals.get("fn"))
@@ -193,12 +222,19 @@ from randsvm_dist import RandSVMClassifier
 
 X, y = make_classification(n_samples=4000, n_features=10, random_state=0)
 X = X.astype(np.float32)
+params = dict(C=1.0, gamma=0.1, route="sample", solver="libsvm", sample_size=1000,
+              random_state=0)
 with Client(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None) as c:
     ran.clear(); edges.clear()
-    RandSVMClassifier(C=1.0, gamma=0.1, route="sample", solver="libsvm", sample_size=1000,
-                      random_state=0, client=c).fit(X, y)
+    DATA.append(X)
+    RandSVMClassifier(client=c, **params).fit(X, y)
+    DATA.clear()
+    first = set(ran)
+    ran.clear()
+    RandSVMClassifier(client=c, **params).fit(X.copy(), y)
 sys.setprofile(None)
 threading.setprofile(None)
+second = set(ran)
 
 
 def path(src, dst):
@@ -237,7 +273,9 @@ for s in scans:
         if a and b and (best is None or len(a) + len(b) - 1 < len(best)):
             best = a + b[1:]
 out["scan"] = best
-out["modules"] = sorted(ran)
+out["modules"] = sorted(first)
+out["modules_second_fit"] = sorted(second)
+out["walk"] = walk
 print("TRACE" + json.dumps(out))
 '''
 
@@ -269,8 +307,27 @@ def traced(root: pathlib.Path) -> dict:
                 "path": steps}
 
     modules = sorted({module_of(f) for f in raw["modules"] if "randsvm_dist" in f})
+    second = sorted({module_of(f) for f in raw.get("modules_second_fit", [])
+                     if "randsvm_dist" in f})
     return {"fit_to_libsvm": chain(raw["libsvm"]), "fit_to_scan_kernel": chain(raw["scan"]),
-            "modules_in_a_cluster_fit": len(modules), "fit_modules": modules}
+            "modules_in_a_cluster_fit": len(modules), "fit_modules": modules,
+            "modules_in_a_second_cluster_fit": len(second), "second_fit_modules": second,
+            "data_walk": data_walk(raw.get("walk", []))}
+
+
+def data_walk(calls: list) -> dict:
+    """The data walk's stops (calls receiving the input), the modules they are in, and how
+    often each module was entered (a stop called from another module)."""
+    stops = [(module_of(f), fn, module_of(caller) if caller else "")
+             for f, fn, caller in calls]
+    entered: dict[str, int] = {}
+    for mod, _, caller in stops:
+        entered.setdefault(mod, 0)
+        if caller != mod:
+            entered[mod] += 1
+    return {"stops": len(stops), "modules": len(entered),
+            "entered_more_than_once": {m: n for m, n in entered.items() if n > 1},
+            "path": [f"{m}.{fn}" for m, fn, _ in stops]}
 
 
 def main() -> None:
@@ -299,6 +356,11 @@ def main() -> None:
             summary[key.replace("_", " ")] = (f"{c['calls']} calls over {c['modules']} modules"
                                                if c else "not reached")
         summary["modules in a cluster fit"] = out["modules_in_a_cluster_fit"]
+        summary["modules whose functions ran in a second cluster fit"] = out[
+            "modules_in_a_second_cluster_fit"]
+        walk = out["data_walk"]
+        summary["data walk"] = (f"{walk['stops']} stops in {walk['modules']} modules; entered "
+                                f"more than once: {walk['entered_more_than_once'] or 'none'}")
     for k, v in summary.items():
         print(f"{k}: {v}")
 

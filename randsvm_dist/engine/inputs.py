@@ -1,68 +1,51 @@
-"""Turning what a user passes to ``fit``, ``predict`` or ``score`` into work on the workers.
+"""Placing a fit's prepared input on the workers (``engine.fit_input.FitInput``; and what
+``predict`` or ``score`` are given).
 
-Accepted: a ``Dataset``, a path/URL of a Parquet data set, arrays ``X, y``, or Dask
-collections (dask arrays, dask DataFrames and Series, as in dask-ml). In-memory arrays are
-cut into chunks scattered to the workers once (``chunk_store.ChunkStore``): a partition's
-task names its chunk by key, so no array travels in a task graph, and a chunk lost with its
-worker is scattered again from the caller's arrays, after which Dask rebuilds the partition
-from its task as usual. Dask collections are never gathered on the client: each Dask partition (row
-block) becomes one partition on the workers, checked there. Every source goes through the
-same two build steps (``partition_build.load_rows`` and ``partition_build.finish``: duplicates
-collapsed, layout by density, rows numbered).
+In-memory arrays are cut into chunks scattered to the workers once
+(``chunk_store.ChunkStore``): a partition's task names its chunk by key, so no array
+travels in a task graph, and a chunk lost with its worker is scattered again from the
+caller's arrays, after which Dask rebuilds the partition from its task as usual. Dask
+collections are never gathered on the client: each Dask partition (row block) becomes one
+partition on the workers, checked there. Every source goes through the same two build
+steps (``partition_build.load_rows`` and ``partition_build.finish``: duplicates collapsed,
+layout by density, rows numbered).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
 
-from randsvm_dist.core.targets import LabelCoding, real_targets
-from randsvm_dist.core.validation import (
-    check_classes,
-    check_features,
-    check_labels,
-    check_sample_weight,
-)
+from randsvm_dist.core.targets import LabelCoding
+from randsvm_dist.core.validation import check_features, check_labels
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.chunk_store import ChunkStore, loaded_chunk
-from randsvm_dist.engine.dask_collections import aligned_blocks, as_dask_array, is_dask_collection
+from randsvm_dist.engine.dask_collections import (
+    aligned_blocks,
+    as_dask_array,
+    is_dask_collection,  # noqa: F401 (re-export)
+)
 from randsvm_dist.engine.duplicate_exchange import exchange_pays, exchanged
 from randsvm_dist.engine.duplicates import collapse_pays
-from randsvm_dist.engine.layout import preferred_layout
+from randsvm_dist.engine.fit_input import (
+    FitInput,
+    label_coding,
+    open_dataset,  # noqa: F401 (re-export)
+    prepare_fit_input,
+)
 from randsvm_dist.engine.partition_build import (
     Loaded,
     finish,
     load_rows,
     loaded_dataset_partition,
+    preferred_layout,
     survey,
 )
 from randsvm_dist.engine.partitions import Partition, PartitionSet, make_array_partition, placed
 from randsvm_dist.exceptions import ParameterError, SchemaError
-
-
-def open_dataset(data, **kwargs):
-    """A Dataset from a Dataset, a path or a URL (others: None).
-
-    Args:
-        data: Dataset, path/URL, or anything else (arrays: None is returned).
-        kwargs: options of ``Dataset.open`` (label_column, feature_columns, n_features).
-
-    Raises:
-        ParameterError: kwargs given with something that is not a path/URL.
-    """
-    from randsvm_dist.data import Dataset
-
-    if isinstance(data, (str, os.PathLike)):
-        return Dataset.open(data, **kwargs)
-    if kwargs:
-        raise ParameterError(f"dataset options {sorted(kwargs)} apply to a Parquet path/URL "
-                             f"only; got {type(data).__name__}")
-    return data if isinstance(data, Dataset) else None
-
 
 log = logging.getLogger("randsvm_dist")
 
@@ -84,43 +67,46 @@ def fits_in_memory(client, ds, share: float = 0.5) -> bool:
     return need <= share * sum(limits)
 
 
-TASKS = ("classification", "regression", "one_class")
-
-
-def label_coding(task: str, labels, where: str) -> LabelCoding:
-    """How the labels of a task are coded (see ``LabelCoding``).
-
-    Args:
-        task: 'classification', 'regression' or 'one_class'.
-        labels: the distinct labels (classification), else unused.
-        where: names the labels in errors.
-
-    Raises:
-        SchemaError: fewer than two classes for classification.
-    """
-    if task == "classification":
-        return LabelCoding(check_classes(labels, where=where))
-    return LabelCoding(None, use_labels=task == "regression")
-
-
 LAYOUTS = ("auto", "keep", "dense", "csr")
 
 
 def load_partitions(client, data, y=None, n_partitions: int | None = None,
                     cache="auto", *, task: str = "classification", sample_weight=None,
                     collapse: bool = False, layout: str = "keep"):
-    """Place the data on the workers.
+    """Place raw input on the workers: ``engine.fit_input.prepare_fit_input``, then
+    ``place``.
 
     Args:
         client: distributed.Client.
         data: Dataset, path/URL, or X (then y is required, except for one-class).
         y: labels (classification), targets (regression) or None (one-class) when data is X.
+        n_partitions, cache, collapse, layout: see ``place``.
+        task: 'classification', 'regression' or 'one_class' (how labels are coded).
+        sample_weight: per-row weights for array input (None: all 1).
+
+    Returns:
+        (PartitionSet, classes ndarray or None when the task has no classes).
+
+    Raises:
+        SchemaError: y missing/extra, one class, bad X, bad targets or weights.
+        ParameterError: an unknown layout.
+    """
+    inputs = prepare_fit_input(data, y, sample_weight, task=task)
+    return place(client, inputs, task, n_partitions, cache, collapse, layout)
+
+
+def place(client, inputs: FitInput, task: str, n_partitions: int | None = None,
+          cache="auto", collapse: bool = False, layout: str = "keep"):
+    """Place a prepared input on the workers.
+
+    Args:
+        client: distributed.Client.
+        inputs: the FitInput (source 'arrays', 'dask' or 'dataset').
+        task: 'classification', 'regression' or 'one_class' (how labels are coded).
         n_partitions: chunks for array input (default: 2 per worker).
         cache: for a Dataset, keep its partitions in worker memory (True), re-read them
             from Parquet on every pass (False), or decide by ``fits_in_memory`` ('auto').
             Array input is always kept.
-        task: 'classification', 'regression' or 'one_class' (how labels are coded).
-        sample_weight: per-row weights for array input (None: all 1).
         collapse: collapse identical rows (same features and label; one-class: same
             features) into one weighted row, when ``duplicates.collapse_pays``; within each
             partition, and across partitions when ``duplicate_exchange.exchange_pays``
@@ -134,24 +120,16 @@ def load_partitions(client, data, y=None, n_partitions: int | None = None,
         ``n_collapsed`` counts the rows removed by collapsing.
 
     Raises:
-        SchemaError: y missing/extra, one class, bad X, bad targets or weights.
+        SchemaError: one class, bad rows of a Dask collection.
         ParameterError: an unknown layout.
     """
     if layout not in LAYOUTS:
         raise ParameterError(f"layout must be one of {LAYOUTS}; got {layout!r}")
-    ds = open_dataset(data)
-    if ds is not None:
-        if y is not None:
-            raise SchemaError("y must not be given with a Dataset (labels are in its files)")
-        if sample_weight is not None:
-            raise SchemaError("sample_weight is for array input; a Dataset's weights come "
-                              "from a weight column")
-        return _dataset_partitions(client, ds, cache, task, collapse, layout)
-    require_targets(y, task)
-    if is_dask_collection(data) or is_dask_collection(y):
-        return _dask_partitions(client, data, y, task, collapse, layout)
-    return _array_partitions(client, data, y, n_partitions, task, sample_weight, collapse,
-                             layout)
+    if inputs.source == "dataset":
+        return _dataset_partitions(client, inputs.dataset, cache, task, collapse, layout)
+    if inputs.source == "dask":
+        return _dask_partitions(client, inputs.X, inputs.y, task, collapse, layout)
+    return _array_partitions(client, inputs, n_partitions, collapse, layout)
 
 
 def _dataset_partitions(client, ds, cache, task: str, collapse: bool, layout: str):
@@ -171,37 +149,11 @@ def _dataset_partitions(client, ds, cache, task: str, collapse: bool, layout: st
     return parts, coding.classes
 
 
-def require_targets(y, task: str) -> None:
-    """Refuse array input without targets (every task but one-class needs them).
-
-    Raises:
-        SchemaError: y is None for a task that needs it.
-    """
-    if y is None and task != "one_class":
-        raise SchemaError("this estimator requires y to be passed, but the target y is None "
-                          "(y is required when fitting on arrays)")
-
-
-def checked_arrays(data, y, task: str, sample_weight):
-    """(X, y, LabelCoding, weight or None) of in-memory arrays, checked (X float32).
-
-    Raises:
-        SchemaError: y missing, bad X, labels, targets or weights.
-    """
-    require_targets(y, task)
-    X = check_features(data, min_rows=1)
-    y = np.zeros(X.shape[0]) if y is None else check_labels(y, X.shape[0])
-    if task == "regression":
-        y = real_targets(y, "y")
-    coding = label_coding(task, np.unique(y) if task == "classification" else None, "y")
-    return X, y, coding, check_sample_weight(sample_weight, X.shape[0])
-
-
-def _array_partitions(client, data, y, n_partitions: int | None, task: str, sample_weight,
-                      collapse: bool, layout: str):
-    """``load_partitions`` of in-memory arrays: checked here, cut into row chunks placed
-    once on the workers (``ChunkStore``), each built into a partition where it lies."""
-    X, y, coding, weight = checked_arrays(data, y, task, sample_weight)
+def _array_partitions(client, inputs: FitInput, n_partitions: int | None, collapse: bool,
+                      layout: str):
+    """``place`` of checked in-memory arrays: cut into row chunks placed once on the
+    workers (``ChunkStore``), each built into a partition where it lies."""
+    X, y, coding, weight = inputs.X, inputs.y, inputs.coding, inputs.sample_weight
     workers = max(1, len(client.scheduler_info().get("workers", {})))
     n_chunks = max(1, min(n_partitions or 2 * workers, X.shape[0]))
     bounds = np.linspace(0, X.shape[0], n_chunks + 1).astype(np.int64)

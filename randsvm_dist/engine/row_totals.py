@@ -1,7 +1,8 @@
 """Totals over a data set's partitions, counted on the workers: rows of each class, rows
 of positive weight of each class, the sum of the positive weights; ``RowTotals``, what a
 fit's problems are built from, and ``WorkerTotals``, those totals of partitions on the
-workers."""
+workers; and the moments of all feature values (their variance: gamma='scale'), each row
+counted as often as it occurs in the user's data."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+import scipy.sparse as sp
 
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.partitions import Partition, PartitionSet
+from randsvm_dist.numerics.kernels import moments_variance, value_moments
 
 
 def _partition_class_counts(part: Partition, n_classes: int) -> np.ndarray:
@@ -102,3 +105,28 @@ class WorkerTotals:
 
     def weight_total(self) -> float:
         return weight_total(self.client, self.parts)
+
+
+def partition_moments(part: Partition) -> tuple[int, float, float]:
+    """``numerics.kernels.value_moments`` of a partition's rows, each counted as often as it occurs
+    in the user's data (collapsed duplicates; runs on a worker)."""
+    if part.count is None:
+        return value_moments(part.X)
+    X, c = part.X, part.count.astype(np.float64)
+    if sp.issparse(X):
+        sums = np.asarray(X.sum(axis=1), np.float64).ravel()
+        sq = np.asarray(X.multiply(X).sum(axis=1), np.float64).ravel()
+    else:
+        X64 = np.asarray(X, np.float64)
+        sums, sq = X64.sum(axis=1), np.einsum("ij,ij->i", X64, X64)
+    return int(c.sum()) * X.shape[1], float(c @ sums), float(c @ sq)
+
+
+def feature_variance(client, parts: PartitionSet) -> float:
+    """Variance of all feature values of the data set (for gamma='scale')."""
+    got = gather(client, [client.submit(partition_moments, parts.partition(client, i),
+                                        pure=False, retries=2)
+                          for i in range(parts.n_partitions)],
+                 "the feature moments (gamma='scale')",
+                 [f"partition {i}" for i in range(parts.n_partitions)])
+    return moments_variance(got)

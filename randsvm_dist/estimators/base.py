@@ -1,11 +1,11 @@
 """What every RandSVM estimator shares: parameters, the fit on Dask, fitted attributes.
 
 A concrete estimator (classifier, regressor, one-class) says which task its labels are
-(``_task``), which problems the driver solves (``_problems``: one state per problem, each
-with its kind from ``exact.kinds``), and how decision values become predictions. The fit
-itself (placing the data, gamma, the paper's bound, the driver, the certificate) is
-written once, here; its routes' steps (scaling, seeding, checkpoints on the cluster; the
-in-process route) are in ``estimators.cluster_route`` and ``estimators.in_process_route``.
+(``_task``), which problems a fit solves (``_problem``: an ``exact.problems`` set), and
+how decision values become predictions. Its ``fit`` prepares the input in one step
+(``_prepare``: ``engine.fit_input``), calls the functional core once
+(``exact.fit.fit``) and adopts the result (``_adopt_result``), as scikit-learn's
+``BaseLibSVM`` fits by one call of libsvm.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Callable
+from dataclasses import fields
 from numbers import Integral, Real
 
 import numpy as np
@@ -22,46 +22,28 @@ from sklearn.exceptions import ConvergenceWarning
 
 from randsvm_dist.core.constraints import Interval, StrOptions, check_params
 from randsvm_dist.core.parameter_texts import documented
-from randsvm_dist.core.seeds import resolve_seed
-from randsvm_dist.core.validation import check_features, check_labels, same_width
-from randsvm_dist.engine.client import dask_client
+from randsvm_dist.core.validation import check_features, same_width
 from randsvm_dist.engine.dask_collections import is_dask_collection
 from randsvm_dist.engine.dask_predict import apply_to_dask
-from randsvm_dist.engine.partitions import original_rows
-from randsvm_dist.engine.row_totals import RowTotals, WorkerTotals
-from randsvm_dist.estimators.cluster_route import (
-    FitSetup,
-    log_cluster_start,
-    open_checkpoint,
-    record_seed,
-    scale_partitions,
-    seed_setup,
-)
+from randsvm_dist.engine.fit_input import FitInput, on_workers, prepare_fit_input
 from randsvm_dist.estimators.fitted_attributes import (
     check_feature_names,
     finish_attributes,
-    input_info,
     one_column_coef,
-    record_feature_names,
+    record_input,
 )
-from randsvm_dist.estimators.in_process_route import fit_in_process
-from randsvm_dist.estimators.progress_log import log_iteration
-from randsvm_dist.exact.bounds import support_bound
-from randsvm_dist.exact.cancellation import cancel_check
-from randsvm_dist.exact.driver import run_randsvm
-from randsvm_dist.exact.route import auto_sample_size
-from randsvm_dist.exact.state import ProblemState, RunConfig
+from randsvm_dist.exact.fit import HARD_MARGIN_C, FitResult, FitSettings
+from randsvm_dist.exact.fit import fit as exact_fit
+from randsvm_dist.exact.problems import ProblemSet
 from randsvm_dist.exceptions import NotFittedError, ParameterError
-from randsvm_dist.model_files.libsvm_text import one_column_model
 from randsvm_dist.numerics.kernels import (
     KERNELS,
-    Kernel,
     decision_values,
     decision_values_float64,
-    resolve_gamma,
 )
 from randsvm_dist.solvers.onedal_backend import check_backend
-from randsvm_dist.solvers.params import SolverParams
+
+__all__ = ["HARD_MARGIN_C", "RandSVMBase"]  # HARD_MARGIN_C: named by the texts of C
 
 ADVICE = {
     "k_reached": "drop k (or raise it)",
@@ -69,10 +51,6 @@ ADVICE = {
     "max_iter": "raise max_iter",
     "optimal": "lower tol (LIBSVM's stopping tolerance)",
 }
-
-
-NO_LIMIT = 10**6  # max_iter=-1
-HARD_MARGIN_C = 1e10  # C=np.inf (as scikit-learn: "equivalent to a very large C value")
 
 
 @documented("kernel", "gamma", "degree", "coef0", "k", "sample_size", "bound_epsilon",
@@ -159,18 +137,9 @@ class RandSVMBase(BaseEstimator):
         check_backend(self.solver)  # 'onedal' without scikit-learn-intelex, before any data
 
     # -- what the subclasses say -------------------------------------------------------------
-    def _problems(self, totals: RowTotals, classes, solver: SolverParams) -> list:
-        """The problems the driver solves (one state each), from the data's totals."""
+    def _problem(self) -> ProblemSet:
+        """What a fit solves (``exact.problems``), from the estimator's parameters."""
         raise NotImplementedError
-
-    def _set_model(self, states: list[ProblemState], classes, kernel: Kernel,
-                   n_features: int) -> None:
-        """The fitted model from the problems' final states: its LIBSVM form, then
-        ``_adopt``. Here: one problem, one column (epsilon_svr, one_class); the classifier
-        has its own."""
-        m = states[0].model
-        self._adopt(one_column_model(kernel, m.X, m.coef, m.intercept, self._svm_type), m.rows,
-                    None, n_features)
 
     def _adopt(self, model, support: np.ndarray, classes, n_features: int) -> None:
         """Take a LIBSVM model (``model_files.libsvm_text.LibsvmModel``) as the fitted model:
@@ -182,138 +151,82 @@ class RandSVMBase(BaseEstimator):
         self._problem_coef, self._problem_intercept = self.dual_coef_, self.intercept_
 
     # -- fitting ---------------------------------------------------------------------------
-    def _fit(self, data, y=None, sample_weight=None, dataset_kwargs: dict | None = None,
-             checkpoint: str | None = None, resume: bool = False):
-        """Fit on what the user passed: opened once (``engine.fit_input``), then the
-        in-process route or the cluster route."""
-        from randsvm_dist.engine.fit_input import prepare_fit_input
-        from randsvm_dist.engine.inputs import load_partitions
+    def _prepare(self, data, y, sample_weight, dataset_kwargs: dict | None
+                 ) -> tuple[FitInput, dict]:
+        """The parameters checked and the input prepared in one step, before any routing.
 
-        self._check_params()
+        Returns:
+            (the ``engine.fit_input.FitInput``, what the fitted attributes need to know of
+            the input: ``fitted_attributes.record_input``'s, and 'started', the fit's
+            start).
+
+        Raises:
+            ParameterError, SchemaError, FileNotFoundError, DataFormatError: see ``fit``.
+        """
         t0 = time.perf_counter()
-        info = input_info(data)
-        record_feature_names(self, data, info)
-        if y is not None and not is_dask_collection(y) and np.asarray(y).ndim == 2:
-            y = check_labels(y, int(np.size(y)))  # a column vector: its one warning
-        inputs = prepare_fit_input(data, y, sample_weight, dataset_kwargs)
-        if checkpoint is not None or not fit_in_process(self, inputs):
-            with dask_client(self.client) as client:
-                cache = True if self.scale is not None else self.cache
-                t = time.perf_counter()
-                parts, classes = load_partitions(client, inputs.data, inputs.y,
-                                                 self.n_partitions, cache, task=self._task,
-                                                 sample_weight=inputs.sample_weight,
-                                                 collapse=self._may_collapse(), layout="auto")
-                placement = time.perf_counter() - t
-                self._fit_partitions(client, parts, classes, inputs.seed_dataset, checkpoint,
-                                     resume)
-                self.phases_ = {"placement": placement, **self.phases_}
-        self.fit_time_ = time.perf_counter() - t0
-        self.phases_["total"] = self.fit_time_
-        finish_attributes(self, info)
-        self._warn_uncertified()
-        return self
+        self._check_params()
+        inputs = prepare_fit_input(data, y, sample_weight, dataset_kwargs, self._task)
+        info = record_input(self, data, inputs.source == "arrays")
+        return inputs, {**info, "started": t0}
 
-    def _in_process_allowed(self) -> bool:
-        """Whether a fit may take the in-process route (``exact.in_process``): route 'auto',
-        no client named (a scheduler address or Client given keeps the fit on its
-        cluster) and nothing that needs the workers (a scaling learnt on them, a seed)."""
-        return (self.route == "auto" and self.client is None and self.scale is None
-                and self.seed is None)
+    def _settings(self, checkpoint: str | None = None, resume: bool = False) -> FitSettings:
+        """The fit's settings: the parameters ``exact.fit.FitSettings`` names."""
+        params = self.get_params(deep=False)
+        names = [f.name for f in fields(FitSettings) if f.name in params]
+        return FitSettings(**{n: params[n] for n in names}, collapse=self._may_collapse(),
+                           checkpoint=checkpoint, resume=resume)
 
-    def _sample_sizes(self, n: int) -> tuple:
-        """(k, r): the support-set stop (None: off) and the first sample's rows."""
-        k_paper = support_bound(n, self.bound_epsilon, self.bound_delta, self.separable)
-        k = k_paper if self.k == "auto" else self.k
-        r = (auto_sample_size(n, k_paper) if self.sample_size == "auto"
-             else int(self.sample_size))
-        return k, r
-
-    def _setup(self, totals, classes, x_var: Callable[[], float]) -> FitSetup:
-        """The kernel, the problems and the run's settings for data of ``totals.n_rows``
-        rows (``x_var``: the feature values' variance, asked for gamma='scale' only)."""
-        rs = self.random_seed_ = resolve_seed(self.random_state)
-        gamma = (resolve_gamma(self.gamma, n_features=totals.n_features,
-                               x_var=x_var() if self.gamma == "scale" else None)
-                 if self.kernel != "linear" else 1.0)
-        kernel = Kernel(self.kernel, gamma, int(self.degree), float(self.coef0))
-        k, r = self._sample_sizes(totals.n_rows)
-        C = float(getattr(self, "C", 1.0))
-        solver = SolverParams(HARD_MARGIN_C if np.isinf(C) else C, kernel, tol=float(self.tol),
-                              cache_size=float(self.cache_size), backend=self.solver)
-        problems = self._problems(totals, classes, solver)
-        cfg = RunConfig(k=k, sample_size=r, max_iter=NO_LIMIT if self.max_iter == -1
-                        else int(self.max_iter),
-                        violator_tol=float(self.violator_tol), gap_tol=float(self.gap_tol),
-                        margin_tol=float(self.tol), random_state=rs, route=self.route)
-        return FitSetup(kernel, gamma, k, r, totals.n_rows, problems, cfg)
-
-    def _fit_partitions(self, client, parts, classes, dataset=None,
-                        checkpoint: str | None = None, resume: bool = False) -> None:
-        """Fit on data already on the workers (``engine.partitions.PartitionSet``).
+    def _fit_partitions(self, client, parts, classes) -> None:
+        """Fit on partitions already on the workers (grid-search and Platt scaling's
+        folds): ``exact.fit.fit`` of ``engine.fit_input.on_workers``.
 
         Args:
             client: distributed.Client.
             parts: the partitions (coded for this estimator's task).
             classes: the sorted classes (classification) or None.
-            dataset: the Dataset the partitions come from (for streaming seeds), or None.
-            checkpoint, resume: see ``fit``.
         """
-        from randsvm_dist.engine.feature_moments import feature_variance
-
         self._check_params()
-        t = time.perf_counter()
-        parts, dataset = scale_partitions(self, client, parts, dataset)
-        setup = self._setup(WorkerTotals(client, parts), classes,
-                            lambda: feature_variance(client, parts))
-        self.seed_info_ = seed_setup(self, client, parts, classes, setup, dataset)
-        log_cluster_start(parts, setup, self.gap_tol)
-        ckpt = open_checkpoint(checkpoint, setup, parts, classes)
-        self.phases_ = {"setup": time.perf_counter() - t}
-        t = time.perf_counter()
-        states, history = run_randsvm(client, parts, setup.problems, setup.cfg,
-                                      progress=log_iteration,
-                                      checkpoint=ckpt.save if ckpt else None,
-                                      resume=ckpt.load() if ckpt and resume else None,
-                                      cancelled=cancel_check())
-        self.phases_["iterations"] = time.perf_counter() - t
-        record_seed(history, self.seed_info_)
-        self._adopt_run(states, history, setup, classes, parts.n_features,
-                        (lambda rows: original_rows(client, parts, rows))
-                        if parts.n_collapsed else None)
-        self._after_cluster_fit(client, parts, classes)
+        self._adopt_result(exact_fit(client, on_workers(parts, classes), self._problem(),
+                                     self._settings(), after=self._after_cluster_fit))
 
-    def _after_cluster_fit(self, client, parts, classes) -> None:
-        """What an estimator adds to a model fitted on the workers (the classifier: its
-        probabilities). Here: nothing."""
+    def _after_cluster_fit(self, client, parts, result: FitResult) -> object:
+        """What an estimator adds to a model fitted on the workers while its partitions are
+        there (``exact.fit.fit``'s ``after``; the classifier: its probabilities). Here:
+        nothing (None)."""
+        return None
 
-    def _adopt_run(self, states: list[ProblemState], history: list[dict], setup: FitSetup,
-                   classes, n_features: int, user_rows: Callable | None) -> None:
-        """The fitted model and attributes from the run's final states; ``phases_`` gets
-        the seconds of the model's assembly and of the attributes.
+    def _adopt_result(self, result: FitResult, info: dict | None = None):
+        """Take the core's result as the fitted model and attributes; with ``info``
+        (``_prepare``'s), also the attributes of the input, the fit's time, and the
+        warning of a fit that stopped uncertified. ``phases_`` gets the seconds of the
+        attributes (and the total).
 
-        Args:
-            states, history: ``run_randsvm``'s (or ``exact.in_process.run_in_process``'s) result.
-            setup: the run's settings; classes: the sorted classes or None.
-            n_features: features of the rows.
-            user_rows: maps the run's rows to the user's (collapsed duplicates), or None.
+        Returns:
+            self
         """
         t = time.perf_counter()
-        self._set_model(states, classes, setup.kernel, n_features)
-        if user_rows is not None:  # the driver's rows are the collapsed set's: the user's
-            self.support_ = user_rows(self.support_)
-        t_attr = time.perf_counter()
-        self.history_ = history
-        self.n_iter_ = max(h["iteration"] for h in history)
-        self.stop_reasons_ = [p.stop_reason for p in states]
-        self.optimal_ = all(p.stop_reason == "optimal" for p in states)
-        self.relative_gaps_ = np.array([p.relative_gap for p in states])
+        for name, value in result.attributes.items():
+            setattr(self, name, value)
+        self.random_seed_ = result.random_seed
+        self.scaler_, self.seed_info_ = result.scaler, result.seed_info
+        self._adopt(result.model, result.support, result.classes, result.n_features)
+        self.history_ = result.history
+        self.n_iter_ = max(h["iteration"] for h in result.history)
+        self.stop_reasons_ = result.stop_reasons
+        self.optimal_ = all(r == "optimal" for r in self.stop_reasons_)
+        self.relative_gaps_ = result.relative_gaps
         self.relative_gap_ = float(self.relative_gaps_.max())
         self.certified_ = bool(self.gap_tol > 0 and self.relative_gap_ <= self.gap_tol)
-        self.k_, self.sample_size_, self.gamma_ = setup.k, min(setup.r, setup.n_rows), setup.gamma
-        self._n_rows_fit = setup.n_rows
-        self.phases_ = {**getattr(self, "phases_", {}), "assembly": t_attr - t,
-                        "attributes": time.perf_counter() - t_attr}
+        self.k_, self.gamma_ = result.k, result.gamma
+        self.sample_size_ = min(result.sample_size, result.n_rows)
+        self._n_rows_fit = result.n_rows
+        self.phases_ = {**result.phases, "attributes": time.perf_counter() - t}
+        if info is not None:
+            self.fit_time_ = time.perf_counter() - info["started"]
+            self.phases_["total"] = self.fit_time_
+            finish_attributes(self, info)
+            self._warn_uncertified()
+        return self
 
     def _may_collapse(self) -> bool:
         """Whether identical rows may become one weighted row (``engine.duplicates``):

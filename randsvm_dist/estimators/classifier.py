@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from numbers import Real
 
 import numpy as np
@@ -10,26 +11,23 @@ from sklearn.utils.metaestimators import available_if
 
 from randsvm_dist.core.constraints import Interval, StrOptions
 from randsvm_dist.core.parameter_texts import documented
-from randsvm_dist.core.validation import balanced_class_weight, check_weighted_classes
 from randsvm_dist.engine.client import dask_client
 from randsvm_dist.engine.dask_collections import is_dask_collection
 from randsvm_dist.engine.dask_predict import dask_accuracy
 from randsvm_dist.estimators.base import RandSVMBase
-from randsvm_dist.exact.kinds import CSVC
-from randsvm_dist.exact.state import ProblemState
+from randsvm_dist.exact.fit import FitResult
+from randsvm_dist.exact.fit import fit as exact_fit
+from randsvm_dist.exact.problems import CSVCProblems
 from randsvm_dist.exceptions import NotFittedError, ParameterError
 from randsvm_dist.model_files.libsvm_text import CLASSIFICATION_TYPES, OVR_SVM_TYPE
 from randsvm_dist.model_files.ovo_layout import (
     linear_coef,
     ovo_pairs,
-    ovo_to_libsvm,
-    ovr_to_libsvm,
     pair_coef_matrix,
     sort_labels,
     svc_attributes,
 )
 from randsvm_dist.numerics.multiclass import ovr_decision_function, ovr_predict, predict
-from randsvm_dist.solvers.params import SolverParams
 
 
 @documented("C", "class_weight", "multi_class", "decision_function_shape", "break_ties",
@@ -123,19 +121,31 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         rows = (data, y, sample_weight) if self.probability else None
         self._calibrate_on_workers = rows is not None and not calibrate_in_memory(self, *rows,
                                                                                    dry=True)
-        self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
+        inputs, info = self._prepare(data, y, sample_weight, dataset_kwargs)
+        self._adopt_result(exact_fit(self.client, inputs, self._problem(),
+                                     self._settings(checkpoint, resume),
+                                     after=self._after_cluster_fit), info)
         if rows is not None and not self._calibrate_on_workers:
             calibrate_in_memory(self, *rows)
         return self
 
-    def _after_cluster_fit(self, client, parts, classes) -> None:
+    def _after_cluster_fit(self, client, parts, result: FitResult) -> tuple | None:
         """Platt's sigmoids on the workers when ``probability`` and the rows are not in
-        memory (``estimators.calibration``)."""
-        if self.probability and getattr(self, "_calibrate_on_workers", True):
-            from randsvm_dist.estimators.calibration import fit_sigmoids, probability_method
+        memory (``estimators.calibration``): (probA, probB, method), or None."""
+        if not (self.probability and getattr(self, "_calibrate_on_workers", True)):
+            return None
+        from randsvm_dist.estimators.calibration import fit_sigmoids, probability_method
 
-            self._set_probabilities(*fit_sigmoids(client, parts, classes, self),
-                                    probability_method(parts.n_rows))
+        fitted = copy.copy(self)._adopt_result(result)  # the folds reuse its seed and gamma
+        return (*fit_sigmoids(client, parts, result.classes, fitted),
+                probability_method(parts.n_rows))
+
+    def _adopt_result(self, result: FitResult, info: dict | None = None):
+        """``RandSVMBase._adopt_result``, and the probabilities of ``_after_cluster_fit``."""
+        super()._adopt_result(result, info)
+        if result.after is not None:
+            self._set_probabilities(*result.after)
+        return self
 
     def _fold_estimator(self, **overrides) -> RandSVMClassifier:
         """A classifier of this one's parameters (``overrides`` applied) for Platt
@@ -149,61 +159,12 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         self.probA_, self.probB_ = prob_a, prob_b
         self.probability_method_ = method
 
+    def _problem(self) -> CSVCProblems:
+        return CSVCProblems(float(self.C), self.class_weight, self.multi_class)
+
     def _class_weights(self, classes: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        cw = self.class_weight
-        if cw is None:
-            return np.ones(len(classes))
-        if cw == "balanced":
-            return balanced_class_weight(counts)
-        w = np.ones(len(classes))
-        for label, weight in cw.items():
-            hit = np.flatnonzero(classes == label)
-            if not len(hit) and isinstance(label, str):  # a JSON round trip's key "1"
-                hit = np.flatnonzero(np.asarray([str(c) for c in classes.tolist()]) == label)
-            if not len(hit):
-                raise ParameterError(f"class_weight names label {label!r}, not among the "
-                                     f"classes {classes.tolist()}")
-            if not (isinstance(weight, Real) and weight > 0):
-                raise ParameterError(f"class_weight[{label!r}] must be > 0; got {weight!r}")
-            w[hit[0]] = float(weight)
-        return w
-
-    def _problems(self, totals, classes, solver: SolverParams) -> list[ProblemState]:
-        positive = totals.positive_class_counts(len(classes))
-        if positive is not None:
-            check_weighted_classes(positive, classes)
-        counts = totals.class_counts(len(classes))
-        w = self.class_weight_ = self._class_weights(classes, counts)
-        if len(classes) == 2:
-            kinds = [CSVC(1, None, float(w[1]), float(w[0]))]
-            sizes = [counts.sum()]
-        elif self.multi_class == "ovr":
-            kinds = [CSVC(c, None, float(w[c]), 1.0) for c in range(len(classes))]
-            sizes = [counts.sum()] * len(classes)
-        else:
-            pairs = [(i, j) for i in range(len(classes)) for j in range(i + 1, len(classes))]
-            kinds = [CSVC(i, j, float(w[i]), float(w[j])) for i, j in pairs]
-            sizes = [counts[i] + counts[j] for i, j in pairs]
-        return [ProblemState(kind, solver, n_rows=int(n), size=float(n))
-                for kind, n in zip(kinds, sizes)]
-
-    def _set_model(self, states: list[ProblemState], classes, kernel,
-                   n_features: int) -> None:
-        kinds, models = [s.kind for s in states], [s.model for s in states]
-        labels = _file_labels(classes)
-        if len(classes) == 2:  # LIBSVM's pair (0, 1) is positive towards class 0
-            m = models[0]
-            model, support = ovo_to_libsvm(kernel, labels, [m.rows], [m.X], [-m.coef],
-                                           [-m.intercept])
-        elif kinds[0].negative is None:
-            model, support = ovr_to_libsvm(kernel, labels, [m.rows for m in models],
-                                           [m.X for m in models], [m.coef for m in models],
-                                           [m.intercept for m in models])
-        else:
-            model, support = ovo_to_libsvm(kernel, labels, [m.rows for m in models],
-                                           [m.X for m in models], [m.coef for m in models],
-                                           [m.intercept for m in models])
-        self._adopt(model, support, classes, n_features)
+        """Each class's weight (``exact.problems.CSVCProblems.class_weights``)."""
+        return self._problem().class_weights(classes, counts)
 
     def _adopt(self, model, support, classes, n_features: int) -> None:
         self._coupling_order = None  # LIBSVM couples probabilities in its label order
@@ -336,11 +297,3 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
                 return dask_accuracy(self, X, y, client)
         return super().score(X, y, sample_weight)
 
-
-def _file_labels(classes) -> list[int]:
-    """The labels a LIBSVM file lists: the classes when they are integers, else their
-    indices (the metadata keeps the classes)."""
-    c = np.asarray(classes)
-    if np.issubdtype(c.dtype, np.number) and np.all(np.mod(c, 1) == 0):
-        return [int(v) for v in c]
-    return list(range(len(c)))

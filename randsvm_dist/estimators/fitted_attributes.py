@@ -27,16 +27,11 @@ import numpy as np
 import scipy.sparse as sp
 
 
-def input_info(data) -> dict:
+def input_info(data, in_memory: bool) -> dict:
     """What the fitted attributes need to know of the training input, before the fit:
-    whether it is in memory (numpy, scipy sparse, pandas, lists), sparse, its float dtype
-    and shape. Parquet data sets and Dask collections: ``in_memory`` False."""
-    import os
-
-    from randsvm_dist.data import Dataset
-    from randsvm_dist.engine.dask_collections import is_dask_collection
-
-    if is_dask_collection(data) or isinstance(data, (str, os.PathLike, Dataset)):
+    whether it is in memory (``in_memory``: numpy, scipy sparse, pandas, lists; not Parquet
+    data sets nor Dask collections), sparse, its float dtype and shape."""
+    if not in_memory:
         return {"in_memory": False, "sparse": False, "dtype": np.float64, "shape": None}
     sparse = sp.issparse(data)
     dtype = getattr(data, "dtype", None)
@@ -79,6 +74,14 @@ def record_feature_names(est, data, info: dict) -> None:
         est.feature_names_in_ = names
     elif hasattr(est, "feature_names_in_"):
         del est.feature_names_in_
+
+
+def record_input(est, data, in_memory: bool) -> dict:
+    """What the fitted attributes need to know of the training input (``input_info``),
+    with ``feature_names_in_`` set (or deleted) as scikit-learn's ``fit`` does."""
+    info = input_info(data, in_memory)
+    record_feature_names(est, data, info)
+    return info
 
 
 def check_feature_names(est, X) -> None:

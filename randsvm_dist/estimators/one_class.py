@@ -10,10 +10,8 @@ from sklearn.base import OutlierMixin
 from randsvm_dist.core.constraints import Interval
 from randsvm_dist.core.parameter_texts import documented
 from randsvm_dist.estimators.base import RandSVMBase
-from randsvm_dist.exact.kinds import OneClass
-from randsvm_dist.exact.state import ProblemState
-from randsvm_dist.exceptions import ParameterError
-from randsvm_dist.solvers.params import SolverParams
+from randsvm_dist.exact.fit import fit as exact_fit
+from randsvm_dist.exact.problems import OneClassProblem
 
 
 @documented("nu")
@@ -80,14 +78,13 @@ class RandSVMOneClass(OutlierMixin, RandSVMBase):
             ClusterError: the cluster cannot be reached.
         """
         y = None  # labels play no part in training a one-class SVM
-        return self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
+        inputs, info = self._prepare(data, y, sample_weight, dataset_kwargs)
+        return self._adopt_result(exact_fit(self.client, inputs, self._problem(),
+                                            self._settings(checkpoint, resume),
+                                            after=self._after_cluster_fit), info)
 
-    def _problems(self, totals, classes, solver: SolverParams) -> list[ProblemState]:
-        n = totals.n_rows
-        size = totals.weight_total()
-        if size <= 0:
-            raise ParameterError("Invalid input - all samples have zero or negative weights.")
-        return [ProblemState(OneClass(float(self.nu)), solver, n_rows=n, size=size)]
+    def _problem(self) -> OneClassProblem:
+        return OneClassProblem(float(self.nu))
 
     def _adopt(self, model, support, classes, n_features: int) -> None:
         super()._adopt(model, support, classes, n_features)

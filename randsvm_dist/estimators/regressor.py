@@ -10,9 +10,8 @@ from sklearn.base import RegressorMixin
 from randsvm_dist.core.constraints import Interval
 from randsvm_dist.core.parameter_texts import documented
 from randsvm_dist.estimators.base import RandSVMBase
-from randsvm_dist.exact.kinds import EpsilonSVR
-from randsvm_dist.exact.state import ProblemState
-from randsvm_dist.solvers.params import SolverParams
+from randsvm_dist.exact.fit import fit as exact_fit
+from randsvm_dist.exact.problems import EpsilonSVRProblem
 
 
 @documented("C", "epsilon")
@@ -81,11 +80,13 @@ class RandSVMRegressor(RegressorMixin, RandSVMBase):
                 sample_weight of the wrong length.
             ClusterError: the cluster cannot be reached.
         """
-        return self._fit(data, y, sample_weight, dataset_kwargs, checkpoint, resume)
+        inputs, info = self._prepare(data, y, sample_weight, dataset_kwargs)
+        return self._adopt_result(exact_fit(self.client, inputs, self._problem(),
+                                            self._settings(checkpoint, resume),
+                                            after=self._after_cluster_fit), info)
 
-    def _problems(self, totals, classes, solver: SolverParams) -> list[ProblemState]:
-        n = totals.n_rows
-        return [ProblemState(EpsilonSVR(float(self.epsilon)), solver, n_rows=n, size=float(n))]
+    def _problem(self) -> EpsilonSVRProblem:
+        return EpsilonSVRProblem(float(self.C), float(self.epsilon))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -48,7 +48,15 @@ from randsvm_dist.exact.draw import FILL_BAND, draw_size, first_working_sets, wi
 from randsvm_dist.exact.history import IterationRecord
 from randsvm_dist.exact.memory_plan import MemoryPlan, fit_memory_plan
 from randsvm_dist.exact.placement_of_solves import place_solves
-from randsvm_dist.exact.route import Machine, cold_backend, first_share, plan_route, sample_size_for
+from randsvm_dist.exact.route import (
+    PILOT_REASON,
+    Machine,
+    cold_backend,
+    first_route,
+    pilot_of,
+    plan_route,
+    sample_size_for,
+)
 from randsvm_dist.exact.sampling import stream_id
 from randsvm_dist.exact.scan import screening_store
 from randsvm_dist.exact.scan.dispatch import ScanResult, merged_scan, run_scan, scan_model
@@ -238,7 +246,7 @@ def _start(client, parts: PartitionSet, problems: list[ProblemState], cfg: RunCo
     machine = Machine(total_threads(client),
                       min(q.threads for q in place_solves(client, len(problems))))
     backend = cold_backend(problems, parts.weighted, parts.is_sparse, parts.n_features)
-    route, why = plan_route(cfg, problems, n, r, parts.n_features, machine, backend)
+    route, why = first_route(cfg, problems, n, r, parts.n_features, machine, backend)
     loop = Loop(r, route, why, time.perf_counter(), machine=machine, backend=backend)
     problems = [replace(p, margin_tol=cfg.margin_tol) for p in problems]
     if resume is not None:
@@ -265,9 +273,13 @@ def _solve_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: 
     problems, seconds = solve_sampled(client, problems, loop.it, cfg, parts.weighted,
                                       in_client=loop.solved_in == "client")
     if loop.it == 1 and cfg.route == "auto":
-        loop.route, loop.why = plan_route(cfg, problems, parts.n_rows, loop.r,
-                                          parts.n_features, loop.machine, loop.backend,
-                                          first_share(problems))
+        guessed_direct = loop.why.startswith(PILOT_REASON)
+        loop.route, loop.why = plan_route(
+            cfg, problems, parts.n_rows, loop.r, parts.n_features, loop.machine,
+            loop.backend, pilot=pilot_of(problems, seconds, parts.n_features, loop.machine,
+                                         loop.backend))
+        if guessed_direct:
+            loop.why = f"the guess said one solve; {loop.why}"
         if loop.route == "direct":
             log.info("iter 1: %s: solving all rows", loop.why)
             problems, extra = solve_direct(client, parts, problems)

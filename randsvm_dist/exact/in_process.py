@@ -39,11 +39,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from randsvm_dist.engine.duplicates import collapse_pays
-from randsvm_dist.engine.feature_moments import partition_moments
-from randsvm_dist.engine.inputs import checked_arrays
-from randsvm_dist.engine.layout import preferred_layout
-from randsvm_dist.engine.partition_build import finish, load_rows, survey
+from randsvm_dist.engine.fit_input import FitInput
+from randsvm_dist.engine.partition_build import finish, load_rows, preferred_layout, survey
 from randsvm_dist.engine.partitions import Partition, make_array_partition
+from randsvm_dist.engine.row_totals import partition_moments
 from randsvm_dist.exact.cancellation import check
 from randsvm_dist.exact.certificate import opening_tol
 from randsvm_dist.exact.driver import Loop, ScanStep, SolveStep, decide_step, scan_requests
@@ -119,15 +118,13 @@ class InMemoryRows:
         return self.part.original_rows(np.asarray(rows, np.int64))
 
 
-def in_memory_rows(X, y, task: str, sample_weight=None, collapse: bool = False,
+def in_memory_rows(inputs: FitInput, task: str, collapse: bool = False,
                    solver: str = "libsvm", kernel: str = "rbf") -> InMemoryRows:
-    """The arrays checked and built as the workers build a partition of them.
+    """The checked arrays built into one partition as the workers build a partition.
 
     Args:
-        X: (n, d) array-like or sparse matrix.
-        y: labels (classification), targets (regression) or None (one-class).
+        inputs: the fit's arrays, checked (``engine.fit_input.prepare_fit_input``).
         task: 'classification', 'regression' or 'one_class'.
-        sample_weight: per-row weights or None.
         collapse: collapse identical rows into weighted ones when
             ``engine.duplicates.collapse_pays`` (its oneDAL share when the estimator's
             ``solver`` and ``kernel`` have oneDAL solve these rows weighted or not,
@@ -137,12 +134,9 @@ def in_memory_rows(X, y, task: str, sample_weight=None, collapse: bool = False,
 
     Returns:
         InMemoryRows.
-
-    Raises:
-        SchemaError: bad X, labels, targets or weights (as ``engine.inputs``).
     """
     t0 = time.perf_counter()
-    X, y, coding, weight = checked_arrays(X, y, task, sample_weight)
+    X, y, coding, weight = inputs.X, inputs.y, inputs.coding, inputs.sample_weight
     t1 = time.perf_counter()
     loaded = load_rows(make_array_partition(X, y, 0, coding, weight), collapse)
     n, n_unique, nnz, nnz_unique = survey(loaded)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from randsvm_dist.exact.cost_model import Coefficients, choose_route
+from randsvm_dist.exact.cost_model import Coefficients, choose_route, plan_seconds
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.solvers.onedal_auto import AUTO_MIN_DENSE_FEATURES
 from randsvm_dist.solvers.onedal_backend import onedal_available, onedal_solves
@@ -22,6 +22,19 @@ from randsvm_dist.solvers.params import SolverParams
 # solve, with the share that solve measured (a9a: 35% of all rows are support vectors;
 # epsilon-SVR on Friedman #1 with noise: 91%, where one solve wins at any size).
 SV_SHARE_GUESS = 0.1
+# A guessed share that sends the rows to one solve is checked by a pilot first, where the
+# pilot (the first sample's r rows) is small beside all rows: the first sampled solve
+# measures the share and the solve's seconds against the model's prediction (the
+# problem's conditioning, which the model does not see: an epsilon-SVR of 30,000 rows was
+# predicted at 3.4 s and took 61 s), and the route is chosen again with both (a 494k-row
+# set with 0.6% support vectors went to one solve of 13-15 s on the guess; sampling took
+# 7 s).
+PILOT_ROWS_PER_SAMPLE = 4
+# A pilot solve shorter than this says nothing of the conditioning (Dask's and the
+# solver's fixed costs dominate it): its scale is not used.
+PILOT_MIN_SECONDS = 0.5
+SOLVE_SCALE_RANGE = (0.25, 100.0)
+PILOT_REASON = "a pilot solve of"
 # The first sample of sample_size='auto': 2 x the paper's k, but at most 1/AUTO_SHARE of the
 # rows and at least AUTO_FLOOR. The paper's k (~10-12k rows) made every set under ~45k
 # rows a direct solve; a smaller first sample pays there because its working sets grow
@@ -56,7 +69,7 @@ def auto_sample_size(n_rows: int, k: int) -> int:
 
 def judged_by_shape(n_bytes: int, may_collapse: bool) -> bool:
     """Whether in-memory arrays of ``n_bytes`` get their route from their shape before any
-    copy (``estimators.in_process_route.fit_in_process``): always, unless duplicates may collapse
+    copy (``exact.fit``): always, unless duplicates may collapse
     and the arrays are small enough (SURVEY_MAX_BYTES) to count their distinct rows
     first."""
     return not may_collapse or n_bytes > SURVEY_MAX_BYTES
@@ -97,9 +110,59 @@ class Machine:
     threads: int
 
 
+@dataclass(frozen=True)
+class Pilot:
+    """What the first sampled solve measured, for the route's second choice.
+
+    Attributes:
+        sv_share: support vectors over rows (``first_share``).
+        seconds: the solve step's wall seconds.
+        predicted: the cost model's seconds for that solve (the largest working set).
+    """
+
+    sv_share: float
+    seconds: float
+    predicted: float
+
+    @property
+    def solve_scale(self) -> float:
+        """Measured over predicted solve seconds, within SOLVE_SCALE_RANGE (1 for a pilot
+        shorter than PILOT_MIN_SECONDS)."""
+        if self.seconds < PILOT_MIN_SECONDS or self.predicted <= 0:
+            return 1.0
+        return float(np.clip(self.seconds / self.predicted, *SOLVE_SCALE_RANGE))
+
+    def describe(self) -> str:
+        """One line for the route's reason."""
+        return (f"pilot solve {self.seconds:.2f} s (predicted {self.predicted:.2f} s), "
+                f"{100 * self.sv_share:.2g}% support vectors")
+
+
+def pilot_of(problems: list[ProblemState], seconds: float, n_features: int,
+             machine: Machine, backend: str) -> Pilot:
+    """The Pilot of the first sampled solve of ``problems`` (each holding its working set
+    and model), which took ``seconds``."""
+    p = max(problems, key=lambda q: len(q.ws.rows))
+    predicted = plan_seconds(len(p.ws.rows), p.model.n_support, n_features, 1,
+                             machine.threads, Coefficients(), backend)["whole"]
+    return Pilot(first_share(problems), seconds, predicted)
+
+
+def first_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
+                n_features: int, machine: Machine, backend: str) -> tuple[str, str]:
+    """(route, why) before the first solve: ``plan_route`` on the guessed share, except
+    that a guess of one solve is checked by a pilot (the first sample, solved and
+    measured) where r is at most 1/PILOT_ROWS_PER_SAMPLE of the rows."""
+    route, why = plan_route(cfg, problems, n, r, n_features, machine, backend)
+    if route == "direct" and cfg.route == "auto" and n >= PILOT_ROWS_PER_SAMPLE * r:
+        return "sample", f"{PILOT_REASON} {r:,} rows first ({why})"
+    return route, why
+
+
 def plan_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
                n_features: int, machine: Machine, backend: str,
-               sv_share: float | None = None, in_memory: bool = False) -> tuple[str, str]:
+               sv_share: float | None = None, in_memory: bool = False,
+               pilot: Pilot | None = None) -> tuple[str, str]:
     """(route, why): 'direct' (one solve of all rows) or 'sample', by the cost model.
 
     Args:
@@ -114,19 +177,25 @@ def plan_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
             before it (SV_SHARE_GUESS is assumed).
         in_memory: the rows are in the client's memory, where the direct route solves
             them (``exact.in_process``); sampling would place them on the workers first.
+        pilot: the first sampled solve's measurements (its share replaces ``sv_share``,
+            its solve scale multiplies every predicted solve).
 
     Returns:
         (route, reason), the reason naming both predicted times.
     """
     if cfg.route != "auto":
         return cfg.route, f"route={cfg.route!r} was asked for"
+    if pilot is not None:
+        sv_share = pilot.sv_share
     share = SV_SHARE_GUESS if sv_share is None else min(max(sv_share, 1.0 / max(r, 1)), 1.0)
     rows = max([p.n_rows for p in problems] + [1]) if problems else n
     warm = all(p.kind.warm_startable for p in problems)
     route, why = choose_route(min(rows, n), min(r, n), n_features, machine.workers,
                               machine.threads, share, Coefficients(), backend=backend,
-                              warm=warm, in_memory=in_memory)
+                              warm=warm, in_memory=in_memory,
+                              solve_scale=1.0 if pilot is None else pilot.solve_scale)
     when = ("before the first solve (support vectors guessed)" if sv_share is None
+            else f"after the first solve ({pilot.describe()})" if pilot is not None
             else "after the first solve")
     return route, f"{when}, {why}, {backend}"
 

@@ -261,7 +261,7 @@ def _kernel_of_dots(K: np.ndarray, X, Y, kernel: Kernel,
 # (nor on the workers). The sparse product costs ~ nnz x |SV| multiply-adds at scipy's
 # rate, the GEMM d x |SV| per row at BLAS's; ``benchmarks/bench_scan_sparse.py`` measures
 # both and prints the crossover density.
-# The values are those of the RBF scan measurements in ``engine/layout.py`` (CSR ahead
+# The values are those of the RBF scan measurements in ``engine/partition_build.py`` (CSR ahead
 # below 0.2 at 300-800 features, below 0.5 at 120, where the exp dominates).
 SPARSE_PRODUCT_DENSITY = 0.2
 SPARSE_PRODUCT_DENSITY_FEW = 0.5

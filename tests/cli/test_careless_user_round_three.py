@@ -305,6 +305,46 @@ def test_two_interrupts_one_line_rc130(tmp_path):
     assert not (tmp_path / "m.model").exists()
 
 
+def test_scheduler_killed_under_a_running_train_is_one_line(dask_cli_cluster, tmp_path):
+    """Item 9 for real: ``dask scheduler`` SIGKILLed while ``train --scheduler`` runs its
+    iterations: one line naming the lost scheduler and the checkpoint, rc 2, no traceback,
+    and the checkpoint written before the kill is there for --resume."""
+    import signal
+    import time
+
+    from randsvm_dist.data import make
+
+    make("checkerboard", tmp_path / "cb", rows=200_000, partitions=4, seed=1)
+    cluster = dask_cli_cluster(tmp_path / "cluster", n_workers=2)
+    exe = Path(sys.executable).with_name("randsvm-dist")
+    cmd = [str(exe) if exe.exists() else "randsvm-dist", "train", str(tmp_path / "cb"),
+           "--C", "100", "--gamma", "1", "--model", str(tmp_path / "m.model"),
+           "--checkpoint", str(tmp_path / "ck"), "--scheduler", cluster.address]
+    env = {k: v for k, v in os.environ.items() if k != "RANDSVM_DIST_SCHEDULER"}
+    try:
+        with open(tmp_path / "err.txt", "w") as err:
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, text=True,
+                                    env=env)
+            deadline = time.monotonic() + 300
+            while "iter  1" not in (tmp_path / "err.txt").read_text() or not any(
+                    (tmp_path / "ck").glob("*")):
+                assert proc.poll() is None and time.monotonic() < deadline, \
+                    (tmp_path / "err.txt").read_text()
+                time.sleep(0.2)
+            cluster.procs[0].send_signal(signal.SIGKILL)   # the scheduler
+            rc = proc.wait(180)
+    finally:
+        cluster.close()
+    stderr = (tmp_path / "err.txt").read_text()
+    assert rc == 2, stderr
+    assert "Traceback" not in stderr, stderr
+    errors = [ln for ln in stderr.splitlines() if ln.startswith("randsvm-dist: error:")]
+    assert len(errors) == 1, stderr
+    assert "lost the Dask scheduler" in errors[0] and "--resume" in errors[0], errors[0]
+    assert not (tmp_path / "m.model").exists()
+    assert any((tmp_path / "ck").glob("*"))
+
+
 def test_lost_scheduler_is_a_cluster_error():
     """Item 9: a lost scheduler is a cluster error (rc 2) naming it and the checkpoint."""
     from distributed.client import FutureCancelledError

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from randsvm_dist import RandSVMClassifier
 from randsvm_dist.data import make_arrays
 from randsvm_dist.engine.inputs import load_partitions
-from randsvm_dist.engine.layout import preferred_layout
+from randsvm_dist.engine.partition_build import preferred_layout
 from randsvm_dist.engine.partitions import fetch_rows
 
 

@@ -68,6 +68,64 @@ def test_cold_re_solves_of_mostly_support_vectors_go_direct():
         "sample"
 
 
+def test_a_guess_of_one_solve_is_checked_by_a_pilot_where_the_sample_is_small():
+    """Item 4 of the out-of-core issue: the guessed share never sends rows to one solve
+    unmeasured when the first sample is at most a quarter of them; a sample that is most
+    of the rows goes direct at once (a pilot would cost as much)."""
+    from randsvm_dist.exact.route import PILOT_ROWS_PER_SAMPLE, first_route
+
+    n = 12_000
+    assert plan_route(CFG, [], n, 3_000, 20, Machine(2, 2), "libsvm")[0] == "direct"
+    route, why = first_route(CFG, [], n, n // PILOT_ROWS_PER_SAMPLE, 20, Machine(2, 2),
+                             "libsvm")
+    assert route == "sample" and why.startswith("a pilot solve of 3,000 rows first")
+    assert first_route(CFG, [], n, n // 2, 20, Machine(2, 2), "libsvm")[0] == "direct"
+    asked = RunConfig(k=None, sample_size=3_000, route="direct")
+    assert first_route(asked, [], n, 3_000, 20, Machine(2, 2), "libsvm")[0] == "direct"
+
+
+def test_the_pilots_measured_solve_time_scales_every_predicted_solve():
+    """A pilot solve that took 20x its prediction (an ill-conditioned problem) makes one
+    solve of all rows 20x dearer in the model; a pilot under PILOT_MIN_SECONDS or one far
+    off the range is not trusted beyond SOLVE_SCALE_RANGE."""
+    from randsvm_dist.exact.kinds import CSVC
+    from randsvm_dist.exact.route import PILOT_MIN_SECONDS, SOLVE_SCALE_RANGE, Pilot
+
+    assert Pilot(0.1, 2.0, 0.1).solve_scale == 20.0
+    assert Pilot(0.1, PILOT_MIN_SECONDS / 2, 0.001).solve_scale == 1.0
+    assert Pilot(0.1, 1e4, 1e-3).solve_scale == SOLVE_SCALE_RANGE[1]
+    assert Pilot(0.1, 1.0, 1e3).solve_scale == SOLVE_SCALE_RANGE[0]
+    csvc = _problem(CSVC(1, None), 20_000)
+    plain = plan_route(CFG, csvc, 20_000, 5_000, 20, Machine(2, 2), "libsvm", 0.02)
+    hard = plan_route(CFG, csvc, 20_000, 5_000, 20, Machine(2, 2), "libsvm",
+                      pilot=Pilot(0.02, 2.0, 0.1))
+    assert plain[0] == "direct" and "solves x20 as measured" in hard[1]
+    assert "pilot solve 2.00 s (predicted 0.10 s), 2% support vectors" in hard[1]
+
+    def direct_seconds(why):
+        return float(why.split(" rows ")[1].split(" s ")[0])
+
+    assert direct_seconds(hard[1]) > 10 * direct_seconds(plain[1])
+
+
+def test_a_fit_that_would_have_gone_direct_on_the_guess_runs_its_pilot(dask_client,
+                                                                         tmp_path):
+    """On the cluster: the guess said one solve, the first record says why it sampled
+    first, and the second choice names the pilot's measurements."""
+    from randsvm_dist.data import write_arrays
+
+    X, y = _blobs(24_000, d=2, seed=3)
+    write_arrays(X, y, tmp_path / "blobs", partitions=2)
+    est = RandSVMClassifier(C=1.0, gamma=0.5, random_state=0, client=dask_client,
+                            sample_size=3_000).fit(str(tmp_path / "blobs"))
+    assert plan_route(RunConfig(k=None, sample_size=3_000), [], 24_000, 3_000, 2,
+                      Machine(2, 1), "libsvm")[0] == "direct"
+    why = est.history_[0]["route_reason"]
+    assert why.startswith("the guess said one solve; after the first solve (pilot solve "), why
+    assert "s (predicted " in why and "cost model: one solve of 24000 rows" in why
+    assert est.certified_
+
+
 def test_a_route_asked_for_is_obeyed():
     cfg = RunConfig(k=None, sample_size=10, route="sample")
     assert plan_route(cfg, [], 100, 10, 2, Machine(1, 1), "libsvm") == (
@@ -122,12 +180,12 @@ def test_in_process_and_distributed_routes_agree(dask_client, make_est):
 
 def test_in_process_route_starts_no_cluster(monkeypatch):
     """A small fit from arrays never asks for a client."""
-    import randsvm_dist.estimators.base as base
+    import randsvm_dist.exact.fit as core
 
     def no_cluster(*args, **kwargs):
         raise AssertionError("the in-process route must not start or reach a cluster")
 
-    monkeypatch.setattr(base, "dask_client", no_cluster)
+    monkeypatch.setattr(core, "dask_client", no_cluster)
     X, y = _blobs(600)
     est = RandSVMClassifier(C=1.0, random_state=0).fit(X, y)
     assert est.certified_ and est.history_[-1]["solved_in"] == "client"

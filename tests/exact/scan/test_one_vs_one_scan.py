@@ -139,12 +139,12 @@ def test_a_threaded_scan_holds_one_blas_thread_between_its_pieces(monkeypatch):
 
 def _fit(X, y, solver, threads, monkeypatch):
     """An in-process fit on a machine of ``threads`` cores."""
-    import randsvm_dist.estimators.base as base
+    import randsvm_dist.exact.fit as core
 
     def no_cluster(*args, **kwargs):
         raise AssertionError("a small fit from arrays takes the in-process route")
 
-    monkeypatch.setattr(base, "dask_client", no_cluster)
+    monkeypatch.setattr(core, "dask_client", no_cluster)
     monkeypatch.setattr(in_process, "machine", lambda: Machine(threads, threads))
     return RandSVMClassifier(C=3.0, gamma=0.05, random_state=0, solver=solver).fit(X, y)
 

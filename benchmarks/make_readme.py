@@ -665,7 +665,16 @@ def section_out_of_core() -> list[str]:
         checks.append(("1e7 checkerboard re-read on 2 x 1 GB certified in <= 15 min",
                        f"{cb['fit_seconds'] / 60:.1f} min", cb["certified"]
                        and cb["fit_seconds"] <= 900))
-    checks.append(("1e8 x 16 on 2 x 1 GB", "not run", False))
+    big = [r for r in load("out_of_core.jsonl") if r["rows"] >= 100_000_000]
+    if not big:
+        checks.append(("1e8 x 16 on 2 x 1 GB", "not run", False))
+    elif big[-1].get("rc") != 0:
+        last = big[-1]
+        checks.append(("1e8 x 16 on 2 x 1 GB: certified, no pause or restart",
+                       f"not finished (rc {last['rc']}) after {last['fit_seconds']:.0f} s; "
+                       f"{last['pauses']} pauses, {last['restarts']} restarts, peaks "
+                       f"{' / '.join(str(v) for v in last['worker_peak_rss_mb'])} MB, client "
+                       f"{last['client_peak_rss_mb']} MB", False))
     out += targets(checks)
     out += command("python benchmarks/bench_out_of_core.py --make curved16 --rows 10000000 "
                    "--partitions 40 --data /tmp/c16-1e7 --memory-limit 512MB --cache false "
@@ -676,7 +685,11 @@ def section_out_of_core() -> list[str]:
                    "python benchmarks/bench_out_of_core.py --make checkerboard --rows 10000000 "
                    "--partitions 40 --data /tmp/cb-1e7 --memory-limit 1GB --cache false --C "
                    "100 --gamma 1 --label 'checkerboard 1e7, C=100 gamma=1, 2 workers x 1GB, "
-                   "re-read'")
+                   "re-read'",
+                   "randsvm-dist data make curved16 /tmp/c16-1e8 --rows 100000000 "
+                   "--partitions 400 && python benchmarks/bench_out_of_core.py --data "
+                   "/tmp/c16-1e8 --memory-limit 1GB --cache false --C 1 --gamma 0.05 --label "
+                   "'curved16 1e8 x 16, 2 workers x 1GB, re-read'")
     return out
 
 

@@ -107,7 +107,7 @@ class Machine:
 
 
 @dataclass(frozen=True)
-class Pilot:
+class RoutePilot:
     """What the first sampled solve measured, for the route's second choice.
 
     Attributes:
@@ -127,13 +127,13 @@ class Pilot:
 
 
 def pilot_of(problems: list[ProblemState], seconds: float, n_features: int,
-             machine: Machine, backend: str) -> Pilot:
-    """The Pilot of the first sampled solve of ``problems`` (each holding its working set
+             machine: Machine, backend: str) -> RoutePilot:
+    """The RoutePilot of the first sampled solve of ``problems`` (each holding its working set
     and model), which took ``seconds``."""
     p = max(problems, key=lambda q: len(q.ws.rows))
     predicted = plan_seconds(len(p.ws.rows), p.model.n_support, n_features, 1,
                              machine.threads, Coefficients(), backend)["whole"]
-    return Pilot(first_share(problems), seconds, predicted)
+    return RoutePilot(first_share(problems), seconds, predicted)
 
 
 def first_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
@@ -150,7 +150,7 @@ def first_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
 def plan_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
                n_features: int, machine: Machine, backend: str,
                sv_share: float | None = None, in_memory: bool = False,
-               pilot: Pilot | None = None) -> tuple[str, str]:
+               pilot: RoutePilot | None = None) -> tuple[str, str]:
     """(route, why): 'direct' (one solve of all rows) or 'sample', by the cost model.
 
     Args:

@@ -281,11 +281,11 @@ class RandSVMBase(BaseEstimator):
         self._adopt_run(states, history, setup, classes, parts.n_features,
                         (lambda rows: original_rows(client, parts, rows))
                         if parts.n_collapsed else None)
-        self._after_cluster_fit(client, parts, classes)
+        self._after_cluster_fit(client, parts, classes, states)
 
-    def _after_cluster_fit(self, client, parts, classes) -> None:
+    def _after_cluster_fit(self, client, parts, classes, states=None) -> None:
         """What an estimator adds to a model fitted on the workers (the classifier: its
-        probabilities). Here: nothing."""
+        probabilities, from the run's final ``states``). Here: nothing."""
 
     def _adopt_run(self, states: list[ProblemState], history: list[dict], setup: FitSetup,
                    classes, n_features: int, user_rows: Callable | None) -> None:

@@ -128,14 +128,14 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
             calibrate_in_memory(self, *rows)
         return self
 
-    def _after_cluster_fit(self, client, parts, classes) -> None:
+    def _after_cluster_fit(self, client, parts, classes, states=None) -> None:
         """Platt's sigmoids on the workers when ``probability`` and the rows are not in
-        memory (``estimators.calibration``)."""
+        memory (``estimators.calibration``: the 5 folds' fits at once, each started from
+        the full run's final ``states``)."""
         if self.probability and getattr(self, "_calibrate_on_workers", True):
-            from randsvm_dist.estimators.calibration import fit_sigmoids, probability_method
+            from randsvm_dist.estimators.calibration import fit_sigmoids
 
-            self._set_probabilities(*fit_sigmoids(client, parts, classes, self),
-                                    probability_method(parts.n_rows))
+            self._set_probabilities(*fit_sigmoids(client, parts, classes, self, states))
 
     def _fold_estimator(self, **overrides) -> RandSVMClassifier:
         """A classifier of this one's parameters (``overrides`` applied) for Platt

@@ -178,6 +178,33 @@ class CSVC:
 
 
 @dataclass(frozen=True)
+class FoldCSVC(CSVC):
+    """``CSVC`` of the same classes on the rows outside one cross-validation fold: the
+    rows' labels are coded ``class + n_classes x fold`` (``estimators.calibration``), so
+    the five folds' fits of Platt scaling are five problems of one run, sharing its scans.
+    """
+
+    fold: int = 0
+    n_classes: int = 2
+
+    @property
+    def label(self) -> str:
+        """How the history names this problem."""
+        return f"{CSVC.label.fget(self)}, without fold {self.fold}"
+
+    def targets(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """(targets in {-1, +1} of every row, mask of the rows of the problem's classes
+        outside its fold)."""
+        y = np.asarray(y).astype(np.int64)
+        c = y % self.n_classes
+        t = np.where(c == self.positive, 1.0, -1.0)
+        mask = y // self.n_classes != self.fold
+        if self.negative is not None:
+            mask &= (c == self.positive) | (c == self.negative)
+        return t, mask
+
+
+@dataclass(frozen=True)
 class EpsilonSVR:
     """epsilon-SVR: rows outside the epsilon-tube around f carry loss."""
 

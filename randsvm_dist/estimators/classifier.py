@@ -137,6 +137,13 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
 
             self._set_probabilities(*fit_sigmoids(client, parts, classes, self, states))
 
+    def _in_process_allowed(self) -> bool:
+        """The base's rule, and not when the probabilities are calibrated on the workers
+        (rows in memory above ``calibration.CV_MAX_ROWS``): their folds start from the full
+        run's states there."""
+        return super()._in_process_allowed() and not (
+            self.probability and getattr(self, "_calibrate_on_workers", False))
+
     def _fold_estimator(self, **overrides) -> RandSVMClassifier:
         """A classifier of this one's parameters (``overrides`` applied) for Platt
         scaling's fold fits: always this class's own parameters, never a subclass's."""

@@ -154,6 +154,17 @@ def row_sq_norms(X) -> np.ndarray:
     return np.einsum("ij,ij->i", X, X, dtype=np.float32)
 
 
+def kernel_diagonal(X, kernel: Kernel) -> np.ndarray:
+    """k(x_i, x_i) of each row of X, float64 (dense or CSR)."""
+    dots = row_sq_norms(X).astype(np.float64)
+    if kernel.name == "linear":
+        return dots
+    if kernel.name == "rbf":
+        return np.ones(len(dots))
+    inner = kernel.gamma * dots + kernel.coef0
+    return inner ** int(kernel.degree) if kernel.name == "poly" else np.tanh(inner)
+
+
 def _dot(X, Y) -> np.ndarray:
     out = X @ Y.T
     if sp.issparse(out):

@@ -42,6 +42,7 @@ from randsvm_dist.estimators.fitted_attributes import (
     finish_attributes,
     input_info,
     one_column_coef,
+    record_dataset_features,
     record_feature_names,
 )
 from randsvm_dist.estimators.in_process_route import fit_in_process
@@ -196,6 +197,7 @@ class RandSVMBase(BaseEstimator):
         if y is not None and not is_dask_collection(y) and np.asarray(y).ndim == 2:
             y = check_labels(y, int(np.size(y)))  # a column vector: its one warning
         inputs = prepare_fit_input(data, y, sample_weight, dataset_kwargs)
+        record_dataset_features(self, inputs.data)
         if checkpoint is not None or not fit_in_process(self, inputs):
             with dask_client(self.client) as client:
                 cache = True if self.scale is not None else self.cache

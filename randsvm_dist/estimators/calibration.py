@@ -28,8 +28,9 @@ fifth of the rows held out) when the data set has more than ``CV_MAX_ROWS`` rows
 full fit's own record says the folds would cost far more than one hold-out fit
 (``fold_cost_ratio`` above ``HOLDOUT_FACTOR``: the folds share their scans, so only the
 warm re-solves multiply by five; the hold-out is chosen when the full fit's last solve
-took more than twice its last scan). A hold-out's sigmoids are fitted on a fifth of the values the folds give
-(at these sizes hundreds of thousands of rows). The final model is always the full fit.
+took more than twice its last scan). A hold-out's sigmoids are fitted on a fifth of the
+values the folds give (at these sizes hundreds of thousands of rows). The final model is
+always the full fit.
 """
 
 from __future__ import annotations

@@ -122,7 +122,7 @@ def feature_columns(args, label_column: str = "label",
     """
     from randsvm_dist.data.filesystem import resolve
     from randsvm_dist.data.footers import partition_files, read_footers
-    from randsvm_dist.data.parquet_layout import index_columns
+    from randsvm_dist.data.parquet_layout import hive_keys, index_columns
     from randsvm_dist.exceptions import SchemaError
 
     listed = getattr(args, "features", None)
@@ -138,7 +138,9 @@ def feature_columns(args, label_column: str = "label",
     if missing:
         raise SchemaError(f"{args.data}: --exclude-columns names {missing}, not columns of "
                           f"it; columns are {schema.names}")
-    skip = {label_column, weight_column, *index_columns(schema), *drop}
+    paths = partition_files(fs, root, str(args.data))[0]
+    skip = {label_column, weight_column, *index_columns(schema), *drop,
+            *hive_keys(paths, root)}
     return [c for c in schema.names if c not in skip]
 
 

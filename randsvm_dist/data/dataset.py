@@ -35,7 +35,7 @@ from randsvm_dist.data.footers import (
     sparse_facts,
     stored_stats,
 )
-from randsvm_dist.data.parquet_layout import read_row_groups, split_row_groups
+from randsvm_dist.data.parquet_layout import hive_keys, read_row_groups, split_row_groups
 from randsvm_dist.data.schema import INDICES, LABEL, VALUES
 from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
 
@@ -132,7 +132,8 @@ class Dataset:
                               "the dense layout only")
         if not is_sparse:
             feature_columns = dense_features(url, schema0, label_column, weight_column,
-                                              feature_columns, wanted)
+                                              feature_columns, wanted,
+                                              hive_keys(paths, root))
             missing = [c for c in wanted if c not in one_hot]
             if missing:
                 one_hot.update(_categories(fs, paths, missing))

@@ -141,11 +141,12 @@ def sparse_facts(url: str, schema: pa.Schema, metas: list[dict | None],
 
 def dense_features(url: str, schema: pa.Schema, label_column: str,
                     weight_column: str | None, feature_columns,
-                    one_hot_columns=()) -> list[str]:
+                    one_hot_columns=(), not_features=()) -> list[str]:
     """The feature columns of a dense data set (default: every column but the label and
     weight columns and a pandas/Dask index, ``parquet_layout.index_columns``, in schema
-    order), checked: numbers, or (``one_hot_columns``, the user's ask) strings, categorical
-    (dictionary), integer or boolean columns to one-hot encode.
+    order; nor ``not_features``: hive keys kept in the files), checked: numbers, or
+    (``one_hot_columns``, the user's ask) strings, categorical (dictionary), integer or
+    boolean columns to one-hot encode.
 
     Raises:
         SchemaError: a named column is missing or is the label, none is left, one is not
@@ -155,7 +156,7 @@ def dense_features(url: str, schema: pa.Schema, label_column: str,
     names = schema.names
     one_hot = list(one_hot_columns or ())
     if feature_columns is None:
-        skip = {label_column, weight_column, *index_columns(schema)}
+        skip = {label_column, weight_column, *index_columns(schema), *not_features}
         feature_columns = [n for n in names if n not in skip]
     else:
         feature_columns = list(feature_columns)

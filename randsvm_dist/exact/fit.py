@@ -172,9 +172,9 @@ def fit(client, inputs: FitInput, problems: ProblemSet, settings: FitSettings, *
         inputs: the prepared input (``engine.fit_input``).
         problems: what is solved (``exact.problems``).
         settings: the run's parameters.
-        after: called as ``after(client, partitions, result)`` once a fit on the workers
-            is done, while its partitions are there (the classifier's Platt scaling); what
-            it returns is the result's ``after``.
+        after: called as ``after(client, partitions, result)`` once the fit is done,
+            while its partitions are on the workers (the classifier's Platt scaling); what
+            it returns is the result's ``after``. Given, the fit runs on the workers.
 
     Returns:
         FitResult.
@@ -184,7 +184,7 @@ def fit(client, inputs: FitInput, problems: ProblemSet, settings: FitSettings, *
         ClusterError: the cluster cannot be reached.
         FitCancelled: the fit was cancelled (``exact.cancellation``).
     """
-    if _in_process_allowed(client, inputs, settings):
+    if after is None and _in_process_allowed(client, inputs, settings):
         result = _fit_in_process(inputs, problems, settings)
         if result is not None:
             return result

@@ -8,12 +8,17 @@ Parts (``--parts``, any of):
   random_state (0..4).
 * ``sklearnex``: against scikit-learn-intelex's SVC(probability=True) on ``--compare-rows``
   rows of ``--set`` (default twonorm 200,000; test 20,000 rows): max |difference|, argmax
-  agreement, seconds of each.
+  agreement, seconds of each. sklearnex runs first, in a process of its own with its
+  default threads (no Dask cluster exists yet); ours then on the same rows in memory
+  ('libsvm_cv5') and as a Parquet data set on the embedded cluster ('cv5': the folds at
+  once).
 * ``cost``: the seconds a fit of ``--rows`` rows of ``--set`` (a Parquet data set written
-  under ``--scratch``, on a LocalCluster of ``--workers`` x 1 thread) takes with and without
-  probability=True, their ratio, and ``probability_method_`` ('cv5' or 'holdout').
+  under ``--scratch``, on the embedded default cluster: one single-threaded worker per
+  core) takes with and without probability=True, their ratio, and
+  ``probability_method_`` ('cv5' or 'holdout').
 
-Every measurement is printed as one JSON line (``--out``: also appended there).
+Every measurement is printed as one JSON line with the command that made it, and
+appended to ``--out`` (default benchmarks/results/probability.jsonl).
 
     python benchmarks/bench_probability.py --parts small
     python benchmarks/bench_probability.py --parts sklearnex --compare-rows 200000
@@ -71,52 +76,80 @@ def part_small(args) -> None:
                "method": ours.probability_method_, "seconds": seconds}, args.out)
 
 
-def part_sklearnex(args) -> None:
+def _sklearnex_probabilities(args) -> None:
+    """The child process of part 'sklearnex': scikit-learn-intelex's SVC(probability=True)
+    with its default threads, no Dask cluster in this process; its probabilities of the
+    test rows to ``--sklearnex-out`` (.npz) with its fit seconds."""
     from sklearnex.svm import SVC
 
-    from randsvm_dist import RandSVMClassifier
     from randsvm_dist.data.generators import make_arrays
 
     X, y = make_arrays(args.set, args.compare_rows, seed=1)
     Xt, _ = make_arrays(args.set, 20_000, seed=2)
     t = time.perf_counter()
     theirs = SVC(probability=True, random_state=0).fit(X, y)
-    t_theirs = time.perf_counter() - t
-    t = time.perf_counter()
-    ours = RandSVMClassifier(probability=True, random_state=0).fit(X, y)
-    t_ours = time.perf_counter() - t
-    _emit({"part": "sklearnex", "set": args.set, "rows": args.compare_rows,
-           **_compare(ours.predict_proba(Xt), theirs.predict_proba(Xt)),
-           "method": ours.probability_method_, "seconds": t_ours,
-           "sklearnex_seconds": t_theirs}, args.out)
+    seconds = time.perf_counter() - t
+    np.savez(args.sklearnex_out, proba=theirs.predict_proba(Xt), seconds=seconds)
 
 
-def part_cost(args) -> None:
-    from distributed import Client
+def part_sklearnex(args) -> None:
+    """sklearnex's probabilities (its own process, first: before any Dask cluster exists)
+    against ours on the same rows: in memory (LIBSVM's 5 folds, 'libsvm_cv5') and as a
+    Parquet data set on the embedded cluster (the 5 folds at once, 'cv5')."""
+    import subprocess
 
     from randsvm_dist import RandSVMClassifier
     from randsvm_dist.data import make
-    from randsvm_dist.engine.launcher import launch, wait_for_workers
+    from randsvm_dist.data.generators import make_arrays
+
+    out = Path(args.scratch) / f"sklearnex_{args.set}_{args.compare_rows}.npz"
+    subprocess.run([sys.executable, __file__, "--sklearnex-child", "--set", args.set,
+                    "--compare-rows", str(args.compare_rows), "--sklearnex-out", str(out)],
+                   check=True)
+    got = np.load(out)
+    X, y = make_arrays(args.set, args.compare_rows, seed=1)
+    Xt, _ = make_arrays(args.set, 20_000, seed=2)
+    data = Path(args.scratch) / f"{args.set}_{args.compare_rows}_seed1"
+    if not data.exists():
+        make(args.set, data, rows=args.compare_rows, seed=1)
+    for where, fit_on in (("memory", lambda e: e.fit(X, y)),
+                          ("workers", lambda e: e.fit(str(data)))):
+        est = RandSVMClassifier(probability=True, random_state=0)
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit_on(est)
+        _emit({"part": "sklearnex", "set": args.set, "rows": args.compare_rows,
+               "ours_on": where, **_compare(est.predict_proba(Xt), got["proba"]),
+               "method": est.probability_method_, "seconds": time.perf_counter() - t,
+               "sklearnex_seconds": float(got["seconds"]), "command": _command()}, args.out)
+
+
+def part_cost(args) -> None:
+    """A fit of ``--rows`` rows (a Parquet data set) on the embedded default cluster (one
+    single-threaded worker per core: 2 x 1 here) without and with probability=True."""
+    from randsvm_dist import RandSVMClassifier
+    from randsvm_dist.data import make
 
     data = Path(args.scratch) / f"{args.set}_{args.rows}"
     if not data.exists():
         make(args.set, data, rows=args.rows, seed=1)
-    procs = launch(n_workers=args.workers)
-    try:
-        with Client(procs.address, set_as_default=False) as client:
-            wait_for_workers(client, args.workers)
-            seconds = {}
-            for probability in (False, True):
-                est = RandSVMClassifier(probability=probability, random_state=0, client=client)
-                t = time.perf_counter()
-                est.fit(str(data))
-                seconds[probability] = time.perf_counter() - t
-            _emit({"part": "cost", "set": args.set, "rows": args.rows,
-                   "fit_seconds": seconds[False], "probability_seconds": seconds[True],
-                   "ratio": seconds[True] / seconds[False],
-                   "method": est.probability_method_}, args.out)
-    finally:
-        procs.close()
+    seconds, phases = {}, {}
+    for probability in (False, True):
+        est = RandSVMClassifier(probability=probability, random_state=0)  # embedded cluster
+        t = time.perf_counter()
+        est.fit(str(data))
+        seconds[probability] = time.perf_counter() - t
+        phases[probability] = {k: round(v, 2) for k, v in est.phases_.items()}
+    _emit({"part": "cost", "set": args.set, "rows": args.rows,
+           "fit_seconds": seconds[False], "probability_seconds": seconds[True],
+           "ratio": seconds[True] / seconds[False], "method": est.probability_method_,
+           "n_support": int(len(est.support_)), "phases_without": phases[False],
+           "phases_with": phases[True], "command": _command()}, args.out)
+
+
+def _command() -> str:
+    return " ".join([Path(sys.executable).name, *sys.argv])
 
 
 def main(argv=None) -> int:
@@ -126,11 +159,16 @@ def main(argv=None) -> int:
     ap.add_argument("--set", default="twonorm")
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--compare-rows", type=int, default=200_000)
-    ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--scratch", default=tempfile.gettempdir())
     ap.add_argument("--quick", action="store_true", help="iris and breast_cancer only")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" /
+                                          "probability.jsonl"))
+    ap.add_argument("--sklearnex-child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--sklearnex-out", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.sklearnex_child:
+        _sklearnex_probabilities(args)
+        return 0
     for part in args.parts:
         {"small": part_small, "sklearnex": part_sklearnex, "cost": part_cost}[part](args)
     return 0

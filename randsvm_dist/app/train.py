@@ -71,7 +71,8 @@ class TrainResult:
 
 def train(data: str, model: str, *, client, svm_type: str = "c_svc",
           params: dict | None = None, weight_column: str | None = None,
-          feature_columns: list[str] | None = None, checkpoint: str | None = None,
+          feature_columns: list[str] | None = None,
+          one_hot_columns: list[str] | None = None, checkpoint: str | None = None,
           resume: bool = False, overwrite: bool = False) -> TrainResult:
     """Fit the ``svm_type``'s RandSVM estimator on a Parquet data set and save it.
 
@@ -84,6 +85,7 @@ def train(data: str, model: str, *, client, svm_type: str = "c_svc",
         weight_column: a Parquet column of per-row sample weights.
         feature_columns: the feature columns of a dense data set (None: every column but
             the label, the weight column and a pandas/Dask index).
+        one_hot_columns: feature columns to one-hot encode (``Dataset.open``).
         checkpoint, resume: see the estimators' ``fit``.
         overwrite: replace an existing model file written by randsvm-dist.
 
@@ -95,7 +97,8 @@ def train(data: str, model: str, *, client, svm_type: str = "c_svc",
     """
     est = estimator_class(svm_type)(**(params or {}), client=client)
     kwargs = {k: v for k, v in (("weight_column", weight_column),
-                                ("feature_columns", feature_columns)) if v}
+                                ("feature_columns", feature_columns),
+                                ("one_hot_columns", one_hot_columns)) if v}
     est.fit(data, dataset_kwargs=kwargs or None, checkpoint=checkpoint, resume=resume)
     save_model_file(est, model, overwrite=overwrite)
     return TrainResult(est, data, model)

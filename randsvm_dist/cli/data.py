@@ -91,6 +91,25 @@ def add_feature_columns(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--features", default=None, metavar="A,B,...", help=FEATURES_HELP)
     g.add_argument("--exclude-columns", default=None, metavar="A,B,...", help=EXCLUDE_HELP)
+    add_one_hot(p)
+
+
+ONE_HOT_HELP = ("dense Parquet: one-hot encode these feature columns (comma-separated; "
+                "strings, categoricals, integers or booleans): one 0/1 feature "
+                "COLUMN=VALUE per category, the categories those of the training data, "
+                "saved in the model (Python's one_hot_columns=)")
+
+
+def add_one_hot(p: argparse.ArgumentParser) -> None:
+    """``--one-hot COL[,COL]``: feature columns to one-hot encode (``one_hot_columns``)."""
+    p.add_argument("--one-hot", dest="one_hot", default=None, metavar="A,B,...",
+                   help=ONE_HOT_HELP)
+
+
+def one_hot_columns(args) -> list[str] | None:
+    """The ``one_hot_columns=`` that ``--one-hot`` asks for (None: none)."""
+    listed = getattr(args, "one_hot", None)
+    return [c.strip() for c in listed.split(",") if c.strip()] if listed else None
 
 
 def feature_columns(args, label_column: str = "label",
@@ -103,7 +122,7 @@ def feature_columns(args, label_column: str = "label",
     """
     from randsvm_dist.data.filesystem import resolve
     from randsvm_dist.data.footers import partition_files, read_footers
-    from randsvm_dist.data.parquet_layout import index_columns
+    from randsvm_dist.data.parquet_layout import hive_keys, index_columns
     from randsvm_dist.exceptions import SchemaError
 
     listed = getattr(args, "features", None)
@@ -119,7 +138,9 @@ def feature_columns(args, label_column: str = "label",
     if missing:
         raise SchemaError(f"{args.data}: --exclude-columns names {missing}, not columns of "
                           f"it; columns are {schema.names}")
-    skip = {label_column, weight_column, *index_columns(schema), *drop}
+    paths = partition_files(fs, root, str(args.data))[0]
+    skip = {label_column, weight_column, *index_columns(schema), *drop,
+            *hive_keys(paths, root)}
     return [c for c in schema.names if c not in skip]
 
 
@@ -187,6 +208,7 @@ def describe(ds) -> dict:
                           if len(classes) >= 2 else None),
         "bytes": ds.nbytes_on_disk,
         "partition_rows": ds.partition_rows,
+        "feature_names": ds.feature_names,
         "source": {k: ds.meta[k] for k in ("generator", "seed", "source", "source_format",
                                            "noise", "outlier_fraction") if k in ds.meta},
     }
@@ -200,7 +222,8 @@ def _info(args) -> int:
     from randsvm_dist.data.dataset import Dataset
 
     ds = Dataset.open(args.data, label_column=args.label_column,
-                      feature_columns=feature_columns(args, args.label_column))
+                      feature_columns=feature_columns(args, args.label_column),
+                      one_hot_columns=one_hot_columns(args))
     info = describe(ds)
     info["checksums_verified"] = ds.verify() if args.verify else 0
     emit(args, info, "" if args.json else _info_text(info))
@@ -212,7 +235,10 @@ def _info_text(info: dict) -> str:
     lines = [
         f"path         {info['path']}",
         f"rows         {info['rows']:,}",
-        f"features     {info['features']:,} ({info['layout']})",
+        f"features     {info['features']:,} ({info['layout']})" + (
+            "" if not info.get("feature_names") else ": " + ", ".join(
+                info["feature_names"][:12]) + (", ..." if len(info["feature_names"]) > 12
+                                               else "")),
         f"partitions   {info['partitions']} (rows per partition {min(rows):,}..{max(rows):,})",
         f"bytes        {info['bytes']:,} ({info['bytes'] / 2**20:.1f} MiB on disk)",
         f"label        {info['label_column']!r}: " + (

@@ -6,7 +6,12 @@ from __future__ import annotations
 import argparse
 import time
 
-from randsvm_dist.cli.model_input import add_model_input, check_model_input, load_model
+from randsvm_dist.cli.model_input import (
+    add_model_input,
+    check_model_input,
+    load_model,
+    model_data,
+)
 from randsvm_dist.cli.options import add_output, add_scheduler, check_report_path, emit
 
 
@@ -23,7 +28,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     args.session.prefetch()  # the cluster starts while the model loads
     est = load_model(args)
-    result = evaluate_dataset(est, args.data, client=args.session.client(),
+    result = evaluate_dataset(est, model_data(args, est), client=args.session.client(),
                               normal_label=getattr(args, "normal_label", None))
     result["n_support"] = (int(len(est.support_)) if hasattr(est, "support_")
                            else int(est.n_core_))
@@ -76,6 +81,9 @@ def register(subparsers) -> None:
     p.add_argument("--normal-label", default=None, metavar="LABEL",
                    help="one-class models: the label of normal rows for the ROC AUC "
                         "(default 1, LIBSVM's inlier label; other labels are outliers)")
+    from randsvm_dist.cli.data import add_one_hot
+
+    add_one_hot(p)
     add_scheduler(p)
     add_output(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing --report")

@@ -61,3 +61,31 @@ def load_model(args: argparse.Namespace):
     except PermissionError:
         raise DataFormatError(f"model file {args.model} is not readable (permission "
                               "denied)") from None
+
+
+def model_data(args: argparse.Namespace, est):
+    """What ``predict``/``evaluate`` read ``args.data`` as: the path (the model's own
+    feature columns and one-hot categories apply, ``data.dataset.fitted_options``), or
+    with ``--one-hot`` for a model that saved no categories (a stock LIBSVM model, one
+    fitted on arrays) the Dataset with those columns one-hot encoded by its own values.
+
+    Raises:
+        SchemaError: ``--one-hot`` names a column the model did not one-hot encode.
+    """
+    from randsvm_dist.cli.data import one_hot_columns
+    from randsvm_dist.exceptions import SchemaError
+
+    asked = one_hot_columns(args)
+    if not asked:
+        return args.data
+    saved = getattr(est, "one_hot_categories_", None) or {}
+    if saved:
+        other = [c for c in asked if c not in saved]
+        if other:
+            raise SchemaError(f"--one-hot names {other}; the model one-hot encodes "
+                              f"{sorted(saved)} (its categories are saved in it)")
+        return args.data
+    from randsvm_dist.data import Dataset
+
+    return Dataset.open(args.data, feature_columns=getattr(est, "feature_columns_", None),
+                        one_hot_columns=asked)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from randsvm_dist.cli.model_input import add_model_input, check_model_input, load_model
+from randsvm_dist.cli.model_input import (
+    add_model_input,
+    check_model_input,
+    load_model,
+    model_data,
+)
 from randsvm_dist.cli.options import add_output, add_scheduler, emit
 
 
@@ -22,7 +27,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                            inputs=(args.data, args.model))  # before the cluster starts
     args.session.prefetch()  # the cluster starts while the model loads
     est = load_model(args)
-    out = predict_dataset(est, args.data, args.out, client=args.session.client(),
+    out = predict_dataset(est, model_data(args, est), args.out, client=args.session.client(),
                           overwrite=args.overwrite)
     emit(args, out, f"wrote predictions of {out['rows']} rows to {out['out']} in "
                     f"{out['seconds']:.1f} s")
@@ -39,6 +44,9 @@ def register(subparsers) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing prediction directory written by randsvm-dist "
                         "(only the files its _manifest.json lists)")
+    from randsvm_dist.cli.data import add_one_hot
+
+    add_one_hot(p)
     add_scheduler(p)
     add_output(p, report=False)
     p.set_defaults(func=cmd_predict)

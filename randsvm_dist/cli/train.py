@@ -63,22 +63,25 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ParameterError("--resume needs --checkpoint DIR (where the state was saved)")
     claim_model_outputs(args)  # a bad or busy --model at once, before the imports
     from randsvm_dist.app.train import estimator_class, train
-    from randsvm_dist.cli.data import feature_columns
+    from randsvm_dist.cli.data import feature_columns, one_hot_columns
 
     params = estimator_params(args)
     est = estimator_class(getattr(args, "svm_type", "c_svc"))(**params)
     est._check_params()  # a bad value fails now, not after the cluster started
     features = feature_columns(args, weight_column=getattr(args, "weight_column", None))
-    if getattr(args, "weight_column", None) or features:  # so do bad columns (the schema)
+    one_hot = one_hot_columns(args)
+    if getattr(args, "weight_column", None) or features or one_hot:  # bad columns fail now
         from randsvm_dist.data import Dataset
 
         Dataset.open(args.data, weight_column=getattr(args, "weight_column", None),
-                     feature_columns=features)
+                     feature_columns=features, one_hot_columns=one_hot)
     if args.test:  # the test set fails before training, not after
         from randsvm_dist.distributed.predict import check_test_set
 
         check_test_set(args.data, args.test,
-                       classify=getattr(args, "svm_type", "c_svc") == "c_svc")
+                       classify=getattr(args, "svm_type", "c_svc") == "c_svc",
+                       options={"weight_column": getattr(args, "weight_column", None),
+                                "feature_columns": features, "one_hot_columns": one_hot})
     check_report_path(args, (args.data, args.test))
     if getattr(args, "checkpoint", None):
         from randsvm_dist.data.filesystem import makedirs
@@ -91,7 +94,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         trained = train(args.data, args.model, client=client,
                         svm_type=getattr(args, "svm_type", "c_svc"), params=params,
                         weight_column=getattr(args, "weight_column", None),
-                        feature_columns=features,
+                        feature_columns=features, one_hot_columns=one_hot,
                         checkpoint=getattr(args, "checkpoint", None),
                         resume=getattr(args, "resume", False), overwrite=args.overwrite)
     except Exception as e:  # a lost cluster: a cluster error naming the checkpoint

@@ -35,7 +35,7 @@ from randsvm_dist.data.footers import (
     sparse_facts,
     stored_stats,
 )
-from randsvm_dist.data.parquet_layout import read_row_groups, split_row_groups
+from randsvm_dist.data.parquet_layout import hive_keys, read_row_groups, split_row_groups
 from randsvm_dist.data.schema import INDICES, LABEL, VALUES
 from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
 
@@ -50,7 +50,8 @@ class Dataset:
                  partition_rows: list[int], meta: dict | None,
                  classes: np.ndarray | None, class_counts: np.ndarray | None,
                  nnz: int | None, checksums: dict[str, str] | None = None,
-                 weight_column: str | None = None, row_groups: list | None = None):
+                 weight_column: str | None = None, row_groups: list | None = None,
+                 one_hot: dict | None = None):
         self.url = url
         self.filesystem = filesystem
         self.paths = list(paths)
@@ -67,12 +68,16 @@ class Dataset:
         self.weight_column = weight_column
         # per partition: the row groups of its file it reads (None: the whole file)
         self.row_groups = list(row_groups) if row_groups is not None else None
+        # one-hot encoded feature columns: {column: its categories (strings), in order}
+        self.one_hot = {c: list(v) for c, v in (one_hot or {}).items()}
 
     # ------------------------------------------------------------------ opening
     @classmethod
     def open(cls, path_or_url: str | os.PathLike, label_column: str = LABEL,
              feature_columns: list[str] | None = None,
-             n_features: int | None = None, weight_column: str | None = None) -> Dataset:
+             n_features: int | None = None, weight_column: str | None = None,
+             one_hot_columns: list[str] | None = None,
+             one_hot_categories: dict | None = None) -> Dataset:
         """Open a directory (or a single file) of Parquet partitions.
 
         Reads only the Parquet footers: row counts, schema, and the package's metadata.
@@ -88,6 +93,12 @@ class Dataset:
                 it (a user's own sparse table); else the highest index + 1 is read.
             weight_column: a numeric column of per-row sample weights (not a feature), or
                 None.
+            one_hot_columns: dense layout only: feature columns (strings, categoricals,
+                integers or booleans) to one-hot encode: one 0/1 feature per category,
+                the categories (as strings, sorted) those found in the data set's files.
+            one_hot_categories: {column: categories}: one-hot encode these columns with
+                exactly these categories (a fitted model's, ``one_hot_categories_``); a
+                value outside them is refused when read.
 
         Returns:
             Dataset.
@@ -114,22 +125,43 @@ class Dataset:
         nnz = None
         if is_sparse:
             n_features, nnz = sparse_facts(url, schema0, metas, feature_columns, n_features)
-        else:
+        one_hot = dict(one_hot_categories or {})
+        wanted = list(dict.fromkeys([*(one_hot_columns or ()), *one_hot]))
+        if is_sparse and wanted:
+            raise SchemaError(f"{url} is sparse (indices/values); one-hot columns apply to "
+                              "the dense layout only")
+        if not is_sparse:
             feature_columns = dense_features(url, schema0, label_column, weight_column,
-                                              feature_columns)
-            n_features = len(feature_columns)
+                                              feature_columns, wanted,
+                                              hive_keys(paths, root))
+            missing = [c for c in wanted if c not in one_hot]
+            if missing:
+                one_hot.update(_categories(fs, paths, missing))
+            one_hot = {c: [str(v) for v in one_hot[c]] for c in wanted}
+            n_features = sum(len(one_hot.get(c, (0,))) for c in feature_columns)
         ds = cls(url, fs, paths, label_column=label_column,
                  feature_columns=None if is_sparse else feature_columns,
                  is_sparse=is_sparse, n_features=-1 if n_features is None else n_features,
                  partition_rows=rows, meta=ds_meta, classes=classes,
                  class_counts=counts, nnz=nnz, checksums=checksums,
                  weight_column=weight_column,
-                 row_groups=groups if any(g is not None for g in groups) else None)
+                 row_groups=groups if any(g is not None for g in groups) else None,
+                 one_hot=None if is_sparse else one_hot)
         if is_sparse and n_features is None:
             ds.n_features = ds._scan_max_index() + 1
         return ds
 
     # ------------------------------------------------------------------ facts
+    @property
+    def feature_names(self) -> list[str] | None:
+        """The features' names, in order: the feature columns, a one-hot column as
+        ``column=category`` per category (None: sparse)."""
+        if self.feature_columns is None:
+            return None
+        one_hot = getattr(self, "one_hot", {})
+        return [n for c in self.feature_columns
+                for n in ([f"{c}={v}" for v in one_hot[c]] if c in one_hot else [c])]
+
     @property
     def n_rows(self) -> int:
         """Total rows, from the Parquet metadata."""
@@ -231,7 +263,8 @@ class Dataset:
                              else pq.read_table(source, columns=cols, use_threads=False))
                     X = self._sparse_from(table, path)
                 else:
-                    X, table = read_dense(source, cols, self.feature_columns, path, groups)
+                    X, table = read_dense(source, cols, self.feature_columns, path, groups,
+                                          getattr(self, "one_hot", None))
         except OSError as e:  # e.g. the path is not mounted on this worker
             raise DataFormatError(f"cannot read partition {i} ({path}) on {_where()}: {e}. "
                                   "Every worker must see the data set at the same path "
@@ -451,3 +484,39 @@ def _weights_numpy(col: pa.ChunkedArray, path: str, name: str) -> np.ndarray:
         row = int(np.flatnonzero(~np.isfinite(w))[0])
         raise SchemaError(f"{path}: row {row}: weight column {name!r} holds {w[row].item()!r}")
     return w
+
+
+def _categories(fs, paths: list[str], columns: list[str]) -> dict[str, list[str]]:
+    """The categories of one-hot columns: their distinct non-missing values over every
+    file (as strings, ``dense_read.category_strings``), sorted."""
+    import pyarrow.compute as pc
+
+    from randsvm_dist.data.dense_read import category_strings
+
+    found: dict[str, set] = {c: set() for c in columns}
+    for path in dict.fromkeys(paths):
+        table = pq.read_table(path, columns=columns, filesystem=fs, use_threads=False)
+        for c in columns:
+            values = pc.unique(category_strings(table.column(c).combine_chunks()))
+            found[c].update(v for v in values.to_pylist() if v is not None)
+    return {c: sorted(v) for c, v in found.items()}
+
+
+def fitted_options(model, data) -> dict:
+    """``Dataset.open``'s options that read a path's features as ``model`` was fitted on
+    them (its ``feature_columns_`` and ``one_hot_categories_``, set by a fit on a dense
+    Parquet data set): its feature columns, when the data set has them all or the model
+    one-hot encodes (a data set of other column names keeps its default features, whose
+    count is checked), and its one-hot categories; {} for a model fitted on other input,
+    or data that is not a path."""
+    columns = getattr(model, "feature_columns_", None)
+    if columns is None or not isinstance(data, (str, os.PathLike)):
+        return {}
+    one_hot = getattr(model, "one_hot_categories_", None) or {}
+    if not one_hot:
+        fs, root = resolve(str(data))
+        names = read_footers(fs, partition_files(fs, root, str(data))[0][:1])[2].names
+        if not set(columns) <= set(names):
+            return {}
+    return {"feature_columns": list(columns),
+            **({"one_hot_categories": dict(one_hot)} if one_hot else {})}

@@ -22,7 +22,7 @@ BATCH_ROWS = 1 << 15
 
 
 def read_dense(source, columns: list[str], feature_columns: list[str], path: str,
-               row_groups=None) -> tuple[np.ndarray, pa.Table]:
+               row_groups=None, one_hot: dict | None = None) -> tuple[np.ndarray, pa.Table]:
     """The feature columns of a Parquet file (or of some of its row groups) as float32
     rows, and its other ``columns``.
 
@@ -32,6 +32,8 @@ def read_dense(source, columns: list[str], feature_columns: list[str], path: str
         feature_columns: the features, in order.
         path: names the file in errors.
         row_groups: the row groups to read (None: all); rows are numbered from the first.
+        one_hot: {column: its categories (strings)}: those feature columns become one
+            0/1 column per category, in that order (``one_hot_width``).
 
     Returns:
         ((n_rows, n_features) C-contiguous float32 array, an Arrow table of the columns
@@ -39,20 +41,27 @@ def read_dense(source, columns: list[str], feature_columns: list[str], path: str
 
     Raises:
         SchemaError: a missing, NaN or infinite feature value, or one beyond float32's
-            range (named by row and column).
+            range (named by row and column); a one-hot value not among its categories.
     """
+    one_hot = one_hot or {}
     pf = pq.ParquetFile(source)
     features = set(feature_columns)
     others = [c for c in columns if c not in features]
     groups = list(range(pf.num_row_groups)) if row_groups is None else list(row_groups)
     n = sum(pf.metadata.row_group(g).num_rows for g in groups)
-    X = np.empty((n, len(feature_columns)), np.float32)
+    width = [len(one_hot[c]) if c in one_hot else 1 for c in feature_columns]
+    first = np.concatenate([[0], np.cumsum(width)[:-1]]).astype(int)
+    X = (np.zeros if one_hot else np.empty)((n, sum(width)), np.float32)
     rest, at = [], 0
     for batch in pf.iter_batches(batch_size=BATCH_ROWS, row_groups=groups, columns=columns,
                                  use_threads=False):
         m = batch.num_rows
-        for j, name in enumerate(feature_columns):
-            X[at:at + m, j] = _checked(batch.column(name), path, name, at)
+        for j, name in zip(first, feature_columns):
+            if name in one_hot:
+                code = one_hot_codes(batch.column(name), one_hot[name], path, name, at)
+                X[at + np.arange(m), j + code] = 1.0
+            else:
+                X[at:at + m, j] = _checked(batch.column(name), path, name, at)
         rest.append(batch.select(others))
         at += m
     if at != len(X):
@@ -60,6 +69,41 @@ def read_dense(source, columns: list[str], feature_columns: list[str], path: str
     table = (pa.Table.from_batches(rest) if rest
              else pf.schema_arrow.empty_table().select(others))
     return X, table
+
+
+def category_strings(col):
+    """A column's values as Arrow strings (categoricals decoded, integers and booleans
+    printed), the one form one-hot categories are kept and compared in."""
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(col.type):
+        col = pc.cast(col, col.type.value_type)
+    return col if pa.types.is_string(col.type) else pc.cast(col, pa.string())
+
+
+def one_hot_codes(col, categories: list[str], path: str, name: str,
+                  first_row: int) -> np.ndarray:
+    """Each value's position among ``categories``.
+
+    Raises:
+        SchemaError: a missing value, or one not among the categories (one line naming
+            the column and the value).
+    """
+    import pyarrow.compute as pc
+
+    if col.null_count:
+        row = first_row + int(np.argmax(np.asarray(col.is_null().to_pylist())))
+        raise SchemaError(f"{path}: row {row} has no value in one-hot column {name!r}")
+    values = category_strings(col)
+    code = pc.index_in(values, value_set=pa.array(categories, pa.string()))
+    if code.null_count:
+        k = int(np.argmax(np.asarray(code.is_null().to_pylist())))
+        shown = ", ".join(repr(c) for c in categories[:10]) + (
+            ", ..." if len(categories) > 10 else "")
+        raise SchemaError(f"{path}: one-hot column {name!r} holds {values[k].as_py()!r} "
+                          f"(row {first_row + k}), not among the categories seen at fit "
+                          f"({shown})")
+    return numbers(code.cast(pa.int64()))
 
 
 def numbers(col) -> np.ndarray:

@@ -140,18 +140,23 @@ def sparse_facts(url: str, schema: pa.Schema, metas: list[dict | None],
 
 
 def dense_features(url: str, schema: pa.Schema, label_column: str,
-                    weight_column: str | None, feature_columns) -> list[str]:
+                    weight_column: str | None, feature_columns,
+                    one_hot_columns=(), not_features=()) -> list[str]:
     """The feature columns of a dense data set (default: every column but the label and
     weight columns and a pandas/Dask index, ``parquet_layout.index_columns``, in schema
-    order), checked.
+    order; nor ``not_features``: hive keys kept in the files), checked: numbers, or
+    (``one_hot_columns``, the user's ask) strings, categorical (dictionary), integer or
+    boolean columns to one-hot encode.
 
     Raises:
-        SchemaError: a named column is missing or is the label, none is left, or one is not
-            numeric.
+        SchemaError: a named column is missing or is the label, none is left, one is not
+            numeric (strings and categoricals named with the one-hot option; timestamps
+            and nested columns refused by name), or a one-hot column is not a feature.
     """
     names = schema.names
+    one_hot = list(one_hot_columns or ())
     if feature_columns is None:
-        skip = {label_column, weight_column, *index_columns(schema)}
+        skip = {label_column, weight_column, *index_columns(schema), *not_features}
         feature_columns = [n for n in names if n not in skip]
     else:
         feature_columns = list(feature_columns)
@@ -164,15 +169,50 @@ def dense_features(url: str, schema: pa.Schema, label_column: str,
                               "feature column")
     if not feature_columns:
         raise SchemaError(f"{url}: no feature columns besides {label_column!r}")
+    outside = [c for c in one_hot if c not in feature_columns]
+    if outside:
+        raise SchemaError(f"{url}: one-hot column(s) {outside} are not among the feature "
+                          f"columns {feature_columns}")
+    unusable = [(c, schema.field(c).type) for c in feature_columns
+                if _time_or_nested(schema.field(c).type)]
     bad = [(c, schema.field(c).type) for c in feature_columns
-           if not _numeric(schema.field(c).type)]
+           if c not in one_hot and not _numeric(schema.field(c).type)
+           and not _time_or_nested(schema.field(c).type)]
+    said = []
     if bad:
         listed = ", ".join(f"{c!r} ({t})" for c, t in bad)
-        raise SchemaError(
-            f"{url}: feature column(s) {listed} do not hold numbers; expected numbers. "
-            "Choose the features (feature_columns= / --features) or leave these out "
-            "(--exclude-columns)")
+        said.append(
+            f"feature column(s) {listed} do not hold numbers; expected numbers. One-hot "
+            "encode string or categorical columns (one_hot_columns= / --one-hot "
+            f"{','.join(c for c, _ in bad)}), choose the features (feature_columns= / "
+            "--features) or leave these out (--exclude-columns)")
+    if unusable:
+        listed = ", ".join(f"{c!r} ({t})" for c, t in unusable)
+        said.append(f"feature column(s) {listed} hold timestamps, dates or nested values, "
+                    "which are neither numbers nor categories: leave them out "
+                    "(--exclude-columns) or derive numeric columns from them")
+    if said:
+        raise SchemaError(f"{url}: " + "; ".join(said))
+    wrong = [(c, schema.field(c).type) for c in one_hot if not one_hot_type(
+        schema.field(c).type)]
+    if wrong:
+        listed = ", ".join(f"{c!r} ({t})" for c, t in wrong)
+        raise SchemaError(f"{url}: one-hot column(s) {listed} hold neither strings, "
+                          "categories, integers nor booleans")
     return feature_columns
+
+
+def one_hot_type(t: pa.DataType) -> bool:
+    """Whether a column of type ``t`` may be one-hot encoded: strings, categoricals
+    (dictionaries of those), integers, booleans."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
+            or pa.types.is_boolean(t))
+
+
+def _time_or_nested(t: pa.DataType) -> bool:
+    return (pa.types.is_temporal(t) or pa.types.is_nested(t))
 
 
 def _numeric(t: pa.DataType) -> bool:

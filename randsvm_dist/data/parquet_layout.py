@@ -10,7 +10,10 @@
   sorted path order, are the data set's partitions (``hive_files``); the keys are not
   columns of the files and are not read. Files whose names start with ``_`` or ``.``
   (``_SUCCESS``, ``_metadata``, ``_common_metadata``, Spark's ``.crc`` checksums) and
-  files not ending in ``.parquet`` are never data.
+  files not ending in ``.parquet`` are never data. polars' ``write_parquet(...,
+  partition_by=)`` also keeps the key as a column of every file: a column named as a
+  hive key is not a default feature either (``hive_keys``), so polars', pyarrow's and
+  DuckDB's hive directories give the same features.
 """
 
 from __future__ import annotations
@@ -67,6 +70,17 @@ def hive_files(fs, root: str) -> list[str] | None:
             elif not is_dir and _is_data(p):
                 files.append(p)
     return sorted(files)
+
+
+def hive_keys(paths: list[str], root: str) -> set[str]:
+    """The keys of the ``key=value`` directories between ``root`` and ``paths``."""
+    keys = set()
+    base = root.rstrip("/")
+    for p in paths:
+        rel = p[len(base):] if p.startswith(base) else p
+        keys.update(part.split("=", 1)[0] for part in rel.strip("/").split("/")[:-1]
+                    if HIVE_DIR.match(part))
+    return keys
 
 
 def _entries(fs, path: str) -> list[tuple[str, bool]] | None:

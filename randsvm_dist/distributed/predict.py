@@ -69,16 +69,27 @@ def check_labels_known(classes, ds, whose: str = "the model's classes") -> None:
                           "not among them")
 
 
-def check_test_set(data, test, *, classify: bool = True) -> None:
+def check_test_set(data, test, *, classify: bool = True, options: dict | None = None
+                   ) -> None:
     """Check a ``--test`` set against the training set before any work: the same feature
-    count and (``classify``) labels all among the training set's.
+    count and (``classify``) labels all among the training set's. The training set is
+    opened with ``options`` (``Dataset.open``'s: the training run's features), the test
+    set with the same feature columns and one-hot categories (``fitted_options``), as
+    the trained model reads it.
 
     Raises:
         SchemaError: the feature counts differ, or a test label is not a training label.
     """
+    from types import SimpleNamespace
+
+    from randsvm_dist.data.dataset import fitted_options
     from randsvm_dist.engine.inputs import open_dataset
 
-    train_ds, test_ds = open_dataset(data), open_dataset(test)
+    train_ds = open_dataset(data, **{k: v for k, v in (options or {}).items() if v})
+    fitted = SimpleNamespace(feature_columns_=None if train_ds.is_sparse
+                             else train_ds.feature_columns,
+                             one_hot_categories_=getattr(train_ds, "one_hot", None))
+    test_ds = open_dataset(test, **fitted_options(fitted, test))
     if train_ds.n_features != test_ds.n_features:
         raise SchemaError(f"--test {test_ds} has {test_ds.n_features} features; the "
                           f"training set has {train_ds.n_features}")
@@ -120,10 +131,11 @@ def predict_dataset(estimator, data, out_dir: str | os.PathLike, client=None, *,
         DataFormatError: ``out_dir`` exists (without ``overwrite``) or was not written by
             randsvm-dist; checked before any prediction.
     """
+    from randsvm_dist.data.dataset import fitted_options
     from randsvm_dist.data.publish import AtomicDir
     from randsvm_dist.engine.inputs import open_dataset
 
-    ds = open_dataset(data)
+    ds = open_dataset(data, **fitted_options(estimator, data))
     _check_features(estimator, ds)
     out_dir = os.fspath(out_dir)
     t0 = time.perf_counter()
@@ -291,9 +303,10 @@ def evaluate_dataset(estimator, data, client=None, *, normal_label=None) -> dict
     """
     from sklearn.base import is_outlier_detector, is_regressor
 
+    from randsvm_dist.data.dataset import fitted_options
     from randsvm_dist.engine.inputs import open_dataset
 
-    ds = open_dataset(data)
+    ds = open_dataset(data, **fitted_options(estimator, data))
     _check_features(estimator, ds)
     t0 = time.perf_counter()
     if is_regressor(estimator) or is_outlier_detector(estimator):

@@ -30,6 +30,7 @@ from randsvm_dist.estimators.fitted_attributes import (
     check_feature_names,
     finish_attributes,
     one_column_coef,
+    record_dataset_features,
     record_input,
 )
 from randsvm_dist.exact.fit import HARD_MARGIN_C, FitResult, FitSettings
@@ -167,6 +168,7 @@ class RandSVMBase(BaseEstimator):
         self._check_params()
         inputs = prepare_fit_input(data, y, sample_weight, dataset_kwargs, self._task)
         info = record_input(self, data, inputs.source == "arrays")
+        record_dataset_features(self, inputs.dataset)
         return inputs, {**info, "started": t0}
 
     def _settings(self, checkpoint: str | None = None, resume: bool = False) -> FitSettings:

@@ -4,81 +4,176 @@ LIBSVM fits each pair's sigmoid (probA, probB) on decision values from an intern
 cross-validation. Rows in the client's memory get exactly that
 (``estimators.cross_val_probability``). Here, for partitions on the workers (Parquet, Dask
 input, arrays too large for memory's route), the rows are split into 5 folds by their
-random keys (``row_keys``: the same split for any partitioning); ``probability_method``
-says what is fitted:
+random keys (``row_keys`` of the calibration stream: the same split for any partitioning
+and any number of workers), and the five fold fits run **at once**, as the problems of one
+run of the driver (``exact.driver.run_randsvm``):
 
-- 'cv5' (at most ``CV_MAX_ROWS`` rows): for each fold, the same classifier (the full fit's
-  kernel and gamma) is fitted on the other four on the workers, and its decision values
-  of the fold's rows computed there: five RandSVM fits of 80% of the rows, as LIBSVM;
-- 'holdout' (more rows): one fold (a fifth of the rows, each class in proportion) is held
-  out and one fit of the other 80% gives its decision values: about 0.8 of a fit instead
-  of 4. Its sigmoids are fitted on a fifth of the values LIBSVM would use: at these sizes
-  (hundreds of thousands of held-out rows) the sigmoid's two parameters are determined
-  well, and differ from 5-fold's mainly in that one model's values are fitted instead of
-  five models'.
+- the partitions' labels are coded ``class + n_classes x fold`` (on the workers, the rows
+  stay where they are), and each fold's problem is a ``exact.kinds.FoldCSVC``: the full
+  fit's problem (its classes, class weights, C, kernel, gamma) on the rows outside the
+  fold. One scan per iteration serves all five folds (every row against the support
+  vectors of the problems it belongs to), so the folds cost about one fit's scans, not
+  five;
+- each fold's problem starts from the full fit's solution: the full model's support
+  vectors that lie outside the fold are its first working set and their alphas the warm
+  solver's start (``solvers.warm_smo`` repairs the equality constraint the restriction
+  breaks), so a fold's fit is typically a warm re-solve and one or two certifying scans;
+- every fold's fit is certified to ``gap_tol`` as the full fit is (its own gap), and the
+  decision values of each fold's rows under its fold's model are computed where the rows
+  are. Each pair's sigmoid is fitted by LIBSVM's ``sigmoid_train`` (``numerics.probability``)
+  to all rows' held-out values.
 
-The estimator records the choice in ``probability_method_``. Each pair's sigmoid is fitted
-to the held-out values by LIBSVM's ``sigmoid_train`` (``numerics.probability``). The
-final model is still trained on all rows.
+``probability_method_`` records what was fitted: 'cv5', or 'holdout' (one fold's fit, its
+fifth of the rows held out) when the data set has more than ``CV_MAX_ROWS`` rows and the
+full fit's own record says the folds would cost far more than one hold-out fit
+(``fold_cost_ratio`` above ``HOLDOUT_FACTOR``: the folds share their scans, so only the
+warm re-solves multiply by five; the hold-out is chosen when the full fit's last solve
+took more than twice its last scan). A hold-out's sigmoids are fitted on a fifth of the
+values the folds give (at these sizes hundreds of thousands of rows). The final model is
+always the full fit.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from randsvm_dist.engine.bounded_wait import gather
-from randsvm_dist.engine.partitions import Partition, PartitionSet
-from randsvm_dist.exact.sampling import row_keys, stream_id
+from randsvm_dist.engine.client import put
+from randsvm_dist.engine.partitions import Partition, PartitionSet, placed
+from randsvm_dist.engine.row_totals import class_counts
+from randsvm_dist.exact.cancellation import cancel_check
+from randsvm_dist.exact.driver import run_randsvm
+from randsvm_dist.exact.kinds import FoldCSVC
+from randsvm_dist.exact.sampling import keys_of, row_keys, stream_id
+from randsvm_dist.exact.state import ProblemState, RunConfig, SupportModel
 from randsvm_dist.exceptions import ParameterError
 from randsvm_dist.numerics.probability import sigmoid_train
 
 N_FOLDS = 5
-CV_MAX_ROWS = 200_000  # more rows on the workers: one hold-out fold instead of 5 folds
+CV_MAX_ROWS = 200_000  # at most this many rows: always the 5 folds
+HOLDOUT_FACTOR = 3.0   # above CV_MAX_ROWS: one hold-out when the folds cost > this x it
 CALIBRATION_STREAM = 0xCA11B
+FOLD_RUN_STREAM = 0xF01D
+MIN_FIRST_DRAW = 100   # rows of a fold fit's first uniform draw at least
+FOLD_SCANS = 2         # scans of a fold fit started from the full fit's solution
 
 
-def probability_method(n_rows: int) -> str:
-    """'cv5' (LIBSVM's 5-fold cross-validation) or 'holdout' (one fold, > CV_MAX_ROWS)."""
-    return "cv5" if n_rows <= CV_MAX_ROWS else "holdout"
+def fold_ids(keys: np.ndarray) -> np.ndarray:
+    """Each row's fold (0..N_FOLDS-1) from its calibration key in [0, 1)."""
+    return np.minimum((np.asarray(keys) * N_FOLDS).astype(np.int64), N_FOLDS - 1)
 
 
-def _held_out(part: Partition, stream: int, fold: int = 0) -> np.ndarray:
-    keys = row_keys(stream, part.offset, part.n_rows)
-    return np.minimum((keys * N_FOLDS).astype(np.int64), N_FOLDS - 1) == fold
+def fold_cost_ratio(history: list[dict] | None) -> float:
+    """The folds' cost over one hold-out fit's, from the full fit's record. Both start
+    from the full fit's solution, so each fold's fit is about the full fit's last
+    iteration: a warm re-solve (its ``solve_seconds``) and a certifying scan or two
+    (``FOLD_SCANS`` x its ``scan_seconds``). The five folds share their scans (one run,
+    five problems) and multiply the solves by five.
+
+    Args:
+        history: the full fit's ``history_`` (one record per iteration and problem).
+
+    Returns:
+        (FOLD_SCANS scans + N_FOLDS solves) / (FOLD_SCANS scans + one solve) of the last
+        iteration's seconds (1.0 without a record).
+    """
+    if not history:
+        return 1.0
+    last = max(h["iteration"] for h in history)
+    solve, scan = next((h["solve_seconds"], h["scan_seconds"]) for h in history
+                       if h["iteration"] == last)
+    if solve + scan <= 0:
+        return 1.0
+    return (FOLD_SCANS * scan + N_FOLDS * solve) / (FOLD_SCANS * scan + solve)
 
 
-def _training_rows(part: Partition, stream: int, offset: int, fold: int = 0) -> Partition:
-    keep = ~_held_out(part, stream, fold)
-    return replace(part, X=part.X[keep], y=part.y[keep], offset=offset,
-                   weight=None if part.weight is None else part.weight[keep])
+def probability_method(n_rows: int, history: list[dict] | None = None) -> str:
+    """'cv5' (5 folds by row keys, fitted at once) or 'holdout' (one fold): the hold-out
+    only above CV_MAX_ROWS rows when ``fold_cost_ratio(history)`` exceeds HOLDOUT_FACTOR."""
+    if n_rows <= CV_MAX_ROWS or fold_cost_ratio(history) <= HOLDOUT_FACTOR:
+        return "cv5"
+    return "holdout"
 
 
-def _training_count(part: Partition, stream: int, fold: int = 0) -> int:
-    return int((~_held_out(part, stream, fold)).sum())
+def fold_coded(part: Partition, stream: int, n_classes: int) -> Partition:
+    """The partition with its labels coded ``class + n_classes x fold`` (runs on a
+    worker; the features are the same object)."""
+    fold = fold_ids(row_keys(stream, part.offset, part.n_rows))
+    return replace(part, y=(part.y.astype(np.int64) + n_classes * fold).astype(part.y.dtype))
 
 
-def _held_out_values(part: Partition, stream: int, model, fold: int = 0) -> tuple:
-    held = _held_out(part, stream, fold)
-    if not held.any():
-        return np.empty((0, len(model.problems_))), np.empty(0, np.int64), np.empty(0)
-    X = part.X[held]
-    return (model._problem_values(X), part.y[held].astype(np.int64),
-            np.maximum(part.weights()[held], 0.0))
+@dataclass
+class FoldCodedPartitions(PartitionSet):
+    """A PartitionSet whose labels are fold-coded (``fold_coded``): cached partitions are
+    coded once; re-read ones (``futures`` None) are coded after every read of ``base``."""
+
+    base: PartitionSet | None = None
+    stream: int = 0
+    n_classes: int = 2
+
+    def partition(self, client, i: int, where: str | None = None):
+        """A future of partition i, fold-coded."""
+        if self.futures is not None:
+            return self.futures[i]
+        return client.submit(fold_coded, self.base.partition(client, i, where), self.stream,
+                             self.n_classes, pure=False, retries=2, **placed(where))
 
 
-def fit_sigmoids(client, parts: PartitionSet, classes, est) -> tuple[np.ndarray, np.ndarray]:
+def fold_coded_partitions(client, parts: PartitionSet, stream: int,
+                          n_classes: int) -> FoldCodedPartitions:
+    """``parts`` with fold-coded labels (see ``FoldCodedPartitions``)."""
+    futures = None if parts.futures is None else [
+        client.submit(fold_coded, f, stream, n_classes, pure=False, retries=2)
+        for f in parts.futures]
+    return FoldCodedPartitions(
+        futures, parts.offsets, parts.sizes, parts.n_features, parts.is_sparse, None,
+        parts.coding, parts.weighted, parts.n_collapsed, parts.n_collapsed_across,
+        parts.exchanged, parts.source, base=parts, stream=stream, n_classes=n_classes)
+
+
+def restricted(model: SupportModel, stream: int, fold: int) -> SupportModel:
+    """The full fit's model restricted to its support vectors outside ``fold``: a fold
+    fit's first working set and warm start (alphas as they were; the warm solver restores
+    the equality constraint)."""
+    rows = np.asarray(model.rows, np.int64)
+    if not len(rows):
+        return SupportModel()
+    keep = np.flatnonzero(fold_ids(keys_of(stream, rows)) != fold)
+    keep = keep[np.argsort(rows[keep], kind="stable")]
+    return SupportModel(rows[keep], model.X[keep], np.asarray(model.t)[keep],
+                        np.asarray(model.weight)[keep], np.asarray(model.coef)[keep],
+                        float(model.intercept))
+
+
+@dataclass(frozen=True)
+class FoldModel:
+    """A fold's model of one problem: f(x) = coef . k(sv, x) + intercept, or a constant
+    (``sv`` None: the fold's training rows hold one class, LIBSVM's +1 / -1 / 0)."""
+
+    sv: object
+    coef: np.ndarray
+    intercept: float
+
+
+def fit_sigmoids(client, parts: PartitionSet, classes, est, states: list | None = None,
+                 *, method: str | None = None, concurrent: bool = True
+                 ) -> tuple[np.ndarray, np.ndarray, str]:
     """(probA, probB) per pair in LIBSVM's order and orientation, from held-out rows.
 
     Args:
         client: distributed.Client.
-        parts: the training partitions (unscaled; the calibration model scales as ``est``).
+        parts: the partitions the full fit ran on (scaled as it was).
         classes: the sorted classes.
         est: the fitted classifier (its parameters are reused; one-vs-one or binary).
+        states: the full run's final problem states (the folds' warm start; None: cold).
+        method: 'cv5' or 'holdout' (None: ``probability_method``).
+        concurrent: the folds as the problems of one run (False: one run per fold, the
+            same problems; for tests).
 
     Returns:
-        (prob_a, prob_b), each (n_pairs,).
+        (prob_a, prob_b, method), each array (n_pairs,).
 
     Raises:
         ParameterError: a one-vs-rest model (LIBSVM's probabilities are one-vs-one), or a
@@ -87,19 +182,35 @@ def fit_sigmoids(client, parts: PartitionSet, classes, est) -> tuple[np.ndarray,
     if len(classes) > 2 and est.problems_[0][1] < 0:
         raise ParameterError("probability=True needs multi_class='ovo' (LIBSVM's pairwise "
                              "coupling); got multi_class='ovr'")
+    if states is None:  # no full run to start from: cold fold fits of the same problems
+        from randsvm_dist.engine.row_totals import WorkerTotals
+        from randsvm_dist.estimators.base import HARD_MARGIN_C
+        from randsvm_dist.solvers.params import SolverParams
+
+        C = float(est.C)
+        states = est._problems(WorkerTotals(client, parts), classes, SolverParams(
+            HARD_MARGIN_C if np.isinf(C) else C, est.kernel_, tol=float(est.tol),
+            cache_size=float(est.cache_size), backend=est.solver))
+    method = method or probability_method(parts.n_rows, getattr(est, "history_", None))
+    k = len(classes)
     stream = stream_id(est.random_seed_, CALIBRATION_STREAM)
-    method = probability_method(parts.n_rows)
-    got = []
-    for fold in range(N_FOLDS if method == "cv5" else 1):
-        got += _fold_values(client, parts, classes, est, stream, fold)
+    folds = list(range(N_FOLDS)) if method == "cv5" else [0]
+    coded = fold_coded_partitions(client, parts, stream, k)
+    counts = class_counts(client, coded, k * N_FOLDS).reshape(N_FOLDS, k)
+    problems, constants = _fold_problems(est, states, folds, counts, stream)
+    models = _fold_models(client, coded, est, problems, constants, concurrent)
+    got = gather(client, [client.submit(_held_out_values, f, stream, put(client, models),
+                                        states[0].solver.kernel, pure=False, retries=2)
+                          for f in parts.all(client)],
+                 "the held-out decision values", parts.names())
     dec = np.concatenate([g[0] for g in got])
     y = np.concatenate([g[1] for g in got])
     w = np.concatenate([g[2] for g in got])
-    if len(classes) == 2:
+    if k == 2:
         dec = -dec  # LIBSVM's pair (0, 1) is positive towards class 0
     prob_a, prob_b = [], []
-    for p, (i, j) in enumerate(_pairs(len(classes))):
-        rows = (y == i) | (y == j)
+    for p, (i, j) in enumerate(_pairs(k)):
+        rows = ((y == i) | (y == j)) & (w > 0)
         if not ((y[rows] == i).any() and (y[rows] == j).any()):
             first, second = np.asarray(classes)[[i, j]].tolist()
             raise ParameterError(f"probability=True: the held-out rows lack class {first!r} "
@@ -107,29 +218,85 @@ def fit_sigmoids(client, parts: PartitionSet, classes, est) -> tuple[np.ndarray,
         a, b = sigmoid_train(dec[rows, p], np.where(y[rows] == i, 1.0, -1.0), w[rows])
         prob_a.append(a)
         prob_b.append(b)
-    return np.array(prob_a), np.array(prob_b)
+    return np.array(prob_a), np.array(prob_b), method
 
 
-def _fold_values(client, parts: PartitionSet, classes, est, stream: int, fold: int) -> list:
-    """Per partition: (decision values, coded labels, weights) of the fold's rows, from a
-    fit of the other rows on the workers."""
-    futures = parts.all(client)
-    sizes = np.asarray(gather(client, [client.submit(_training_count, f, stream, fold,
-                                                     pure=False, retries=2)
-                                       for f in futures],
-                              "the calibration split", parts.names()), dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    train = PartitionSet(
-        [client.submit(_training_rows, f, stream, int(o), fold, pure=False, retries=2)
-         for f, o in zip(futures, offsets)], offsets, sizes, parts.n_features,
-        parts.is_sparse, coding=parts.coding, weighted=parts.weighted)
-    aux = est._fold_estimator(probability=False, client=None, seed=None,
-                              random_state=est.random_seed_,
-                              gamma=est.gamma_ if est.kernel != "linear" else est.gamma)
-    aux._fit_partitions(client, train, classes)
-    return gather(client, [client.submit(_held_out_values, f, stream, aux, fold, pure=False,
-                                         retries=2) for f in futures],
-                  "the held-out decision values", parts.names())
+def _fold_problems(est, states: list[ProblemState], folds: list[int], counts: np.ndarray,
+                   stream: int) -> tuple[dict, dict]:
+    """The fold fits' problems, keyed (fold, problem): each full problem on the rows
+    outside the fold, started from the full model's support vectors there; and the
+    constants of folds whose training rows hold one class of a problem."""
+    problems, constants = {}, {}
+    k = counts.shape[1]
+    for f in folds:
+        train = counts.sum(axis=0) - counts[f]
+        for j, s in enumerate(states):
+            kd = s.kind
+            neg = [c for c in range(k) if c != kd.positive] if kd.negative is None \
+                else [kd.negative]
+            pos, n_neg = int(train[kd.positive]), int(train[neg].sum())
+            if pos == 0 or n_neg == 0:
+                constants[f, j] = 0.0 if pos == n_neg else (1.0 if pos else -1.0)
+                continue
+            model = restricted(s.model, stream, f)
+            problems[f, j] = ProblemState(
+                FoldCSVC(kd.positive, kd.negative, kd.weight_pos, kd.weight_neg, fold=f,
+                         n_classes=k),
+                replace(s.solver, tol=float(est.tol)), n_rows=pos + n_neg,
+                size=float(pos + n_neg), model=model, prev_n_support=model.n_support)
+    return problems, constants
+
+
+def _fold_models(client, coded: FoldCodedPartitions, est, problems: dict, constants: dict,
+                 concurrent: bool) -> dict:
+    """Each (fold, problem)'s FoldModel: the fold problems fitted at once (one run of the
+    driver, certified to gap_tol each), or one run per fold."""
+    models = {key: FoldModel(None, np.empty(0), v) for key, v in constants.items()}
+    if not problems:
+        return models
+    keys = list(problems)
+    groups = [keys] if concurrent else [[key for key in keys if key[0] == f]
+                                        for f in dict.fromkeys(f for f, _ in keys)]
+    n_sv = min(p.model.n_support for p in problems.values())
+    r = int(min(getattr(est, "sample_size_", None) or MIN_FIRST_DRAW,
+                max(n_sv // 4, MIN_FIRST_DRAW)))
+    cfg = RunConfig(k=None, sample_size=r,
+                    max_iter=10**6 if est.max_iter == -1 else int(est.max_iter),
+                    violator_tol=float(est.violator_tol), gap_tol=float(est.gap_tol),
+                    margin_tol=float(est.tol),
+                    random_state=stream_id(est.random_seed_, FOLD_RUN_STREAM),
+                    route=est.route)
+    for group in groups:
+        finals, _ = run_randsvm(client, coded, [problems[key] for key in group], cfg,
+                                cancelled=cancel_check())
+        for key, p in zip(group, finals):
+            m = p.model
+            models[key] = FoldModel(m.X, np.asarray(m.coef, np.float64), float(m.intercept))
+    return models
+
+
+def _held_out_values(part: Partition, stream: int, models: dict, kernel) -> tuple:
+    """(decision values (rows, problems), coded labels, weights) of the partition's rows
+    held out by the fitted folds, each under its fold's models (runs on a worker)."""
+    from randsvm_dist.numerics.kernels import decision_values_float64
+
+    fold = fold_ids(row_keys(stream, part.offset, part.n_rows))
+    fitted = sorted({f for f, _ in models})
+    n_problems = 1 + max(j for _, j in models)
+    held = np.isin(fold, fitted)
+    dec = np.zeros((int(held.sum()), n_problems))
+    fold = fold[held]
+    X = part.X[held]
+    for (f, j), m in models.items():
+        rows = np.flatnonzero(fold == f)
+        if not len(rows):
+            continue
+        if m.sv is None or not len(m.coef):
+            dec[rows, j] = m.intercept
+        else:
+            dec[rows, j] = decision_values_float64(X[rows], m.sv, m.coef, m.intercept,
+                                                   kernel)
+    return dec, part.y[held].astype(np.int64), np.maximum(part.weights()[held], 0.0)
 
 
 def _pairs(k: int) -> list[tuple[int, int]]:

@@ -124,7 +124,8 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         inputs, info = self._prepare(data, y, sample_weight, dataset_kwargs)
         self._adopt_result(exact_fit(self.client, inputs, self._problem(),
                                      self._settings(checkpoint, resume),
-                                     after=self._after_cluster_fit), info)
+                                     after=(self._after_cluster_fit
+                                            if self._calibrate_on_workers else None)), info)
         if rows is not None and not self._calibrate_on_workers:
             calibrate_in_memory(self, *rows)
         return self
@@ -134,11 +135,11 @@ class RandSVMClassifier(ClassifierMixin, RandSVMBase):
         memory (``estimators.calibration``): (probA, probB, method), or None."""
         if not (self.probability and getattr(self, "_calibrate_on_workers", True)):
             return None
-        from randsvm_dist.estimators.calibration import fit_sigmoids, probability_method
+        from randsvm_dist.estimators.calibration import fit_sigmoids
 
         fitted = copy.copy(self)._adopt_result(result)  # the folds reuse its seed and gamma
-        return (*fit_sigmoids(client, parts, result.classes, fitted),
-                probability_method(parts.n_rows))
+        # the 5 folds' fits at once, each started from the full run's final states
+        return fit_sigmoids(client, parts, result.classes, fitted, list(result.states))
 
     def _adopt_result(self, result: FitResult, info: dict | None = None):
         """``RandSVMBase._adopt_result``, and the probabilities of ``_after_cluster_fit``."""

@@ -84,6 +84,23 @@ def record_input(est, data, in_memory: bool) -> dict:
     return info
 
 
+def record_dataset_features(est, data) -> None:
+    """``feature_columns_`` (the columns read as features) and ``one_hot_categories_``
+    ({column: categories} of one-hot columns, or None) of a fit on a dense Parquet data
+    set: saved in the model file, they choose the same features of the data that
+    ``predict``/``evaluate`` (and ``train --test``) read (``data.dataset.fitted_options``). Deleted
+    for other input."""
+    from randsvm_dist.data import Dataset
+
+    if isinstance(data, Dataset) and not data.is_sparse:
+        est.feature_columns_ = list(data.feature_columns)
+        est.one_hot_categories_ = dict(getattr(data, "one_hot", {})) or None
+        return
+    for name in ("feature_columns_", "one_hot_categories_"):
+        if hasattr(est, name):
+            delattr(est, name)
+
+
 def check_feature_names(est, X) -> None:
     """scikit-learn's feature-name check at prediction.
 

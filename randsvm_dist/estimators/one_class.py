@@ -80,8 +80,7 @@ class RandSVMOneClass(OutlierMixin, RandSVMBase):
         y = None  # labels play no part in training a one-class SVM
         inputs, info = self._prepare(data, y, sample_weight, dataset_kwargs)
         return self._adopt_result(exact_fit(self.client, inputs, self._problem(),
-                                            self._settings(checkpoint, resume),
-                                            after=self._after_cluster_fit), info)
+                                            self._settings(checkpoint, resume)), info)
 
     def _problem(self) -> OneClassProblem:
         return OneClassProblem(float(self.nu))

@@ -82,8 +82,7 @@ class RandSVMRegressor(RegressorMixin, RandSVMBase):
         """
         inputs, info = self._prepare(data, y, sample_weight, dataset_kwargs)
         return self._adopt_result(exact_fit(self.client, inputs, self._problem(),
-                                            self._settings(checkpoint, resume),
-                                            after=self._after_cluster_fit), info)
+                                            self._settings(checkpoint, resume)), info)
 
     def _problem(self) -> EpsilonSVRProblem:
         return EpsilonSVRProblem(float(self.C), float(self.epsilon))

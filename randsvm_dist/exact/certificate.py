@@ -44,12 +44,17 @@ def certify(p: ProblemState, scan: dict) -> Certificate:
     the loss of rows outside it. For C-SVC with f = w.phi + b and sum_i y_i a_i = 0,
     |w|^2 = sum_i a_i y_i f(x_i), so over the working set P_ws - D = sum_i [a_i (y_i f_i - 1)
     + C_i max(0, 1 - y_i f_i)], a sum of terms each at most C_i x (LIBSVM's -e) at its stop.
+
+    The gap is relative to max(|P|, |D|), and never to less than the kind's
+    ``objective_floor`` (one-class: 1/2 sum alpha_i^2 k(x_i, x_i)), so a degenerate
+    problem whose optimum is ~0 (P and D ~0) is not reported at a relative gap of ~1.
     """
     m = p.model
     base = p.kind.half_wkw(m.coef, m.t, m.dual_objective) + p.kind.primal_constant(
         m.intercept, p.size)
     primal, primal_ws = base + scan["loss"], base + scan["loss_ws"]
-    scale = max(abs(primal), abs(m.dual_objective), 1e-300)
+    floor = p.kind.objective_floor(m.coef, m.X, p.solver.kernel)
+    scale = max(abs(primal), abs(m.dual_objective), floor, 1e-300)
     return Certificate(float(primal), float(m.dual_objective),
                        float(max(primal - m.dual_objective, 0.0) / scale),
                        float(max(primal_ws - m.dual_objective, 0.0) / scale))

@@ -368,7 +368,7 @@ def coefficients_dict(coef: Coefficients) -> dict:
 def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
                  threads: int, sv_share: float, coef: Coefficients,
                  backend: str = "libsvm", iterations: int = 3, warm: bool = True,
-                 in_memory: bool = False, solve_scale: float = 1.0) -> tuple[str, str]:
+                 in_memory: bool = False) -> tuple[str, str]:
     """'direct' (one cold solve of all rows) or 'sample', whichever the model predicts
     faster, and why.
 
@@ -386,8 +386,6 @@ def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
         iterations: rounds after the first solve.
         warm: the re-solves start from the previous alphas (``solvers.warm_smo.solve``).
         in_memory: the rows are in the client's memory (arrays passed to ``fit``).
-        solve_scale: measured over predicted seconds of a solve of this problem (its
-            conditioning, ``exact.route.Pilot``); every solve's prediction is scaled by it.
 
     Returns:
         (route, reason).
@@ -397,7 +395,7 @@ def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
 
     def solve(it: IterationSizes) -> float:
         p = solve_threads(it, n_features, threads, coef, backend, "chosen")
-        return solve_scale * _solve_seconds(it, shape, p, coef)
+        return _solve_seconds(it, shape, p, coef)
 
     every_row = IterationSizes(n_rows, s, 0, n_rows, False, n_rows, 0, 0, 0)
     t_direct = solve(every_row) + _scan_seconds(every_row, n_features, workers, coef)
@@ -413,9 +411,7 @@ def choose_route(n_rows: int, sample_size: int, n_features: float, workers: int,
     route = "direct" if t_direct <= t_sample else "sample"
     return route, (f"cost model: one solve of {n_rows} rows {t_direct:.1f} s vs sampling "
                    f"{t_sample:.1f} s ({workers} workers, {threads} threads a solve, "
-                   f"{100 * sv_share:.0f}% support vectors"
-                   + (f", solves x{solve_scale:.2g} as measured" if solve_scale != 1 else "")
-                   + ")")
+                   f"{100 * sv_share:.0f}% support vectors)")
 
 
 def plan_seconds(m: int, n_support: int, n_features: float, parts: int, threads: int,

@@ -268,7 +268,7 @@ def _solve_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: 
     threads = max(q.threads for q in place_solves(client, sum(p.active for p in problems)))
     if loop.route == "direct":
         problems, seconds = solve_direct(client, parts, problems)
-        _first_solve_scale(problems, loop)
+        _warn_kernel_scale(problems, loop)
         return problems, SolveStep(tols, seconds, threads)
     problems, seconds = solve_sampled(client, problems, loop.it, cfg, parts.weighted,
                                       in_client=loop.solved_in == "client")
@@ -284,11 +284,11 @@ def _solve_step(client, parts: PartitionSet, problems: list[ProblemState], cfg: 
             log.info("iter 1: %s: solving all rows", loop.why)
             problems, extra = solve_direct(client, parts, problems)
             seconds += extra
-    _first_solve_scale(problems, loop)
+    _warn_kernel_scale(problems, loop)
     return problems, SolveStep(tols, seconds, threads)
 
 
-def _first_solve_scale(problems: list[ProblemState], loop: Loop) -> None:
+def _warn_kernel_scale(problems: list[ProblemState], loop: Loop) -> None:
     """After the first solve, warn in this process (a worker's warning is not seen) when
     the support vectors' kernel values say the features' scale keeps the fit from
     certifying (``check_kernel_scale``; an overflow already failed the solve)."""

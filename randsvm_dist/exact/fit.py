@@ -32,9 +32,15 @@ from randsvm_dist.engine.row_totals import WorkerTotals, feature_variance
 from randsvm_dist.exact.bounds import support_bound
 from randsvm_dist.exact.cancellation import cancel_check
 from randsvm_dist.exact.driver import run_randsvm
-from randsvm_dist.exact.in_process import in_memory_rows, machine, run_in_process
+from randsvm_dist.exact.in_process import in_memory_rows, machine, route_pilot, run_in_process
 from randsvm_dist.exact.problems import ProblemSet
-from randsvm_dist.exact.route import auto_sample_size, cold_backend, judged_by_shape, plan_route
+from randsvm_dist.exact.route import (
+    PILOT_ROWS_PER_SAMPLE,
+    auto_sample_size,
+    cold_backend,
+    judged_by_shape,
+    plan_route,
+)
 from randsvm_dist.exact.state import ProblemState, RunConfig
 from randsvm_dist.model_files.libsvm_text import LibsvmModel
 from randsvm_dist.numerics.kernels import Kernel, resolve_gamma
@@ -166,9 +172,9 @@ def fit(client, inputs: FitInput, problems: ProblemSet, settings: FitSettings, *
         inputs: the prepared input (``engine.fit_input``).
         problems: what is solved (``exact.problems``).
         settings: the run's parameters.
-        after: called as ``after(client, partitions, result)`` once a fit on the workers
-            is done, while its partitions are there (the classifier's Platt scaling); what
-            it returns is the result's ``after``.
+        after: called as ``after(client, partitions, result)`` once the fit is done,
+            while its partitions are on the workers (the classifier's Platt scaling); what
+            it returns is the result's ``after``. Given, the fit runs on the workers.
 
     Returns:
         FitResult.
@@ -178,7 +184,7 @@ def fit(client, inputs: FitInput, problems: ProblemSet, settings: FitSettings, *
         ClusterError: the cluster cannot be reached.
         FitCancelled: the fit was cancelled (``exact.cancellation``).
     """
-    if _in_process_allowed(client, inputs, settings):
+    if after is None and _in_process_allowed(client, inputs, settings):
         result = _fit_in_process(inputs, problems, settings)
         if result is not None:
             return result
@@ -283,10 +289,16 @@ def _fit_in_process(inputs: FitInput, problems: ProblemSet, settings: FitSetting
                           settings.kernel)
     t = time.perf_counter()
     setup = _setup(rows, rows.classes, rows.feature_variance, problems, settings)
+    backend = cold_backend(setup.problems, rows.weighted, rows.is_sparse, rows.n_features)
     route, why = plan_route(setup.cfg, setup.problems, rows.n_rows, setup.r,
-                            rows.n_features, machine(),
-                            cold_backend(setup.problems, rows.weighted, rows.is_sparse,
-                                         rows.n_features), in_memory=True)
+                            rows.n_features, machine(), backend, in_memory=True)
+    if (route == "direct" and setup.cfg.route == "auto"
+            and rows.n_rows >= PILOT_ROWS_PER_SAMPLE * setup.r):
+        pilot = route_pilot(rows, setup.problems, setup.r, setup.cfg.random_state, backend)
+        route, why = plan_route(setup.cfg, setup.problems, rows.n_rows, setup.r,
+                                rows.n_features, machine(), backend, in_memory=True,
+                                pilot=pilot)
+        why = f"the guess said one solve; {why}"
     if route != "direct":
         return None
     phases = {**rows.phases, "setup": time.perf_counter() - t}

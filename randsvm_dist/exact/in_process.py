@@ -46,7 +46,8 @@ from randsvm_dist.engine.row_totals import partition_moments
 from randsvm_dist.exact.cancellation import check
 from randsvm_dist.exact.certificate import opening_tol
 from randsvm_dist.exact.driver import Loop, ScanStep, SolveStep, decide_step, scan_requests
-from randsvm_dist.exact.route import Machine, backend_of, cold_backend
+from randsvm_dist.exact.route import Machine, RoutePilot, backend_of, cold_backend, pilot_of
+from randsvm_dist.exact.sampling import keys_of, smallest_keys, stream_id
 from randsvm_dist.exact.scan.dispatch import ScanResult, scan_model
 from randsvm_dist.exact.scan.partition import scan_partition
 from randsvm_dist.exact.solving import (
@@ -54,8 +55,9 @@ from randsvm_dist.exact.solving import (
     directly_solved,
     finish_scanned,
     solve_partitions,
+    solve_rows,
 )
-from randsvm_dist.exact.state import ProblemState, RunConfig
+from randsvm_dist.exact.state import ProblemState, RunConfig, SupportModel, WorkingSet
 from randsvm_dist.numerics.kernels import Kernel, moments_variance
 from randsvm_dist.solvers.params import C_SVC, EPSILON_SVR, ONE_CLASS, SolverParams
 from randsvm_dist.solvers.threads import host_cores
@@ -347,3 +349,31 @@ def _scan_all(rows: InMemoryRows, problems: list[ProblemState], cfg: RunConfig,
                         out.n_screened, out.kernel_evals, time.process_time() - c0, seconds,
                         threads, full_evals=out.full_evals)
     return ScanStep(requests, result, seconds, out.full_evals), out.bounds[0]
+
+
+# The stream of the route pilot's sample (``route_pilot``).
+ROUTE_PILOT_STREAM = 0x7017
+
+
+def route_pilot(rows: InMemoryRows, problems: list[ProblemState], r: int, random_state: int,
+                backend: str) -> RoutePilot:
+    """Solve a uniform sample of ``r`` rows of the largest problem here (seeded by
+    ``random_state``) and measure its share of support vectors (``route.first_route``'s
+    check of a guess of one solve, for rows in this process).
+
+    Returns:
+        RoutePilot (the share decides the route; the seconds are reported).
+    """
+    p = max(problems, key=lambda q: q.n_rows)
+    part = rows.part
+    t, mask = p.kind.targets(part.y)
+    mine = np.flatnonzero(mask) if mask is not None else np.arange(part.n_rows)
+    keys = keys_of(stream_id(random_state, ROUTE_PILOT_STREAM), mine.astype(np.int64))
+    pick = np.sort(mine[smallest_keys(keys, min(r, len(mine)))])
+    start = time.perf_counter()
+    sol = solve_rows(part.X[pick], t[pick], None,
+                     p.kind.solver_params(p.solver, len(pick), p.n_rows), machine().threads)
+    seconds = time.perf_counter() - start
+    solved = replace(p, ws=WorkingSet(pick, part.X[pick], t[pick], np.ones(len(pick))),
+                     model=SupportModel(rows=pick[sol.support]))
+    return pilot_of([solved], seconds, rows.n_features, machine(), backend)

@@ -109,6 +109,11 @@ class ProblemKind(Protocol):
         """The share of the problem's n_rows rows expected to be support vectors, from a
         solve of n_ws rows that found n_support (``route.first_share``)."""
 
+    def objective_floor(self, coef: np.ndarray, sv_X, kernel) -> float:
+        """The least scale the certificate's relative gap is measured against, besides
+        |P| and |D| (``certificate.certify``): 0 where |P| or |D| always has the size of
+        the objective's terms."""
+
 
 @dataclass(frozen=True)
 class CSVC:
@@ -176,6 +181,37 @@ class CSVC:
         """That of the working set (a uniform sample's, the first time)."""
         return n_support / max(n_ws, 1)
 
+    def objective_floor(self, coef: np.ndarray, sv_X, kernel) -> float:
+        """0: |P| and |D| measure this kind's objective."""
+        return 0.0
+
+
+@dataclass(frozen=True)
+class FoldCSVC(CSVC):
+    """``CSVC`` of the same classes on the rows outside one cross-validation fold: the
+    rows' labels are coded ``class + n_classes x fold`` (``estimators.calibration``), so
+    the five folds' fits of Platt scaling are five problems of one run, sharing its scans.
+    """
+
+    fold: int = 0
+    n_classes: int = 2
+
+    @property
+    def label(self) -> str:
+        """How the history names this problem."""
+        return f"{CSVC.label.fget(self)}, without fold {self.fold}"
+
+    def targets(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """(targets in {-1, +1} of every row, mask of the rows of the problem's classes
+        outside its fold)."""
+        y = np.asarray(y).astype(np.int64)
+        c = y % self.n_classes
+        t = np.where(c == self.positive, 1.0, -1.0)
+        mask = y // self.n_classes != self.fold
+        if self.negative is not None:
+            mask &= (c == self.positive) | (c == self.negative)
+        return t, mask
+
 
 @dataclass(frozen=True)
 class EpsilonSVR:
@@ -234,6 +270,10 @@ class EpsilonSVR:
     def support_share(self, n_support: int, n_ws: int, n_rows: int) -> float:
         """That of the working set (a uniform sample's, the first time)."""
         return n_support / max(n_ws, 1)
+
+    def objective_floor(self, coef: np.ndarray, sv_X, kernel) -> float:
+        """0: |P| and |D| measure this kind's objective."""
+        return 0.0
 
 
 @dataclass(frozen=True)
@@ -306,6 +346,20 @@ class OneClass:
         """n_support / n_rows: every working set's solve has at least nu n support vectors
         (sum alpha = nu n, alpha <= 1), whatever its size."""
         return n_support / max(n_rows, 1)
+
+    def objective_floor(self, coef: np.ndarray, sv_X, kernel) -> float:
+        """1/2 sum_i alpha_i^2 k(x_i, x_i): 1/2 |w|^2 without the support vectors' cross
+        terms. Where the images cancel (a linear or polynomial kernel on data centred at
+        the origin: ``make_classification``'s) the optimum is w ~ 0 and rho ~ 0, P and D
+        are ~0, and a gap relative to them is ~1 however small it is: it is measured
+        against this size of the terms instead. With non-negative kernel values (RBF)
+        alpha' K alpha >= this, so |D| >= it and the gap is as before."""
+        from randsvm_dist.numerics.kernels import kernel_diagonal
+
+        if sv_X is None or not len(coef):
+            return 0.0
+        a = np.asarray(coef, np.float64)
+        return float(0.5 * np.dot(a * a, kernel_diagonal(sv_X, kernel)))
 
 
 KINDS: dict[str, type[ProblemKind]] = {k.name: k for k in (CSVC, EpsilonSVR, OneClass)}

@@ -24,16 +24,12 @@ from randsvm_dist.solvers.params import SolverParams
 SV_SHARE_GUESS = 0.1
 # A guessed share that sends the rows to one solve is checked by a pilot first, where the
 # pilot (the first sample's r rows) is small beside all rows: the first sampled solve
-# measures the share and the solve's seconds against the model's prediction (the
-# problem's conditioning, which the model does not see: an epsilon-SVR of 30,000 rows was
-# predicted at 3.4 s and took 61 s), and the route is chosen again with both (a 494k-row
-# set with 0.6% support vectors went to one solve of 13-15 s on the guess; sampling took
-# 7 s).
+# measures the share, and the route is chosen again with it (a 494k-row set with 0.6%
+# support vectors went to one solve of 13-15 s on the guess; sampling took 7 s). The
+# pilot's seconds are recorded beside the model's prediction of them, not used to choose:
+# a choice by measured time would make the model depend on the machine's load, where
+# one random_state must give the same model.
 PILOT_ROWS_PER_SAMPLE = 4
-# A pilot solve shorter than this says nothing of the conditioning (Dask's and the
-# solver's fixed costs dominate it): its scale is not used.
-PILOT_MIN_SECONDS = 0.5
-SOLVE_SCALE_RANGE = (0.25, 100.0)
 PILOT_REASON = "a pilot solve of"
 # The first sample of sample_size='auto': 2 x the paper's k, but at most 1/AUTO_SHARE of the
 # rows and at least AUTO_FLOOR. The paper's k (~10-12k rows) made every set under ~45k
@@ -111,7 +107,7 @@ class Machine:
 
 
 @dataclass(frozen=True)
-class Pilot:
+class RoutePilot:
     """What the first sampled solve measured, for the route's second choice.
 
     Attributes:
@@ -124,14 +120,6 @@ class Pilot:
     seconds: float
     predicted: float
 
-    @property
-    def solve_scale(self) -> float:
-        """Measured over predicted solve seconds, within SOLVE_SCALE_RANGE (1 for a pilot
-        shorter than PILOT_MIN_SECONDS)."""
-        if self.seconds < PILOT_MIN_SECONDS or self.predicted <= 0:
-            return 1.0
-        return float(np.clip(self.seconds / self.predicted, *SOLVE_SCALE_RANGE))
-
     def describe(self) -> str:
         """One line for the route's reason."""
         return (f"pilot solve {self.seconds:.2f} s (predicted {self.predicted:.2f} s), "
@@ -139,13 +127,13 @@ class Pilot:
 
 
 def pilot_of(problems: list[ProblemState], seconds: float, n_features: int,
-             machine: Machine, backend: str) -> Pilot:
-    """The Pilot of the first sampled solve of ``problems`` (each holding its working set
+             machine: Machine, backend: str) -> RoutePilot:
+    """The RoutePilot of the first sampled solve of ``problems`` (each holding its working set
     and model), which took ``seconds``."""
     p = max(problems, key=lambda q: len(q.ws.rows))
     predicted = plan_seconds(len(p.ws.rows), p.model.n_support, n_features, 1,
                              machine.threads, Coefficients(), backend)["whole"]
-    return Pilot(first_share(problems), seconds, predicted)
+    return RoutePilot(first_share(problems), seconds, predicted)
 
 
 def first_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
@@ -162,7 +150,7 @@ def first_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
 def plan_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
                n_features: int, machine: Machine, backend: str,
                sv_share: float | None = None, in_memory: bool = False,
-               pilot: Pilot | None = None) -> tuple[str, str]:
+               pilot: RoutePilot | None = None) -> tuple[str, str]:
     """(route, why): 'direct' (one solve of all rows) or 'sample', by the cost model.
 
     Args:
@@ -177,8 +165,8 @@ def plan_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
             before it (SV_SHARE_GUESS is assumed).
         in_memory: the rows are in the client's memory, where the direct route solves
             them (``exact.in_process``); sampling would place them on the workers first.
-        pilot: the first sampled solve's measurements (its share replaces ``sv_share``,
-            its solve scale multiplies every predicted solve).
+        pilot: the first sampled solve's measurements (its share replaces ``sv_share``;
+            its seconds and their prediction are named in the reason).
 
     Returns:
         (route, reason), the reason naming both predicted times.
@@ -192,8 +180,7 @@ def plan_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
     warm = all(p.kind.warm_startable for p in problems)
     route, why = choose_route(min(rows, n), min(r, n), n_features, machine.workers,
                               machine.threads, share, Coefficients(), backend=backend,
-                              warm=warm, in_memory=in_memory,
-                              solve_scale=1.0 if pilot is None else pilot.solve_scale)
+                              warm=warm, in_memory=in_memory)
     when = ("before the first solve (support vectors guessed)" if sv_share is None
             else f"after the first solve ({pilot.describe()})" if pilot is not None
             else "after the first solve")

@@ -103,6 +103,10 @@ def model_text(est) -> str:
             "params": params, "history": getattr(est, "history_", [])}
     if getattr(est, "scaler_", None) is not None:
         meta["scaling"] = est.scaler_.to_dict()
+    if getattr(est, "feature_columns_", None) is not None:  # fitted on dense Parquet
+        meta["feature_columns"] = list(est.feature_columns_)
+    if getattr(est, "one_hot_categories_", None):
+        meta["one_hot"] = {c: list(v) for c, v in est.one_hot_categories_.items()}
     return format_model_file(est._libsvm, _plain(meta))
 
 
@@ -170,6 +174,9 @@ def load_randsvm_model(data: bytes, where: str, estimators: Mapping[str, type]):
     # a stock LIBSVM model knows no feature count, only its support vectors' highest index:
     # it meets data of any width as LIBSVM does (a missing index is a zero)
     est.n_features_from_index_ = "n_features" not in meta
+    if meta.get("feature_columns") is not None:
+        est.feature_columns_ = list(meta["feature_columns"])
+        est.one_hot_categories_ = meta.get("one_hot") or None
     est.scaler_ = None
     if meta.get("scaling"):
         from randsvm_dist.distributed.scaling import FeatureScaler
@@ -277,6 +284,22 @@ def _check_support(value, where: str) -> None:
         raise DataFormatError(f"{where}: 'support' must hold non-negative row numbers")
 
 
+def _check_feature_columns(value, where: str) -> None:
+    """Refuse ``feature_columns`` that are not None nor a list of strings
+    (DataFormatError)."""
+    if value is not None and not (isinstance(value, list)
+                                  and all(isinstance(c, str) for c in value)):
+        raise DataFormatError(f"{where}: 'feature_columns' must list column names")
+
+
+def _check_one_hot(value, where: str) -> None:
+    """Refuse ``one_hot`` that is not a dict of column -> list of category strings
+    (DataFormatError)."""
+    for cats in _check_type(value, dict, where, "one_hot").values():
+        if not (isinstance(cats, list) and all(isinstance(v, str) for v in cats)):
+            raise DataFormatError(f"{where}: 'one_hot' must map columns to category lists")
+
+
 # the metadata keys: (key, value when absent, its check), checked in this order
 _META_RULES: tuple[tuple[str, object, Callable[..., None]], ...] = (
     ("format", None, _check_format),
@@ -287,6 +310,8 @@ _META_RULES: tuple[tuple[str, object, Callable[..., None]], ...] = (
     ("scaling", {}, _check_scaling),
     ("history", [], _check_history),
     ("support", [], _check_support),
+    ("feature_columns", None, _check_feature_columns),
+    ("one_hot", {}, _check_one_hot),
 )
 _META_KEYS = {key for key, _, _ in _META_RULES}
 

@@ -84,28 +84,21 @@ def test_a_guess_of_one_solve_is_checked_by_a_pilot_where_the_sample_is_small():
     assert first_route(asked, [], n, 3_000, 20, Machine(2, 2), "libsvm")[0] == "direct"
 
 
-def test_the_pilots_measured_solve_time_scales_every_predicted_solve():
-    """A pilot solve that took 20x its prediction (an ill-conditioned problem) makes one
-    solve of all rows 20x dearer in the model; a pilot under PILOT_MIN_SECONDS or one far
-    off the range is not trusted beyond SOLVE_SCALE_RANGE."""
+def test_the_pilot_chooses_by_its_share_and_names_its_time_beside_the_prediction():
+    """The pilot's share decides (as a measured share does); its seconds are reported
+    beside the model's prediction but never change the choice (the model must not depend
+    on the machine's load)."""
     from randsvm_dist.exact.kinds import CSVC
-    from randsvm_dist.exact.route import PILOT_MIN_SECONDS, SOLVE_SCALE_RANGE, Pilot
+    from randsvm_dist.exact.route import RoutePilot
 
-    assert Pilot(0.1, 2.0, 0.1).solve_scale == 20.0
-    assert Pilot(0.1, PILOT_MIN_SECONDS / 2, 0.001).solve_scale == 1.0
-    assert Pilot(0.1, 1e4, 1e-3).solve_scale == SOLVE_SCALE_RANGE[1]
-    assert Pilot(0.1, 1.0, 1e3).solve_scale == SOLVE_SCALE_RANGE[0]
     csvc = _problem(CSVC(1, None), 20_000)
-    plain = plan_route(CFG, csvc, 20_000, 5_000, 20, Machine(2, 2), "libsvm", 0.02)
-    hard = plan_route(CFG, csvc, 20_000, 5_000, 20, Machine(2, 2), "libsvm",
-                      pilot=Pilot(0.02, 2.0, 0.1))
-    assert plain[0] == "direct" and "solves x20 as measured" in hard[1]
-    assert "pilot solve 2.00 s (predicted 0.10 s), 2% support vectors" in hard[1]
-
-    def direct_seconds(why):
-        return float(why.split(" rows ")[1].split(" s ")[0])
-
-    assert direct_seconds(hard[1]) > 10 * direct_seconds(plain[1])
+    by_share = plan_route(CFG, csvc, 20_000, 5_000, 20, Machine(2, 2), "libsvm", 0.02)
+    fast, slow = (plan_route(CFG, csvc, 20_000, 5_000, 20, Machine(2, 2), "libsvm",
+                             pilot=RoutePilot(0.02, seconds, 0.1)) for seconds in (0.01, 100.0))
+    assert by_share[0] == fast[0] == slow[0] == "direct"
+    assert fast[1].replace("0.01 s", "100.00 s") == slow[1]
+    assert "pilot solve 100.00 s (predicted 0.10 s), 2% support vectors" in slow[1]
+    assert by_share[1].split("after the first solve, ")[1] in slow[1]
 
 
 def test_a_fit_that_would_have_gone_direct_on_the_guess_runs_its_pilot(dask_client,
@@ -124,6 +117,19 @@ def test_a_fit_that_would_have_gone_direct_on_the_guess_runs_its_pilot(dask_clie
     assert why.startswith("the guess said one solve; after the first solve (pilot solve "), why
     assert "s (predicted " in why and "cost model: one solve of 24000 rows" in why
     assert est.certified_
+
+
+def test_arrays_in_memory_run_the_pilot_in_this_process_too(dask_client):
+    """In-memory arrays whose guess is one solve in this process: the pilot's sample is
+    solved here first; the same random_state gives the same model (the pilot's seconds
+    never decide)."""
+    X, y = _blobs(24_000, d=2, seed=3)
+    fits = [RandSVMClassifier(C=1.0, gamma=0.5, random_state=0, client=dask_client,
+                              sample_size=3_000).fit(X, y) for _ in range(2)]
+    why = fits[0].history_[0]["route_reason"]
+    assert why.startswith("the guess said one solve; after the first solve (pilot solve "), why
+    assert np.array_equal(fits[0].dual_coef_, fits[1].dual_coef_)
+    assert np.array_equal(fits[0].support_, fits[1].support_)
 
 
 def test_a_route_asked_for_is_obeyed():

@@ -24,7 +24,7 @@ from randsvm_dist.estimators import ESTIMATORS
 # and constraints (when they were ast-parsed from the estimators' source and docstrings),
 # and the feature-column choice added since (--features, --exclude-columns)
 TRAIN_OPTIONS_BEFORE = {
-    "--features", "--exclude-columns",
+    "--features", "--exclude-columns", "--one-hot",
     "--C", "--bound-delta", "--bound-epsilon", "--break-ties", "--cache", "--cache-size",
     "--checkpoint", "--class-weight", "--coef0", "--decision-function-shape", "--degree",
     "--epsilon", "--gamma", "--gap-tol", "--help", "--json", "--k", "--kernel",

@@ -103,31 +103,38 @@ def test_the_pilot_chooses_by_its_share_and_names_its_time_beside_the_prediction
 
 def test_a_fit_that_would_have_gone_direct_on_the_guess_runs_its_pilot(dask_client,
                                                                          tmp_path):
-    """On the cluster: the guess said one solve, the first record says why it sampled
-    first, and the second choice names the pilot's measurements."""
+    """On the cluster: the guess said one solve, the first record says so and names the
+    pilot's measurements beside the second choice."""
     from randsvm_dist.data import write_arrays
 
-    X, y = _blobs(24_000, d=2, seed=3)
+    X, y = _blobs(12_000, d=20, seed=3)
     write_arrays(X, y, tmp_path / "blobs", partitions=2)
-    est = RandSVMClassifier(C=1.0, gamma=0.5, random_state=0, client=dask_client,
+    assert plan_route(RunConfig(k=None, sample_size=3_000), [], 12_000, 3_000, 20,
+                      Machine(2, 2), "libsvm")[0] == "direct"
+    est = RandSVMClassifier(C=1.0, gamma=0.05, random_state=0, client=dask_client,
                             sample_size=3_000).fit(str(tmp_path / "blobs"))
-    assert plan_route(RunConfig(k=None, sample_size=3_000), [], 24_000, 3_000, 2,
-                      Machine(2, 1), "libsvm")[0] == "direct"
     why = est.history_[0]["route_reason"]
     assert why.startswith("the guess said one solve; after the first solve (pilot solve "), why
-    assert "s (predicted " in why and "cost model: one solve of 24000 rows" in why
+    assert "s (predicted " in why and "cost model: one solve of 12000 rows" in why
     assert est.certified_
 
 
-def test_arrays_in_memory_run_the_pilot_in_this_process_too(dask_client):
-    """In-memory arrays whose guess is one solve in this process: the pilot's sample is
-    solved here first; the same random_state gives the same model (the pilot's seconds
-    never decide)."""
-    X, y = _blobs(24_000, d=2, seed=3)
-    fits = [RandSVMClassifier(C=1.0, gamma=0.5, random_state=0, client=dask_client,
+def test_arrays_in_memory_run_the_pilot_in_this_process_too(monkeypatch):
+    """In-memory arrays whose guess is one solve in this process: a seeded sample is
+    solved here first (``exact.in_process.route_pilot``); the same random_state gives the
+    same model (the pilot's seconds never decide)."""
+    import randsvm_dist.exact.fit as core
+
+    calls = []
+    real = core.route_pilot
+    monkeypatch.setattr(core, "route_pilot",
+                        lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    X, y = _blobs(12_000, d=20, seed=3)
+    fits = [RandSVMClassifier(C=1.0, gamma=0.05, random_state=0,
                               sample_size=3_000).fit(X, y) for _ in range(2)]
+    assert calls == [3_000, 3_000]
     why = fits[0].history_[0]["route_reason"]
-    assert why.startswith("the guess said one solve; after the first solve (pilot solve "), why
+    assert "(pilot solve " in why, why
     assert np.array_equal(fits[0].dual_coef_, fits[1].dual_coef_)
     assert np.array_equal(fits[0].support_, fits[1].support_)
 

@@ -14,6 +14,7 @@ Two layouts are read:
 
 from __future__ import annotations
 
+import logging
 import os
 from functools import cached_property
 
@@ -518,5 +519,10 @@ def fitted_options(model, data) -> dict:
         names = read_footers(fs, partition_files(fs, root, str(data))[0][:1])[2].names
         if not set(columns) <= set(names):
             return {}
+        extra = [c for c in (Dataset.open(str(data)).feature_columns or []) if c not in columns]
+        if extra:   # said, not silently dropped
+            logging.getLogger("randsvm_dist").info(
+                "%s: column(s) %s are not features of the model; read with the model's "
+                "features %s", data, ", ".join(map(repr, extra)), ", ".join(map(repr, columns)))
     return {"feature_columns": list(columns),
             **({"one_hot_categories": dict(one_hot)} if one_hot else {})}

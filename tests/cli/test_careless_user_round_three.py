@@ -43,6 +43,11 @@ def twonorm(tmp_path_factory):
     X = X[:, :2]
     write_arrays(X, y, root / "train", partitions=2)
     write_arrays(np.hstack([X, X[:, :1]]), y, root / "three", partitions=2)
+    import pandas as pd  # three features named unlike the training set's (f0, f1)
+
+    (root / "other").mkdir()
+    pd.DataFrame({"label": y, "a": X[:, 0], "b": X[:, 1], "c": X[:, 0]}).to_parquet(
+        root / "other" / "part-0.parquet", index=False)
     write_arrays(X, np.where(y == y.max(), "pos", "neg"), root / "words", partitions=2)
     return root, X, y
 
@@ -98,14 +103,20 @@ def test_label_sets_that_differ_one_line_rc2(dask_client, twonorm, tmp_path):
 
 
 def test_train_test_feature_count_checked_before_training(dask_client, twonorm, tmp_path):
-    """Item 5: --test of 3 features on a 2-feature training set: rc 2 before any work."""
+    """Item 5: --test of 3 features (other names) on a 2-feature training set: rc 2 before
+    any work. A test set holding the training features and one more is read with the
+    training features (as LIBSVM's rule for a model meeting wider data), said once."""
     root, *_ = twonorm
     out = _run("train", root / "train", "--model", tmp_path / "t.model", "--test",
-               root / "three", scheduler=dask_client.scheduler.address)
+               root / "other", scheduler=dask_client.scheduler.address)
     assert out.returncode == 2, out.stderr
     assert "has 3 features; the training set has 2" in _one_error_line(out)
     assert not (tmp_path / "t.model").exists()
     assert "RandSVM" not in out.stdout  # no training summary
+    out = _run("train", root / "train", "--model", tmp_path / "w.model", "--test",
+               root / "three", scheduler=dask_client.scheduler.address)
+    assert out.returncode == 0, out.stderr
+    assert "column(s) 'f2' are not features of the model" in out.stderr, out.stderr
 
 
 def test_value_beyond_float32_named(tmp_path):

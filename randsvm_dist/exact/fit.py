@@ -35,10 +35,10 @@ from randsvm_dist.exact.driver import run_randsvm
 from randsvm_dist.exact.in_process import in_memory_rows, machine, route_pilot, run_in_process
 from randsvm_dist.exact.problems import ProblemSet
 from randsvm_dist.exact.route import (
-    PILOT_ROWS_PER_SAMPLE,
     auto_sample_size,
     cold_backend,
     judged_by_shape,
+    pilot_pays,
     plan_route,
 )
 from randsvm_dist.exact.state import ProblemState, RunConfig
@@ -292,8 +292,7 @@ def _fit_in_process(inputs: FitInput, problems: ProblemSet, settings: FitSetting
     backend = cold_backend(setup.problems, rows.weighted, rows.is_sparse, rows.n_features)
     route, why = plan_route(setup.cfg, setup.problems, rows.n_rows, setup.r,
                             rows.n_features, machine(), backend, in_memory=True)
-    if (route == "direct" and setup.cfg.route == "auto"
-            and rows.n_rows >= PILOT_ROWS_PER_SAMPLE * setup.r):
+    if route == "direct" and setup.cfg.route == "auto" and pilot_pays(rows.n_rows, setup.r):
         pilot = route_pilot(rows, setup.problems, setup.r, setup.cfg.random_state, backend)
         route, why = plan_route(setup.cfg, setup.problems, rows.n_rows, setup.r,
                                 rows.n_features, machine(), backend, in_memory=True,

@@ -30,6 +30,9 @@ SV_SHARE_GUESS = 0.1
 # a choice by measured time would make the model depend on the machine's load, where
 # one random_state must give the same model.
 PILOT_ROWS_PER_SAMPLE = 4
+# Below this many rows a wrong guess costs less than the pilot's own start (a first solve
+# pays its backend's loading: 1.6 s for oneDAL's first solve of 100 rows here).
+PILOT_MIN_ROWS = 10_000
 PILOT_REASON = "a pilot solve of"
 # The first sample of sample_size='auto': 2 x the paper's k, but at most 1/AUTO_SHARE of the
 # rows and at least AUTO_FLOOR. The paper's k (~10-12k rows) made every set under ~45k
@@ -136,13 +139,19 @@ def pilot_of(problems: list[ProblemState], seconds: float, n_features: int,
     return RoutePilot(first_share(problems), seconds, predicted)
 
 
+def pilot_pays(n: int, r: int) -> bool:
+    """Whether a guess of one solve of ``n`` rows is checked by a pilot of the first
+    sample's ``r`` rows (PILOT_MIN_ROWS, PILOT_ROWS_PER_SAMPLE)."""
+    return n >= max(PILOT_MIN_ROWS, PILOT_ROWS_PER_SAMPLE * r)
+
+
 def first_route(cfg: RunConfig, problems: list[ProblemState], n: int, r: int,
                 n_features: int, machine: Machine, backend: str) -> tuple[str, str]:
     """(route, why) before the first solve: ``plan_route`` on the guessed share, except
     that a guess of one solve is checked by a pilot (the first sample, solved and
-    measured) where r is at most 1/PILOT_ROWS_PER_SAMPLE of the rows."""
+    measured) where ``pilot_pays``."""
     route, why = plan_route(cfg, problems, n, r, n_features, machine, backend)
-    if route == "direct" and cfg.route == "auto" and n >= PILOT_ROWS_PER_SAMPLE * r:
+    if route == "direct" and cfg.route == "auto" and pilot_pays(n, r):
         return "sample", f"{PILOT_REASON} {r:,} rows first ({why})"
     return route, why
 

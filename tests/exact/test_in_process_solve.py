@@ -107,6 +107,7 @@ def test_a_bad_onedal_point_is_caught_and_solved_by_libsvm(monkeypatch):
 def test_a_good_point_passes_the_scans_check():
     """``finish_scanned`` takes oneDAL's optimum (no warning) and gives the dual objective
     of the kernel pass it replaces."""
+    from randsvm_dist.engine.fit_input import prepare_fit_input
     from randsvm_dist.exact.in_process import in_memory_rows
     from randsvm_dist.exact.kinds import CSVC
     from randsvm_dist.exact.state import ProblemState
@@ -115,7 +116,8 @@ def test_a_good_point_passes_the_scans_check():
     from randsvm_dist.solvers.params import SolverParams
 
     X, y, _ = _data(900)
-    rows = in_memory_rows(X, y, "classification")
+    rows = in_memory_rows(prepare_fit_input(X, y, None, None, "classification"),
+                          "classification")
     params = SolverParams(C=2.0, kernel=Kernel("rbf", 0.1), backend="onedal")
     p = ProblemState(CSVC(1), params, n_rows=900, size=900)
     result = solving.solve_partitions(p.kind, p.kind.solver_params(params, 900, 900), 2.0,

@@ -208,14 +208,18 @@ def _error_line(e: Exception) -> tuple[str, int]:
     """The stderr line and exit code of an error that ended a command: 2 for a user error
     (``RandSVMError``; an ``OSError`` on a file the user named: missing, unreadable,
     read-only), 1 for anything else (a bug)."""
+    if "distributed" in sys.modules:  # a lost scheduler is the cluster's error, not a bug
+        import logging
+
+        from randsvm_dist.engine.client import LOST_SCHEDULER, lost_cluster
+
+        lost = lost_cluster(e) or (e if str(e).startswith(LOST_SCHEDULER) else None)
+        if lost is not None:
+            # the client's reconnect attempts (and their tracebacks) echo this one line
+            logging.disable(logging.CRITICAL)
+            return f"randsvm-dist: error: {lost}", 2
     if isinstance(e, RandSVMError):
         return f"randsvm-dist: error: {e}", 2
-    if "distributed" in sys.modules:  # a lost scheduler is the cluster's error, not a bug
-        from randsvm_dist.engine.client import lost_cluster
-
-        lost = lost_cluster(e)
-        if lost is not None:
-            return f"randsvm-dist: error: {lost}", 2
     if isinstance(e, OSError):
         return f"randsvm-dist: error: {_os_error(e)}", 2
     return (f"randsvm-dist: internal error: {type(e).__name__}: {str(e)[:300]} (run again "

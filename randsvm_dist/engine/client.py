@@ -19,6 +19,8 @@ from randsvm_dist.engine.probe import connect
 from randsvm_dist.engine.scheduler_env import SCHEDULER_ENV
 from randsvm_dist.exceptions import ClusterError
 
+LOST_SCHEDULER = "lost the Dask scheduler"
+
 
 def lost_cluster(e: BaseException) -> ClusterError | None:
     """The ClusterError a lost scheduler or cluster shows up as, or None for anything
@@ -30,13 +32,28 @@ def lost_cluster(e: BaseException) -> ClusterError | None:
     """
     name = type(e).__name__
     text = str(e)
-    if name == "FutureCancelledError" and "scheduler-connection-lost" in text or \
+    # a client that gave up reconnecting cancels what it waited on with reason 'unknown'
+    if name == "FutureCancelledError" and ("scheduler-connection-lost" in text
+                                           or "reason: unknown" in text) or \
             name in ("CommClosedError", "StreamClosedError") or \
-            (isinstance(e, RuntimeError) and "IOLoop is closed" in text):
-        return ClusterError(f"lost the Dask scheduler while the command ran ({name}: "
+            (isinstance(e, RuntimeError) and "IOLoop is closed" in text) or \
+            _closed_client_attribute(e):
+        return ClusterError(f"{LOST_SCHEDULER} while the command ran ({name}: "
                             f"{text.splitlines()[0][:120] if text else 'connection closed'}): "
                             "the cluster or its scheduler stopped; start it again")
     return None
+
+
+def _closed_client_attribute(e: BaseException) -> bool:
+    """An AttributeError on None raised inside distributed: a client that gave up
+    reconnecting to a lost scheduler closes and drops its scheduler handle, and the next
+    call on it fails so ("'NoneType' object has no attribute 'address'")."""
+    if not isinstance(e, AttributeError) or "'NoneType' object" not in str(e):
+        return False
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and "distributed" in tb.tb_frame.f_code.co_filename
 
 
 def _default_client():

@@ -316,6 +316,7 @@ def test_two_interrupts_one_line_rc130(tmp_path):
     assert not (tmp_path / "m.model").exists()
 
 
+@pytest.mark.heavy   # a real scheduler killed: distributed's shutdown varies run to run
 def test_scheduler_killed_under_a_running_train_is_one_line(dask_cli_cluster, tmp_path):
     """Item 9 for real: ``dask scheduler`` SIGKILLed while ``train --scheduler`` runs its
     iterations: one line naming the lost scheduler and the checkpoint, rc 2, no traceback,

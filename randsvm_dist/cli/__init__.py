@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     args.outputs = Outputs()
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminated) if in_main else None
+    logs_before = (logging.root.manager.disable, logging.raiseExceptions)
     stopped = None  # the exit code of an interrupt or SIGTERM
     try:
         _outputs_free(args)
@@ -123,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         line, code = _error_line(e)
+        if _lost_scheduler(e) is not None:
+            # the client's reconnect attempts (and their tracebacks) echo this one line
+            logging.disable(logging.CRITICAL)
         print(line, file=sys.stderr)
         return code
     finally:
@@ -137,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
                 print("randsvm-dist: interrupted", file=sys.stderr)
         if stopped is not None and argv is None:  # the console script: no shutdown noise
             _exit_now(stopped)
+        if argv is not None:  # called in a process that goes on: its logging as it was
+            logging.disable(logs_before[0])
+            logging.raiseExceptions = logs_before[1]
 
 
 def _quiet_from_now(in_main: bool) -> None:
@@ -204,20 +211,22 @@ def _session(args: argparse.Namespace):
         *(getattr(args, k, None) for k in ("tls_ca_file", "tls_cert", "tls_key"))))
 
 
+def _lost_scheduler(e: Exception) -> Exception | None:
+    """The error to report when ``e`` means the Dask scheduler was lost, else None."""
+    if "distributed" not in sys.modules:
+        return None
+    from randsvm_dist.engine.client import LOST_SCHEDULER, lost_cluster
+
+    return lost_cluster(e) or (e if str(e).startswith(LOST_SCHEDULER) else None)
+
+
 def _error_line(e: Exception) -> tuple[str, int]:
     """The stderr line and exit code of an error that ended a command: 2 for a user error
     (``RandSVMError``; an ``OSError`` on a file the user named: missing, unreadable,
     read-only), 1 for anything else (a bug)."""
-    if "distributed" in sys.modules:  # a lost scheduler is the cluster's error, not a bug
-        import logging
-
-        from randsvm_dist.engine.client import LOST_SCHEDULER, lost_cluster
-
-        lost = lost_cluster(e) or (e if str(e).startswith(LOST_SCHEDULER) else None)
-        if lost is not None:
-            # the client's reconnect attempts (and their tracebacks) echo this one line
-            logging.disable(logging.CRITICAL)
-            return f"randsvm-dist: error: {lost}", 2
+    lost = _lost_scheduler(e)
+    if lost is not None:  # a lost scheduler is the cluster's error, not a bug
+        return f"randsvm-dist: error: {lost}", 2
     if isinstance(e, RandSVMError):
         return f"randsvm-dist: error: {e}", 2
     if isinstance(e, OSError):

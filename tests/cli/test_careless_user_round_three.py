@@ -5,6 +5,7 @@ process (rc, one stderr line, no traceback), against the test cluster."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -367,7 +368,29 @@ def test_lost_scheduler_is_a_cluster_error():
     e = FutureCancelledError("task-1", "scheduler-connection-lost")
     line, code = _error_line(e)
     assert code == 2 and "lost the Dask scheduler" in line, line
+    assert logging.root.manager.disable == logging.NOTSET  # the line alone changes nothing
     with_ckpt = _cluster_lost(e, "/tmp/ck")
     assert "--checkpoint /tmp/ck" in str(with_ckpt) and "--resume" in str(with_ckpt)
     other = ValueError("x")
     assert _cluster_lost(other, "/tmp/ck") is other
+
+
+def test_a_lost_scheduler_in_process_leaves_logging_as_it_was(monkeypatch, tmp_path, capsys):
+    """``main([...])`` called in a process that goes on (a notebook, a test) silences the
+    client's reconnect logs only while it reports the lost scheduler: afterwards the
+    process's logging is as before (sklearnex's log, for one, is read again)."""
+    from distributed.client import FutureCancelledError
+
+    from randsvm_dist import cli
+    from randsvm_dist.cli import data as data_cli
+
+    def lost(args):
+        raise FutureCancelledError("task-1", "scheduler-connection-lost")
+
+    monkeypatch.setattr(data_cli, "_info", lost)
+    assert cli.main(["data", "info", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("randsvm-dist: error:") and "lost the Dask scheduler" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert logging.root.manager.disable == logging.NOTSET
+    assert logging.raiseExceptions

@@ -8,6 +8,7 @@ solver='onedal' without it runs everywhere (the import is monkeypatched away).
 from __future__ import annotations
 
 import json
+import logging
 import warnings
 from dataclasses import replace
 
@@ -158,16 +159,41 @@ def test_what_onedal_does_not_solve_goes_to_libsvm(params):
 
 @needs_onedal
 def test_a_fallback_to_scikit_learn_is_refused(monkeypatch):
-    """A fit sklearnex does not accelerate is not taken: LIBSVM solves it, with a warning."""
+    """A fit sklearnex does not accelerate is not taken: LIBSVM solves it, with a warning
+    naming sklearnex's cause. sklearnex's own dispatch is told that oneDAL cannot take the
+    fit, so scikit-learn's SVC really runs."""
+    from sklearnex._utils import PatchingConditionsChain
+    from sklearnex.svm import SVC
+
+    def refused(self, method_name, *data):
+        status = PatchingConditionsChain(f"sklearn.svm.SVC.{method_name}")
+        status.and_conditions([(False, "refused by the test")])
+        return status
+
     X, y = _gaussian(300)
     params = SolverParams(C=1.0, kernel=Kernel("rbf", 0.2))
-    monkeypatch.setattr(onedal_backend, "_ACCELERATED", "a message sklearnex never logs")
-    with pytest.warns(RuntimeWarning, match="oneDAL did not solve"):
+    monkeypatch.setattr(SVC, "_onedal_cpu_supported", refused)
+    with pytest.warns(RuntimeWarning, match="oneDAL did not solve.*refused by the test"):
         assert solve_onedal(X, y, replace(params, backend="onedal")) is None
     with pytest.warns(RuntimeWarning):
         sol = solve_rows(X, y, None, replace(params, backend="onedal"), 1)
     ref = solve_libsvm(X, y, params, 1)
     np.testing.assert_array_equal(sol.dual_coef, ref.dual_coef)
+
+
+@needs_onedal
+def test_an_accelerated_fit_is_taken_with_logging_disabled():
+    """Whether sklearnex fell back is not read from its log: an application that disabled
+    logging (as the command line does after a lost scheduler) still gets oneDAL's solve."""
+    X, y = _gaussian(300)
+    params = SolverParams(C=1.0, kernel=Kernel("rbf", 0.2), backend="onedal")
+    logging.disable(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            assert solve_onedal(X, y, params) is not None
+    finally:
+        logging.disable(logging.NOTSET)
 
 
 @needs_onedal

@@ -15,8 +15,9 @@ modules), the plan says
   (one partition read and scanned) next to what they already hold: Dask would pause such
   a worker at its limit, or its nanny restart it, again and again.
 
-The screening bounds kept on the workers are bounded on their own
-(``exact.scan.screening_store``: at most a tenth of the limit); the plan counts them.
+The screening bounds kept in the workers' memory are bounded on their own
+(``exact.scan.screening_store``: at most a tenth of the limit, the rest on the worker's
+disk); the plan counts them.
 """
 
 from __future__ import annotations

@@ -80,7 +80,8 @@ PARAMETER_TEXTS: dict[str, str] = {
              "solve of all rows on a worker).",
     "cache": "keep the partitions in worker memory (True), re-read them from Parquet on "
              "every pass (False: data larger than the workers' memory), or 'auto' (cache "
-             "when the data takes at most half of the workers' memory limit).",
+             "when every worker's share of the rows fits its memory limit beside a scan, "
+             "by the fit's memory plan).",
     "solver": "who solves each working set: 'auto' (the default: oneDAL where it is "
               "installed, solves the problem and was measured faster, the rule of "
               "``solvers.onedal_auto.prefer_onedal``; LIBSVM otherwise), 'libsvm' "

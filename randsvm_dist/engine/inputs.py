@@ -50,28 +50,11 @@ from randsvm_dist.exceptions import ParameterError, SchemaError
 log = logging.getLogger("randsvm_dist")
 
 
-def fits_in_memory(client, ds, share: float = 0.5) -> bool:
-    """Whether a Dataset's rows take at most ``share`` of the workers' summed memory limit.
-
-    Dense rows count 4 bytes a value, sparse ones their Parquet files' size x 3 (the
-    files are compressed); workers without a limit count as unlimited.
-    """
-    workers = client.scheduler_info().get("workers", {}).values()
-    limits = [int(w.get("memory_limit") or 0) for w in workers]
-    if not limits or any(lim <= 0 for lim in limits):
-        return True
-    if ds.is_sparse:
-        need = 3 * sum(ds.file_sizes) if hasattr(ds, "file_sizes") else 0
-    else:
-        need = 4 * (ds.n_features + 1) * ds.n_rows
-    return need <= share * sum(limits)
-
-
 LAYOUTS = ("auto", "keep", "dense", "csr")
 
 
 def load_partitions(client, data, y=None, n_partitions: int | None = None,
-                    cache="auto", *, task: str = "classification", sample_weight=None,
+                    cache: bool = True, *, task: str = "classification", sample_weight=None,
                     collapse: bool = False, layout: str = "keep"):
     """Place raw input on the workers: ``engine.fit_input.prepare_fit_input``, then
     ``place``.
@@ -96,7 +79,7 @@ def load_partitions(client, data, y=None, n_partitions: int | None = None,
 
 
 def place(client, inputs: FitInput, task: str, n_partitions: int | None = None,
-          cache="auto", collapse: bool = False, layout: str = "keep"):
+          cache: bool = True, collapse: bool = False, layout: str = "keep"):
     """Place a prepared input on the workers.
 
     Args:
@@ -104,9 +87,9 @@ def place(client, inputs: FitInput, task: str, n_partitions: int | None = None,
         inputs: the FitInput (source 'arrays', 'dask' or 'dataset').
         task: 'classification', 'regression' or 'one_class' (how labels are coded).
         n_partitions: chunks for array input (default: 2 per worker).
-        cache: for a Dataset, keep its partitions in worker memory (True), re-read them
-            from Parquet on every pass (False), or decide by ``fits_in_memory`` ('auto').
-            Array input is always kept.
+        cache: for a Dataset, keep its partitions in worker memory (True) or re-read them
+            from Parquet on every pass (False; ``exact.memory_plan.cache_fits`` decides
+            for cache='auto'). Array input is always kept.
         collapse: collapse identical rows (same features and label; one-class: same
             features) into one weighted row, when ``duplicates.collapse_pays``; within each
             partition, and across partitions when ``duplicate_exchange.exchange_pays``
@@ -141,7 +124,7 @@ def _dataset_partitions(client, ds, cache, task: str, collapse: bool, layout: st
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     parts = PartitionSet(None, offsets, sizes, ds.n_features, ds.is_sparse, ds, coding,
                          weighted=ds.weight_column is not None)
-    if cache is True or (cache == "auto" and fits_in_memory(client, ds)):
+    if cache:
         loaded = [client.submit(loaded_dataset_partition, ds, i, int(offsets[i]), coding,
                                 collapse, pure=False, retries=2)
                   for i in range(len(sizes))]

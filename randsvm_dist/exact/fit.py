@@ -33,6 +33,7 @@ from randsvm_dist.exact.bounds import support_bound
 from randsvm_dist.exact.cancellation import cancel_check
 from randsvm_dist.exact.driver import run_randsvm
 from randsvm_dist.exact.in_process import in_memory_rows, machine, route_pilot, run_in_process
+from randsvm_dist.exact.memory_plan import cache_fits
 from randsvm_dist.exact.problems import ProblemSet
 from randsvm_dist.exact.route import (
     auto_sample_size,
@@ -238,8 +239,17 @@ def _placed(client, inputs: FitInput, task: str, settings: FitSettings):
     if inputs.source == "partitions":
         return inputs.partitions, inputs.classes
     cache = True if settings.scale is not None else settings.cache
-    return place(client, inputs, task, settings.n_partitions, cache, settings.collapse,
-                 "auto")
+    if cache == "auto":
+        cache = inputs.source != "dataset" or cache_fits(client, inputs.dataset,
+                                                         _pairs(inputs.dataset, task))
+    return place(client, inputs, task, settings.n_partitions, bool(cache),
+                 settings.collapse, "auto")
+
+
+def _pairs(ds, task: str) -> int:
+    """The problems a scan of a Dataset's rows scans at once (one-vs-one: the pairs)."""
+    k = len(ds.classes) if task == "classification" and ds.classes is not None else 2
+    return max(1, k * (k - 1) // 2)
 
 
 def _sample_sizes(n: int, settings: FitSettings) -> tuple:

@@ -228,6 +228,43 @@ def bytes_per_row(parts: PartitionSet) -> float:
     return 4.0 * d + 8
 
 
+def cache_fits(client, ds, n_problems: int = 1) -> bool:
+    """Whether every worker can keep its share of a Dataset's rows in memory (cache='auto'
+    decides by this): its share (in proportion to its threads) as float32 features, label
+    and weight, a scan task per thread over cached partitions and the screening bounds it
+    keeps in memory, beside what it holds after importing the fit's task modules, under
+    Dask's pause threshold less the headroom (a worker with a limit but no pause: under
+    its limit). Cached scans were never slower than re-read ones in any measured fit, so
+    nothing else weighs in.
+
+    Args:
+        client: distributed.Client.
+        ds: the Dataset (``data.dataset.Dataset``).
+        n_problems: problems scanned at once (one-vs-one: the pairs).
+
+    Returns:
+        True when it fits every worker (or no worker has a memory limit).
+    """
+    workers = [w for w in worker_memory(client, SCAN_MODULES, SCAN_IMPORT_BYTES)
+               if w.limit > 0]
+    if not workers:
+        return True
+    threads = {w: int(t) for w, t in client.nthreads().items()}
+    total_threads = max(1, sum(threads.values()))
+    per_row = (ds.estimated_nbytes() / max(ds.n_rows, 1) if ds.is_sparse
+               else 4.0 * ds.n_features) + 8   # label, weight
+    scan = scan_task_bytes(int(max(ds.partition_rows, default=0)), per_row, n_problems)
+    for w in workers:
+        mine = threads.get(w.address, 1)
+        rows = ds.n_rows * mine / total_threads
+        held = min(screening_store.capacity(w.limit), int(rows * n_problems * 8))
+        room = (w.usable - headroom(w) if w.usable is not None
+                else w.limit - w.baseline)
+        if rows * per_row + scan * mine + held > room:
+            return False
+    return True
+
+
 def fit_memory_plan(client, parts: PartitionSet, problems: list[ProblemState],
                     cfg: RunConfig) -> tuple[MemoryPlan, list[ProblemState], RunConfig]:
     """The fit's memory plan (``plan_memory`` with the workers measured now), and the

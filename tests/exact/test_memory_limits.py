@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -20,7 +21,8 @@ import pytest
 from randsvm_dist import RandSVMClassifier
 from randsvm_dist.data import make, make_arrays
 from randsvm_dist.engine.worker_memory import MB, WorkerMemory
-from randsvm_dist.exact.memory_plan import plan_memory, scan_task_bytes
+from randsvm_dist.data import Dataset
+from randsvm_dist.exact.memory_plan import cache_fits, plan_memory, scan_task_bytes
 from randsvm_dist.exceptions import ClusterError
 
 FIT = {"C": 1.0, "gamma": 0.05, "random_state": 0}
@@ -99,6 +101,11 @@ def test_a_tight_but_sufficient_limit_fits_with_no_pause_or_restart(tmp_path, cu
         est = RandSVMClassifier(**FIT, cache=False, client=cluster.client).fit(str(curved))
         assert est.certified_
         assert cluster.restarts_and_pauses() == (0, 0)
+        # cache='auto': these rows fit beside a scan; 2e7 x 16 (1.4 GB) do not
+        assert cache_fits(cluster.client, Dataset(str(curved)))
+        big = SimpleNamespace(n_rows=20_000_000, n_features=16, is_sparse=False,
+                              partition_rows=[250_000] * 80)
+        assert not cache_fits(cluster.client, big)
         plan = json.loads(est.history_[0]["memory_plan"])
         assert 0 < max(r["scan_worker_rss"] for r in est.history_) < 0.8 * plan["worker_limit"]
         if plan["solve_in"] == "client":  # the workers only read and scan: neither

@@ -19,9 +19,8 @@ import numpy as np
 import pytest
 
 from randsvm_dist import RandSVMClassifier
-from randsvm_dist.data import make, make_arrays
+from randsvm_dist.data import Dataset, make, make_arrays
 from randsvm_dist.engine.worker_memory import MB, WorkerMemory
-from randsvm_dist.data import Dataset
 from randsvm_dist.exact.memory_plan import cache_fits, plan_memory, scan_task_bytes
 from randsvm_dist.exceptions import ClusterError
 

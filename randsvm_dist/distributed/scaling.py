@@ -181,9 +181,15 @@ class FeatureScaler(TransformerMixin, BaseEstimator):
         return self.fit_stats(combine_stats(stats), ds.is_sparse)
 
     def fit_partitions(self, client, parts) -> FeatureScaler:
-        """Learn the scaling from partitions already on the workers (a ``PartitionSet``)."""
-        stats = gather(client, [client.submit(_partition_stats, f, pure=False, retries=2)
-                                for f in parts.futures], "the scaling statistics")
+        """Learn the scaling from a ``PartitionSet``: its partitions on the workers, or,
+        re-read, each read by the task that takes its statistics."""
+        if parts.futures is None:
+            futures = [client.submit(_dataset_partition_stats, parts.dataset, i, pure=False,
+                                     retries=2) for i in range(parts.n_partitions)]
+        else:
+            futures = [client.submit(_partition_stats, f, pure=False, retries=2)
+                       for f in parts.futures]
+        stats = gather(client, futures, "the scaling statistics")
         return self.fit_stats(combine_stats(stats), parts.is_sparse)
 
     def fit_stats(self, stats: FeatureStats, sparse: bool) -> FeatureScaler:
@@ -263,11 +269,15 @@ class FeatureScaler(TransformerMixin, BaseEstimator):
         return (X * self.scale_ + self.offset_).astype(np.float32)
 
     def transform_partitions(self, client, parts):
-        """A PartitionSet of the scaled partitions (new futures, same rows and offsets)."""
+        """A PartitionSet of the scaled partitions (new futures, same rows and offsets);
+        re-read partitions are scaled after each read (``PartitionSet.transform``)."""
         from dataclasses import replace
+        from functools import partial
 
         from randsvm_dist.engine.client import put
 
+        if parts.futures is None:
+            return replace(parts, transform=partial(_scale_partition, self))
         me = put(client, self)
         futures = [client.submit(_scale_partition, me, f, pure=False, retries=2)
                    for f in parts.futures]

@@ -72,12 +72,14 @@ class Partition:
         return origin + np.asarray(pos, np.int64)
 
 
-def load_dataset_partition(dataset, i: int, offset: int, coding: LabelCoding) -> Partition:
+def load_dataset_partition(dataset, i: int, offset: int, coding: LabelCoding,
+                           transform=None) -> Partition:
     """Read partition i of a Dataset (and its weight column, if any) into a Partition
-    (runs on a worker)."""
+    (runs on a worker), then ``transform(partition)`` if given (a fitted scaling)."""
     use_system_arrow_pool()
     X, y, w = dataset.read_weighted_partition(i)
-    return Partition(X, coding.encode(y, f"partition {i} ({dataset.paths[i]})"), offset, w)
+    part = Partition(X, coding.encode(y, f"partition {i} ({dataset.paths[i]})"), offset, w)
+    return part if transform is None else transform(part)
 
 
 def make_array_partition(X, y: np.ndarray, offset: int, coding: LabelCoding,
@@ -133,6 +135,7 @@ class PartitionSet:
     n_collapsed_across: int = 0  # of those, rows whose copies were in other partitions only
     exchanged: bool = False  # duplicates were looked for across partitions too
     source: object = None    # keeps the partitions' sources alive (``chunk_store.ChunkStore``)
+    transform: object = None  # re-read partitions: applied to each after its read (scaling)
 
     @property
     def n_rows(self) -> int:
@@ -148,7 +151,8 @@ class PartitionSet:
         if self.futures is not None:
             return self.futures[i]
         return client.submit(load_dataset_partition, self.dataset, i, int(self.offsets[i]),
-                             self.coding, pure=False, retries=2, **placed(where))
+                             self.coding, self.transform, pure=False, retries=2,
+                             **placed(where))
 
     def all(self, client) -> list:
         """Futures of every partition, in order."""

@@ -238,7 +238,7 @@ def _placed(client, inputs: FitInput, task: str, settings: FitSettings):
     """(PartitionSet, classes) of the input on the workers."""
     if inputs.source == "partitions":
         return inputs.partitions, inputs.classes
-    cache = True if settings.scale is not None else settings.cache
+    cache = settings.cache
     if cache == "auto":
         cache = inputs.source != "dataset" or cache_fits(client, inputs.dataset,
                                                          _pairs(inputs.dataset, task))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -169,3 +171,24 @@ def test_predict_applies_the_stored_scaling(dask_client, tmp_path):
     write_arrays(Xt, yt, tmp_path / "test", partitions=2)
     assert back.evaluate(str(tmp_path / "test"), client=dask_client)["accuracy"] == \
         pytest.approx(est.score(Xt, yt))
+
+
+@pytest.mark.parametrize("method", ["minmax", "standard"])
+def test_scaling_re_read_partitions_gives_the_cached_fits_model(dask_client, tmp_path,
+                                                                method, caplog):
+    """scale= on data re-read every pass (cache=False: larger than the workers' memory):
+    the statistics are taken by the tasks that read the partitions and each read is scaled
+    where it is read, so no partition is kept; the model is the cached fit's."""
+    X, y = make_arrays("twonorm", 3000, seed=6)
+    X = X * np.linspace(1, 1e4, X.shape[1]).astype(np.float32) + 100
+    write_arrays(X, y, tmp_path / "data", partitions=4)
+    params = dict(C=1.0, gamma=0.05, sample_size=500, route="sample", random_state=0,
+                  scale=method, client=dask_client)
+    cached = RandSVMClassifier(cache=True, **params).fit(str(tmp_path / "data"))
+    with caplog.at_level(logging.INFO, logger="randsvm_dist"):
+        reread = RandSVMClassifier(cache=False, **params).fit(str(tmp_path / "data"))
+    assert "re-read each pass" in caplog.text
+    np.testing.assert_array_equal(reread.support_, cached.support_)
+    np.testing.assert_allclose(reread.dual_coef_, cached.dual_coef_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(reread.scaler_.scale_, cached.scaler_.scale_)
+    assert reread.certified_ and reread.n_iter_ == cached.n_iter_

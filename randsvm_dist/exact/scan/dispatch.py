@@ -143,8 +143,8 @@ def _reread_answers(client, parts: PartitionSet, tasks: list[ScanTask], inputs,
     flat = [(w, run) for w, rs in runs.items() for run in rs]
     futures = [client.submit(scan_reread_task, parts.dataset,
                              [(tasks[k].partition, int(parts.offsets[tasks[k].partition]))
-                              for k in run], parts.coding, inputs, pure=False, retries=2,
-                             **placed(w))
+                              for k in run], parts.coding, inputs, parts.transform,
+                             pure=False, retries=2, **placed(w))
                for w, run in flat]
     names = ["partitions " + ", ".join(str(tasks[k].partition) for k in run)
              for _, run in flat]

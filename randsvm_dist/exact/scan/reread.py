@@ -19,7 +19,7 @@ from randsvm_dist.exact.scan.partition import ScanAnswer, ScanInputs, scan_parti
 
 
 def scan_reread_task(dataset, items: list[tuple[int, int]], coding: LabelCoding,
-                     inputs: ScanInputs) -> list[ScanAnswer]:
+                     inputs: ScanInputs, transform=None) -> list[ScanAnswer]:
     """Read and scan the partitions ``items`` ((index, first global row) each), in order,
     the next one read while the current one is scanned (runs on a worker).
 
@@ -28,6 +28,7 @@ def scan_reread_task(dataset, items: list[tuple[int, int]], coding: LabelCoding,
         items: (partition index, its first global row), in the order to scan them.
         coding: how the labels are coded.
         inputs: the scan's models and requests.
+        transform: applied to each partition after its read (``PartitionSet.transform``).
 
     Returns:
         one ScanAnswer per item, in order.
@@ -39,12 +40,13 @@ def scan_reread_task(dataset, items: list[tuple[int, int]], coding: LabelCoding,
     if not items:
         return out
     with ThreadPoolExecutor(1, thread_name_prefix="randsvm-read") as reader:
-        upcoming = reader.submit(load_dataset_partition, dataset, *items[0], coding)
+        upcoming = reader.submit(load_dataset_partition, dataset, *items[0], coding,
+                                 transform)
         for k in range(len(items)):
             part = upcoming.result()
             if k + 1 < len(items):
                 upcoming = reader.submit(load_dataset_partition, dataset, *items[k + 1],
-                                         coding)
+                                         coding, transform)
             out.append(scan_partition_task(part, inputs, part.offset))
             del part
     return out

@@ -351,7 +351,7 @@ class RandSVMBase(BaseEstimator):
 
     def save(self, path: str | os.PathLike, overwrite: bool = False) -> None:
         """Save as one LIBSVM model file that stock LIBSVM reads, with this package's
-        allow-listed metadata in a trailer (see ``randsvm_dist.model_files.load``), and
+        allow-listed metadata in a trailer (see ``randsvm_dist.model_files.estimator_files``), and
         ``PATH.range`` when fitted with ``scale``.
 
         Args:

@@ -29,7 +29,7 @@ python - "$OUT" <<'PY'
 import json, sys
 
 from randsvm_dist.data import Dataset
-from randsvm_dist.model_files.load import load_model
+from randsvm_dist.app.model_io import load_model
 
 out = sys.argv[1]
 for name, test in (("twonorm-streamsvm", "twonorm-test"), ("cb-bsgd", "cb-test")):

@@ -13,11 +13,11 @@ def save_model_file(model, path: str | os.PathLike, *, overwrite: bool) -> None:
 
     Raises:
         DataFormatError: a file exists without ``overwrite``, is not a model (range) file
-            randsvm-dist wrote (``model_files.load.check_model_outputs``), or cannot be
+            randsvm-dist wrote (``app.model_io.check_model_outputs``), or cannot be
             written.
     """
+    from randsvm_dist.app.model_io import RANGE_SUFFIX, check_model_outputs, save_model
     from randsvm_dist.data.publish import publish_file
-    from randsvm_dist.model_files.load import RANGE_SUFFIX, check_model_outputs, save_model
 
     check_model_outputs(model, path, overwrite)
 

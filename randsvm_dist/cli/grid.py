@@ -116,7 +116,7 @@ def check_grid_inputs(args: argparse.Namespace) -> None:
     Raises:
         ParameterError: bad folds; DataFormatError: an output that may not be written.
     """
-    from randsvm_dist.model_files.load import check_model_path
+    from randsvm_dist.app.model_io import check_model_path
 
     check_folds(args)
     if args.model:

@@ -38,7 +38,7 @@ def check_model_input(args: argparse.Namespace) -> None:
 
 
 def load_model(args: argparse.Namespace):
-    """The model named by ``args.model`` (see :func:`randsvm_dist.model_files.load.load_model`).
+    """The model named by ``args.model`` (see :func:`randsvm_dist.app.model_io.load_model`).
 
     Returns:
         the fitted estimator.
@@ -47,8 +47,8 @@ def load_model(args: argparse.Namespace):
         DataFormatError: missing, unreadable, truncated, corrupt, or a pickle without
             ``--allow-pickle``.
     """
+    from randsvm_dist.app.model_io import load_model as load
     from randsvm_dist.exceptions import DataFormatError
-    from randsvm_dist.model_files.load import load_model as load
 
     try:
         return load(args.model, allow_pickle=args.allow_pickle)

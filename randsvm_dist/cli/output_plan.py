@@ -77,7 +77,7 @@ def _looks_written(full: Path, what: str) -> bool:
     if suffix == ".csv":
         return head.startswith((b"fold,", b"log2C,"))
     if what == "--model":
-        from randsvm_dist.model_files.load import is_model_file
+        from randsvm_dist.app.model_io import is_model_file
 
         return is_model_file(full)
     if what == "--checkpoint":

@@ -2,7 +2,7 @@
 
 Every partition is learnt by its own task and the learners are tree-merged
 (:func:`randsvm_dist.distributed.streaming.fit_streaming`). The model is a .npz file
-(JSON header and arrays, see :mod:`randsvm_dist.model_files.load`).
+(JSON header and arrays, see :mod:`randsvm_dist.model_files.streaming_files`).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
         ParameterError: an option the method does not take.
         SchemaError: ``--test`` does not match the training set.
     """
-    from randsvm_dist.model_files.load import check_model_path
+    from randsvm_dist.app.model_io import check_model_path
 
     if args.model:  # a bad or busy --model at once, before the imports
         check_model_path(args.model, args.overwrite)

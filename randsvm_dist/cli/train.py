@@ -40,7 +40,7 @@ def claim_model_outputs(args: argparse.Namespace) -> None:
     Raises:
         ParameterError, DataFormatError: the path may not be written.
     """
-    from randsvm_dist.model_files.load import RANGE_SUFFIX, check_model_path
+    from randsvm_dist.app.model_io import RANGE_SUFFIX, check_model_path
 
     inputs = (args.data, getattr(args, "test", None))
     check_model_path(args.model, args.overwrite)

@@ -22,7 +22,7 @@ from randsvm_dist.exceptions import ParameterError, SchemaError
 
 
 def check_features(X, n_features: int | None = None, *, name: str = "X",
-                   min_rows: int = 0, model: str = "the model"):
+                   min_rows: int = 0, model: str = "the model", keep_float64: bool = False):
     """Return X as float32 C-contiguous ndarray or float32 CSR matrix, checked.
 
     The conversion is scikit-learn's ``check_array`` (so object arrays of numbers are
@@ -34,9 +34,12 @@ def check_features(X, n_features: int | None = None, *, name: str = "X",
         name: what to call X in error messages.
         min_rows: fewest rows accepted (1 when fitting).
         model: what to call the model expecting n_features (e.g. its class name).
+        keep_float64: float64 input stays float64 (values a float32 cannot hold are still
+            refused), for decision values computed in float64 from the rows as given.
 
     Returns:
-        np.ndarray (float32, C order) or scipy.sparse.csr_matrix (float32, sorted indices).
+        np.ndarray (float32, C order) or scipy.sparse.csr_matrix (float32, sorted indices);
+        float64 instead for float64 input with ``keep_float64``.
 
     Raises:
         SchemaError: X is not 2-D, has no features, too few rows, the wrong feature count,
@@ -66,8 +69,9 @@ def check_features(X, n_features: int | None = None, *, name: str = "X",
         )
     if X.dtype == np.float64:
         check_float32_range(X, name)
-        X = X.astype(np.float32) if sp.issparse(X) else \
-            np.ascontiguousarray(X, dtype=np.float32)
+        if not keep_float64:
+            X = X.astype(np.float32) if sp.issparse(X) else \
+                np.ascontiguousarray(X, dtype=np.float32)
     if n_features is not None and X.shape[1] != n_features:
         raise SchemaError(
             f"{name} has {X.shape[1]} features, but {model} is expecting {n_features} "

@@ -302,23 +302,25 @@ class RandSVMBase(BaseEstimator):
 
     def _problem_values(self, X, float64: bool = False) -> np.ndarray:
         """(n, n_problems) decision values of every problem on the rows of X (``float64``:
-        computed in float64 throughout, as LIBSVM does; always so for a model fitted on
-        float64 arrays in memory, as SVC's, ``fitted_attributes.finish_attributes``).
+        computed in float64 throughout from the rows as given, float64 rows unrounded, as
+        LIBSVM does; always so for a model fitted on float64 arrays in memory, as SVC's,
+        ``fitted_attributes.finish_attributes``).
 
         Raises:
             NotFittedError, SchemaError (wrong feature count, NaN).
         """
         self._check_fitted()
         check_feature_names(self, X)
+        float64 = float64 or getattr(self, "_float64", False)  # fitted on float64 arrays
         sv = getattr(self, "_sv", self.support_vectors_)
         if getattr(self, "n_features_from_index_", False):  # a stock LIBSVM model
-            X = check_features(X, model=type(self).__name__)
+            X = check_features(X, model=type(self).__name__, keep_float64=float64)
             X, sv = same_width(X, sv)
         else:
-            X = check_features(X, self.n_features_in_, model=type(self).__name__)
+            X = check_features(X, self.n_features_in_, model=type(self).__name__,
+                               keep_float64=float64)
         if getattr(self, "scaler_", None) is not None:
             X = self.scaler_.transform(X)
-        float64 = float64 or getattr(self, "_float64", False)  # fitted on float64 arrays
         values = decision_values_float64 if float64 else decision_values
         return values(X, sv, self._problem_coef.T, self._problem_intercept, self.kernel_)
 
@@ -351,7 +353,7 @@ class RandSVMBase(BaseEstimator):
 
     def save(self, path: str | os.PathLike, overwrite: bool = False) -> None:
         """Save as one LIBSVM model file that stock LIBSVM reads, with this package's
-        allow-listed metadata in a trailer (see ``randsvm_dist.model_files.load``), and
+        allow-listed metadata in a trailer (see ``randsvm_dist.model_files.estimator_files``), and
         ``PATH.range`` when fitted with ``scale``.
 
         Args:

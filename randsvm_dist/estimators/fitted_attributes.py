@@ -15,8 +15,9 @@ working sets held them); a user of SVC, SVR or OneClassSVM expects what those gi
   names or another order raise scikit-learn's ValueError, names missing on one side warn.
 
 The prediction itself uses the model's own support vectors (``_sv``), never these copies;
-a model fitted on float64 arrays in memory computes its decision values in float64, as
-SVC (``_float64``; float32 for Parquet data and float32 arrays: faster, same labels).
+a model fitted on float64 arrays in memory computes its decision values in float64 from
+the rows as given (float64 rows are not rounded to float32), as SVC (``_float64``; float32
+for Parquet data and float32 arrays: faster, same labels).
 """
 
 from __future__ import annotations

@@ -92,8 +92,8 @@ def run_train(client, *, data: str, model: str, params: dict | None = None,
     Raises:
         RandSVMError: bad parameters, data or outputs.
     """
+    from randsvm_dist.app.model_io import check_model_path
     from randsvm_dist.app.train import estimator_class, train
-    from randsvm_dist.model_files.load import check_model_path
 
     estimator_class(svm_type)  # an unknown svm type fails before anything else
     check_model_path(model, overwrite)
@@ -117,8 +117,8 @@ def run_stream(client, *, data: str, estimator: str, params: dict | None = None,
     Raises:
         RandSVMError: bad parameters, data or outputs.
     """
+    from randsvm_dist.app.model_io import check_model_path
     from randsvm_dist.app.stream import stream, streaming_class
-    from randsvm_dist.model_files.load import check_model_path
 
     est = streaming_class(estimator)(**(params or {}))
     if model:
@@ -140,8 +140,8 @@ def run_predict(client, *, model: str, data: str, out: str, overwrite: bool = Fa
     Raises:
         RandSVMError: a bad model, data or output.
     """
+    from randsvm_dist.app.model_io import load_model
     from randsvm_dist.distributed.predict import predict_dataset
-    from randsvm_dist.model_files.load import load_model
 
     return predict_dataset(load_model(model, allow_pickle=allow_pickle), data, out,
                            client=client, overwrite=overwrite)

@@ -34,8 +34,8 @@ def check_outputs(kind: str, spec: dict) -> None:
     Raises:
         DataFormatError: an output may not be written (exists, is an input).
     """
+    from randsvm_dist.app.model_io import check_model_path
     from randsvm_dist.data.outputs import check_not_input, check_output_dir
-    from randsvm_dist.model_files.load import check_model_path
 
     inputs = (spec.get("data"), spec.get("test"))
     if kind in ("train", "stream") and spec.get("model"):

@@ -75,7 +75,7 @@ def test_stock_model_meets_wider_data_by_libsvms_rule(dask_client, tmp_path):
     assert json.loads(out.stdout)["accuracy"] * 100 == pytest.approx(ref_acc, abs=1e-9)
     assert out.stderr.count("beyond the model's highest feature index") == 1, out.stderr
     # the Python API: in-memory prediction takes the wider rows too
-    from randsvm_dist.model_files.load import load_model
+    from randsvm_dist.app.model_io import load_model
 
     est = load_model(str(tmp_path / "stock.model"))
     ref, _, _ = svm_predict([], sp.csr_matrix(X[300:]), m, "-q")
@@ -86,7 +86,7 @@ def test_label_sets_that_differ_one_line_rc2(dask_client, twonorm, tmp_path):
     """Item 4: a +-1 model on data labelled pos/neg: evaluate and train --test say so in
     one line naming both label sets, rc 2; train --test before training (no model)."""
     root, X, y = twonorm
-    from randsvm_dist.model_files.load import save_model
+    from randsvm_dist.app.model_io import save_model
     from randsvm_dist.streaming import StreamSVM
 
     save_model(StreamSVM(gamma=0.5).fit(X, y), tmp_path / "pm.npz")

@@ -103,7 +103,7 @@ def test_stock_libsvm_b1_model_evaluates_to_its_own_probabilities(dask_client, w
     ``svm_predict(..., '-b 1')`` probabilities."""
     from libsvm.svmutil import svm_predict, svm_save_model, svm_train
 
-    from randsvm_dist.model_files.load import load_model
+    from randsvm_dist.app.model_io import load_model
 
     X, y, Xt, yt, path = waveform
     m = svm_train(list(y[:600].astype(float)), sp.csr_matrix(X[:600].astype(np.float64)),

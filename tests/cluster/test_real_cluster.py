@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from randsvm_dist import jobs
+from randsvm_dist.app.model_io import load_model
 from randsvm_dist.cli import main as cli_main
 from randsvm_dist.data import make_arrays, write_arrays
-from randsvm_dist.model_files.load import load_model
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN = ["--C", "10", "--gamma", "1", "--k", "5000", "--sample-size", "400",

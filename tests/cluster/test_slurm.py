@@ -17,8 +17,8 @@ import pytest
 from cluster_helpers import STREAM, TRAIN, Fit, cli, load_recipe, model_digest, print_figure
 from services import ROOT, python_env
 
+from randsvm_dist.app.model_io import load_model
 from randsvm_dist.cli import main as cli_main
-from randsvm_dist.model_files.load import load_model
 
 pytestmark = pytest.mark.heavy
 

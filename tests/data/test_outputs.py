@@ -122,7 +122,7 @@ def test_stale_prediction_directory(arrays, dask_client, tmp_path):
 
 
 def test_predict_refuses_outputs_before_any_work(arrays, tmp_path, capsys):
-    from randsvm_dist.model_files.load import save_model
+    from randsvm_dist.app.model_io import save_model
 
     X, y = arrays
     save_model(StreamSVM(C=1.0).fit(X, y), tmp_path / "m.npz")

@@ -17,13 +17,13 @@ import pytest
 from sklearn.base import clone
 from sklearn.svm import LinearSVC
 
+from randsvm_dist.app.model_io import load_model
 from randsvm_dist.cli import main as cli_main
 from randsvm_dist.cli.stream import build_estimator
 from randsvm_dist.core.seeds import derive_seed
 from randsvm_dist.data import make, make_arrays, write_arrays
 from randsvm_dist.distributed.streaming import PARTITION_STREAM, fit_streaming
 from randsvm_dist.exceptions import DataFormatError, ParameterError, SchemaError
-from randsvm_dist.model_files.load import load_model
 from randsvm_dist.numerics.kernels import resolve_gamma
 from randsvm_dist.streaming import BudgetedSGD, StreamSVM
 from randsvm_dist.streaming.meb._balls import ST_NSTORE

@@ -12,13 +12,13 @@ import time
 import dask
 import pytest
 
+from randsvm_dist.app.model_io import save_model
 from randsvm_dist.cli import main as cli_main
 from randsvm_dist.data import make_arrays, write_arrays
 from randsvm_dist.distributed.predict import evaluate_dataset
 from randsvm_dist.engine.bounded_wait import gather
 from randsvm_dist.engine.tls import make_security, write_certificates
 from randsvm_dist.exceptions import ClusterError, DataFormatError
-from randsvm_dist.model_files.load import save_model
 from randsvm_dist.streaming import StreamSVM
 
 
@@ -98,8 +98,8 @@ def test_killed_worker_is_reported_with_the_partition_and_the_worker():
 def test_a_data_path_missing_on_the_worker_names_partition_and_worker(dask_client,
                                                                       model_and_data,
                                                                       tmp_path):
+    from randsvm_dist.app.model_io import load_model
     from randsvm_dist.data import Dataset
-    from randsvm_dist.model_files.load import load_model
 
     model, data = model_and_data
     copy = tmp_path / "copy"

@@ -99,6 +99,19 @@ def test_float32_input_keeps_float32_support_vectors():
     assert clf.support_vectors_.dtype == np.float32
 
 
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_float64_decision_values_are_the_rows_as_given_times_coef(sparse):
+    """As SVC: X @ coef_.T + intercept_ is decision_function(X) to float64 precision, on
+    float64 rows that a float32 would round (one-vs-one, three classes)."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(90, 4)) + 0.1
+    y = np.arange(90) % 3
+    X = sp.csr_matrix(X) if sparse else X
+    clf = RandSVMClassifier(kernel="linear", C=0.1, decision_function_shape="ovo").fit(X, y)
+    expected = np.asarray(X @ clf.coef_.T + clf.intercept_)
+    np.testing.assert_allclose(clf.decision_function(X), expected, rtol=1e-9, atol=1e-12)
+
 @pytest.mark.parametrize("ours, theirs, target", PAIRS[:2])
 def test_infinite_C_is_a_hard_margin(ours, theirs, target):
     X, ys = _data()

@@ -158,10 +158,6 @@ XFAIL: dict[str, tuple[str, type | None]] = {
     **{f"test_svm__n_iter_libsvm[{k}-SVC-ndarray]": (
         "by design: n_iter_ counts the driver's solve/scan iterations, an int, not "
         "LIBSVM's per-pair ndarray", None) for k in (2, 3, 4)},
-    "test_sparse__sparse_decision_function": (
-        "open: with sparse input coef_ is CSR and the test's safe_sparse_dot(X, coef_.T) "
-        "+ intercept_ comparison ends in an IndexError (shape (150, 3) against 1); not "
-        "yet diagnosed", None),
     "test_svm__probability_raises_futurewarning": (
         "scikit-learn 1.9 deprecates SVC(probability=); it is not deprecated here", None),
     "test_svm__svc_nusvc_probA_probB_deprecated": (

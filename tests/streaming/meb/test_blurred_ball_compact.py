@@ -4,7 +4,7 @@ learning as the working state gives."""
 
 import numpy as np
 
-from randsvm_dist.model_files.load import streaming_model_bytes
+from randsvm_dist.model_files.streaming_files import streaming_model_bytes
 from randsvm_dist.streaming import BlurredBallSVM, StreamSVM
 
 

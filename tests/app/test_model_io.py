@@ -1,4 +1,4 @@
-"""Model files (model_files.load): every kind round-trips without pickle, stock LIBSVM reads
+"""Model files (app.model_io): every kind round-trips without pickle, stock LIBSVM reads
 RandSVM models, and crafted, truncated or corrupt files are refused with a clear error."""
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ import joblib
 import numpy as np
 import pytest
 
+from randsvm_dist.app import model_io
 from randsvm_dist.cli import main as cli_main
 from randsvm_dist.data import make_arrays, write_arrays
 from randsvm_dist.estimators import RandSVMClassifier
 from randsvm_dist.exceptions import DataFormatError
-from randsvm_dist.model_files import load as model_io
 from randsvm_dist.model_files.estimator_files import model_text
 from randsvm_dist.model_files.libsvm_text import END_TAG, META_TAG, format_model
+from randsvm_dist.model_files.streaming_files import streaming_model_bytes
 from randsvm_dist.streaming import BlurredBallSVM, BudgetedSGD, OnlineRampSVM, StreamSVM
 
 LEARNERS = [
@@ -171,7 +172,7 @@ def test_truncated_and_corrupt_randsvm_files(randsvm_binary, tmp_path):
 
 def test_truncated_and_crafted_streaming_files(binary_and_multi, tmp_path):
     (X, y), _ = binary_and_multi
-    data = model_io.streaming_model_bytes(StreamSVM(C=1.0).fit(X, y))
+    data = streaming_model_bytes(StreamSVM(C=1.0).fit(X, y))
     path = tmp_path / "m.npz"
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(DataFormatError, match="truncated or corrupt"):

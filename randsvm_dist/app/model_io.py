@@ -1,11 +1,10 @@
-"""Model files: save and load every model kind, without pickle, each written as one unit.
+"""Saving and loading any model kind, each file told by its format: every format itself
+lives in ``model_files/``.
 
 - RandSVM estimators: a LIBSVM text model file with our metadata trailer
-  (``model_files.estimator_files`` says what it holds and how it is checked); stock LIBSVM's
-  ``svm_load_model`` reads every one but the one-vs-rest form.
-- Streaming learners: one ``.npz`` file holding a versioned JSON header (``header``) and the
-  arrays it refers to (``core.packing``), loaded with ``allow_pickle=False``. Only classes of
-  this package that are allow-listed below are rebuilt; nothing in the file names code to run.
+  (``model_files.estimator_files``); stock LIBSVM's ``svm_load_model`` reads every one but
+  the one-vs-rest form.
+- Streaming learners: one ``.npz`` file without pickle (``model_files.streaming_files``).
 
 Every file is written to a temporary name and renamed into place. Old joblib pickles load
 only with ``allow_pickle=True`` (``--allow-pickle`` on the command line).
@@ -13,13 +12,8 @@ only with ``allow_pickle=True`` (``--allow-pickle`` on the command line).
 
 from __future__ import annotations
 
-import io
 import os
-import zipfile
 
-import numpy as np
-
-from randsvm_dist.core.packing import pack_objects, unpack_objects
 from randsvm_dist.data.filesystem import is_url, read_bytes
 from randsvm_dist.data.publish import write_bytes_atomic
 from randsvm_dist.exceptions import DataFormatError, ParameterError
@@ -30,15 +24,16 @@ from randsvm_dist.model_files.estimator_files import (
     load_randsvm_model,
     save_estimator,
 )
+from randsvm_dist.model_files.streaming_files import (
+    is_streaming_model,
+    load_streaming_model,
+    streaming_model_bytes,
+)
 
 __all__ = ["RANGE_SUFFIX", "check_model_outputs", "check_model_path", "is_model_file",
-           "load_model", "load_streaming_model", "save_model", "streaming_model_bytes"]
-
-STREAM_FORMAT = "randsvm-dist-stream"
-STREAM_VERSION = 1
+           "load_model", "save_model"]
 
 
-# -- public API ----------------------------------------------------------------------------
 def save_model(model, path: str | os.PathLike, overwrite: bool = False) -> None:
     """Save a fitted RandSVMClassifier (LIBSVM text) or streaming learner (.npz).
 
@@ -119,49 +114,6 @@ def load_model(path: str | os.PathLike, *, allow_pickle: bool = False):
                           f"model or a .npz streaming model; starts with {data[:16]!r})")
 
 
-# -- streaming learners: JSON header plus arrays in one .npz -------------------------------
-def _streaming_classes() -> dict[str, type]:
-    """The classes a streaming model file may rebuild, by name."""
-    from randsvm_dist import streaming
-    from randsvm_dist.numerics.kernels import Kernel
-    from randsvm_dist.streaming import ramp
-    from randsvm_dist.streaming.meb import blurred_ball, streamsvm
-
-    out = {c.__name__: c for c in (Kernel, blurred_ball._BlurredCover, streaming._BinaryBSGD,
-                                   ramp._RampBinary, streamsvm._StreamBall)}
-    for name in streaming.__all__:
-        cls = getattr(streaming, name)
-        if isinstance(cls, type) and issubclass(cls, streaming.StreamingClassifier):
-            out[name] = cls
-    return out
-
-
-def streaming_model_bytes(model) -> bytes:
-    """The .npz bytes of a fitted streaming learner.
-
-    Raises:
-        NotFittedError: not fitted; DataFormatError: an attribute of a type not storable.
-    """
-    model._check_fitted()
-    model.compact()  # the file holds what prediction needs, not the working state
-    classes = _streaming_classes()
-    if type(model).__name__ not in classes:
-        raise DataFormatError(f"cannot save a {type(model).__name__}: not a model kind of "
-                              "randsvm-dist")
-    return pack_objects(model, classes, STREAM_FORMAT, STREAM_VERSION)
-
-
-def load_streaming_model(data: bytes, where: str):
-    """Rebuild a streaming learner from the bytes of its .npz file.
-
-    Raises:
-        DataFormatError: truncated, corrupt, another format or version, or a class that is
-            not allow-listed.
-    """
-    return unpack_objects(data, _streaming_classes(), STREAM_FORMAT, STREAM_VERSION,
-                          where)[0]
-
-
 def check_model_path(path: str | os.PathLike, overwrite: bool = False) -> None:
     """Fail now, before any training, if ``path`` cannot take a model file.
 
@@ -199,10 +151,4 @@ def is_model_file(path: str | os.PathLike) -> bool:
         data = read_bytes(path)
     except OSError:
         return False
-    if data.startswith(b"PK"):
-        try:
-            with np.load(io.BytesIO(data), allow_pickle=False) as z:
-                return "header" in z.files
-        except (zipfile.BadZipFile, ValueError, OSError, EOFError):
-            return False
-    return is_model_text(data)
+    return is_streaming_model(data) or is_model_text(data)

@@ -227,6 +227,7 @@ def main() -> None:
         "load_average_before": load0, "load_average_after": os.getloadavg(),
         "command": " ".join(sys.argv), "train_command": " ".join(cmd[:2] + ["DATA"] + cmd[3:]),
         "tail": out.strip().splitlines()[-3:],
+        "iteration_lines": [ln for ln in out.splitlines() if ln.startswith("iter ")],
     }
     if history:
         row.update(floor_seconds(history, rates, ds.n_features, a.workers, file_bytes,

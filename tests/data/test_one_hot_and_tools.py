@@ -1,10 +1,11 @@
 """One-hot encoding where the user asks (``one_hot_columns=`` / ``--one-hot``, categories
-fixed at fit and saved in the model); Parquet written by polars and DuckDB read with the
+fixed at fit and saved in the model); Parquet written by polars, DuckDB and Spark read with the
 right features; ``train --test`` reads the test set with the training run's features."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -167,3 +168,34 @@ def test_duckdb_written_parquet(dask_client, tmp_path, capsys):
                         for i in range(Dataset.open(tmp_path / "hive").n_partitions)])
     assert X.shape == (400, 3)
     assert pa.types.is_integer(pq.read_schema(tmp_path / "one.parquet").field("label").type)
+
+
+def test_spark_written_parquet(dask_client, tmp_path, capsys):
+    """Parquet as Apache Spark writes it, by a real local Spark session (a JVM on
+    loopback): part-*.parquet files beside _SUCCESS and .crc files, and partitionBy's hive
+    directories; read with the frame's features, trained on from the command line."""
+    pytest.importorskip("pyspark", reason="pyspark is not installed (the dev extra has it)")
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs a Java runtime: java is not on PATH")
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[1]").appName("randsvm-dist test")
+             .config("spark.ui.enabled", "false")
+             .config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
+    try:
+        df = spark.createDataFrame(_tool_frame())
+        df.drop("day").repartition(3).write.parquet(str(tmp_path / "spark"))
+        df.write.partitionBy("day").parquet(str(tmp_path / "hive"))
+    finally:
+        spark.stop()
+    names = [p.name for p in (tmp_path / "spark").iterdir()]
+    assert "_SUCCESS" in names and any(n.endswith(".crc") for n in names), names
+    assert sum(n.startswith("part-") and n.endswith(".parquet") for n in names) == 3, names
+    info = _info(tmp_path / "spark", capsys)
+    assert info["feature_names"] == ["a", "b", "c"] and info["rows"] == 400
+    info = _info(tmp_path / "hive", capsys)
+    assert info["feature_names"] == ["a", "b", "c"] and info["rows"] == 400
+    assert main(["train", str(tmp_path / "spark"), "--kernel", "linear", "--model",
+                 str(tmp_path / "m"), "--scheduler", dask_client.scheduler.address]) == 0
+    assert RandSVMClassifier.load(tmp_path / "m").feature_columns_ == ["a", "b", "c"]

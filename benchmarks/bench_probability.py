@@ -23,6 +23,8 @@ appended to ``--out`` (default benchmarks/results/probability.jsonl).
     python benchmarks/bench_probability.py --parts small
     python benchmarks/bench_probability.py --parts sklearnex --compare-rows 200000
     python benchmarks/bench_probability.py --parts cost --rows 1000000
+    python benchmarks/bench_probability.py --parts cost --rows 1000000 --set checkerboard \
+        --C 100 --gamma 1
     python benchmarks/bench_probability.py --parts small --quick   # a correctness run
 """
 
@@ -136,16 +138,22 @@ def part_cost(args) -> None:
         make(args.set, data, rows=args.rows, seed=1)
     seconds, phases = {}, {}
     for probability in (False, True):
-        est = RandSVMClassifier(probability=probability, random_state=0)  # embedded cluster
+        est = RandSVMClassifier(probability=probability, random_state=0, C=args.C,
+                                gamma=args.gamma)  # embedded cluster
         t = time.perf_counter()
         est.fit(str(data))
         seconds[probability] = time.perf_counter() - t
         phases[probability] = {k: round(v, 2) for k, v in est.phases_.items()}
-    _emit({"part": "cost", "set": args.set, "rows": args.rows,
+    _emit({"part": "cost", "set": args.set, "rows": args.rows, "C": args.C,
+           "gamma": args.gamma,
            "fit_seconds": seconds[False], "probability_seconds": seconds[True],
            "ratio": seconds[True] / seconds[False], "method": est.probability_method_,
            "n_support": int(len(est.support_)), "phases_without": phases[False],
            "phases_with": phases[True], "command": _command()}, args.out)
+
+
+def _gamma(text: str):
+    return text if text in ("scale", "auto") else float(text)
 
 
 def _command() -> str:
@@ -159,6 +167,9 @@ def main(argv=None) -> int:
     ap.add_argument("--set", default="twonorm")
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--compare-rows", type=int, default=200_000)
+    ap.add_argument("--C", type=float, default=1.0, help="C of the cost part's fits")
+    ap.add_argument("--gamma", type=_gamma, default="scale",
+                    help="gamma of the cost part's fits (a number or 'scale')")
     ap.add_argument("--scratch", default=tempfile.gettempdir())
     ap.add_argument("--quick", action="store_true", help="iris and breast_cancer only")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" /

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import sys
 from dataclasses import dataclass
 
 from randsvm_dist.core.current_worker import worker_address
@@ -52,9 +53,11 @@ def _fraction(value) -> float:
     return 1.0 if value in (False, None) else float(value)
 
 
-def _measure(modules: tuple[str, ...], warm: tuple = (), dask_worker=None) -> dict:
+def _measure(modules: tuple[str, ...], warm: tuple = (), loaded: tuple[str, ...] = (),
+             dask_worker=None) -> dict:
     """Run on a worker: import ``modules``, call the warm-up ``warm`` ((``module:function``,
-    args) or empty), collect garbage, report memory (see ``worker_memory``)."""
+    args) or empty), collect garbage, report memory (see ``worker_memory``) and whether
+    the modules ``loaded`` names are all imported already."""
     import dask
     import psutil
 
@@ -67,6 +70,7 @@ def _measure(modules: tuple[str, ...], warm: tuple = (), dask_worker=None) -> di
     gc.collect()
     limit = getattr(getattr(dask_worker, "memory_manager", None), "memory_limit", None)
     return {"limit": int(limit or 0), "rss": int(psutil.Process().memory_info().rss),
+            "loaded": all(name in sys.modules for name in loaded),
             "pause": _fraction(dask.config.get("distributed.worker.memory.pause", 0.8)),
             "terminate": _fraction(dask.config.get("distributed.worker.memory.terminate",
                                                    0.95))}
@@ -92,8 +96,10 @@ def worker_memory(client, modules: tuple[str, ...] = (), import_bytes: int = 0,
     Returns:
         one WorkerMemory per worker, by address.
     """
-    bare = client.run(_measure, ())
-    out = {a: WorkerMemory(a, m["limit"], m["rss"] + import_bytes, m["pause"], m["terminate"])
+    bare = client.run(_measure, (), (), tuple(modules))
+    # a worker that imported the modules already (an earlier measure) holds them in its rss
+    out = {a: WorkerMemory(a, m["limit"], m["rss"] + (0 if m["loaded"] else import_bytes),
+                           m["pause"], m["terminate"])
            for a, m in bare.items()}
     roomy = [a for a, w in out.items() if w.usable is None or w.usable > 0]
     if modules and roomy:

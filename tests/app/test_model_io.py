@@ -36,20 +36,22 @@ def binary_and_multi():
     return (X, y), (Xw, yw)
 
 
+def _fitted(client, name: str, rows: int, seed: int, k: int, sample_size: int):
+    """(a RandSVMClassifier fitted on ``rows`` rows of ``name``, its X)."""
+    X, y = make_arrays(name, rows, seed=seed)
+    est = RandSVMClassifier(C=1.0, k=k, sample_size=sample_size, max_iter=3, random_state=0,
+                            client=client).fit(X, y)
+    return est, X
+
+
 @pytest.fixture(scope="module")
 def randsvm_binary(dask_client):
-    X, y = make_arrays("twonorm", 800, seed=1)
-    est = RandSVMClassifier(C=1.0, k=600, sample_size=300, max_iter=3, random_state=0,
-                            client=dask_client).fit(X, y)
-    return est, X
+    return _fitted(dask_client, "twonorm", 800, 1, 600, 300)
 
 
 @pytest.fixture(scope="module")
 def randsvm_multi(dask_client):
-    X, y = make_arrays("waveform", 900, seed=4)
-    est = RandSVMClassifier(C=1.0, k=2000, sample_size=400, max_iter=3, random_state=0,
-                            client=dask_client).fit(X, y)
-    return est, X
+    return _fitted(dask_client, "waveform", 900, 4, 2000, 400)
 
 
 @pytest.mark.parametrize("make", LEARNERS)

@@ -675,6 +675,20 @@ def section_out_of_core() -> list[str]:
                        f"{last['pauses']} pauses, {last['restarts']} restarts, peaks "
                        f"{' / '.join(str(v) for v in last['worker_peak_rss_mb'])} MB, client "
                        f"{last['client_peak_rss_mb']} MB", False))
+    else:
+        last = big[-1]
+        floor = min(last["floor_s"], last["kernel_floor_s"])
+        checks.append(("1e8 x 16 on 2 x 1 GB: certified (gap <= 1e-3), no pause or restart, "
+                       "peaks within the limit, client under 1.5 GB",
+                       f"gap {last['relative_gap']:.1e} in {last['fit_seconds']:.0f} s; "
+                       f"{last['pauses']} pauses, {last['restarts']} restarts, peaks "
+                       f"{' / '.join(str(v) for v in last['worker_peak_rss_mb'])} MB, client "
+                       f"{last['client_peak_rss_mb']} MB",
+                       bool(last["certified"]) and not last["pauses"] and not last["restarts"]
+                       and last["client_peak_rss_mb"] < 1536))
+        checks.append(("1e8: its fit within 1.5x the floor",
+                       f"{last['fit_seconds'] / floor:.2f}x",
+                       last["fit_seconds"] / floor <= 1.5))
     out += targets(checks)
     out += command("python benchmarks/bench_out_of_core.py --make curved16 --rows 10000000 "
                    "--partitions 40 --data /tmp/c16-1e7 --memory-limit 512MB --cache false "
@@ -693,11 +707,58 @@ def section_out_of_core() -> list[str]:
     return out
 
 
+def section_probability() -> list[str]:
+    rows = load("probability.jsonl")
+    small = {r["set"]: r for r in rows if r["part"] == "small"}
+    ex = [r for r in rows if r["part"] == "sklearnex"]
+    seeds = [r for r in rows if r["part"] == "seeds"]
+    cost = [r for r in rows if r["part"] == "cost"]
+    out = ["## probability=True against SVC and scikit-learn-intelex (issue 39)", ""]
+    out += [] if not small else table(["set", "rows", "ours", "max abs difference", "argmax agreement %",
+                  "SVC across random_state", "seconds (ours)"],
+                 [(r["set"], f"{r['rows']:,}", r["method"], f"{r['max_abs_diff']:.4f}",
+                   pct(r["argmax_agreement"]), f"{r['svc_across_random_state']:.4f}",
+                   f"{r['seconds']:.1f}") for r in small.values()])
+    if ex:
+        out += ["", "Against scikit-learn-intelex's `SVC(probability=True)` (its own process, "
+                "first, default threads), 20,000 test rows:", ""]
+        out += table(["set", "rows", "ours on", "method", "max abs difference",
+                      "argmax agreement %", "seconds ours / sklearnex"],
+                     [(r["set"], f"{r['rows']:,}", r["ours_on"], r["method"],
+                       f"{r['max_abs_diff']:.4f}", pct(r["argmax_agreement"]),
+                       f"{r['seconds']:.1f} / {r['sklearnex_seconds']:.1f}")
+                      for r in ex[-2:]])
+    for r in seeds[-1:]:
+        out += ["", f"Ours across random_state 0, 1, 2 ({r['set']}, {r['rows']:,} rows in "
+                f"memory): up to {r['across_random_state']:.4f} apart; each to sklearnex's: "
+                + ", ".join(f"{v['max_abs_diff']:.4f}" for v in r["vs_sklearnex"]) + "."]
+    if cost:
+        out += ["", "What probability=True adds to a fit of data on the workers (embedded "
+                "cluster, 2 x 1 thread):", ""]
+        out += table(["set", "rows", "C", "gamma", "fit s", "with probability s", "ratio",
+                      "method", "its difference to the 5 folds' (cv5 s)"],
+                     [(r["set"], f"{r['rows']:,}", r["C"], r["gamma"],
+                       f"{r['fit_seconds']:.1f}", f"{r['probability_seconds']:.1f}",
+                       f"{r['ratio']:.2f}x", r["method"],
+                       f"{r['vs_cv5']['max_abs_diff']:.4f} ({r['cv5_seconds']:.0f} s)"
+                       if "vs_cv5" in r else "-") for r in cost])
+    last = cost[-1] if cost else None
+    out += targets([("probability=True adds <= 1.5x to a 1e6-row fit",
+                     f"{last['ratio']:.2f}x ({last['method']})" if last else "not run",
+                     last["ratio"] <= 1.5 if last else None)])
+    out += command("python benchmarks/bench_probability.py --parts small",
+                   "python benchmarks/bench_probability.py --parts sklearnex seeds "
+                   "--compare-rows 200000",
+                   "python benchmarks/bench_probability.py --parts cost --rows 1000000 "
+                   "--set checkerboard --C 100 --gamma 1 --compare-cv5")
+    return out
+
+
 SECTIONS: list[Callable[[], list[str]]] = [
     lambda: section_fastest(load), section_exact, section_scaling, section_family,
     section_streaming, section_defaults, section_data, section_startup, section_guide,
     section_checkpoint, section_scaleout, section_bsgd_average, section_restructure,
-    section_out_of_core]
+    section_out_of_core, section_probability]
 
 
 def render() -> str:

@@ -12,19 +12,23 @@ Parts (``--parts``, any of):
   default threads (no Dask cluster exists yet); ours then on the same rows in memory
   ('libsvm_cv5') and as a Parquet data set on the embedded cluster ('cv5': the folds at
   once).
+* ``seeds``: how far our probabilities move across ``random_state`` (0, 1, 2) on the
+  'sklearnex' part's rows in memory, beside each seed's difference to sklearnex's.
 * ``cost``: the seconds a fit of ``--rows`` rows of ``--set`` (a Parquet data set written
   under ``--scratch``, on the embedded default cluster: one single-threaded worker per
   core) takes with and without probability=True, their ratio, and
-  ``probability_method_`` ('cv5' or 'holdout').
+  ``probability_method_`` ('cv5' or 'holdout'); with ``--compare-cv5`` also a fit with
+  the 5 folds forced, and its probabilities' largest difference to the chosen method's.
 
 Every measurement is printed as one JSON line with the command that made it, and
 appended to ``--out`` (default benchmarks/results/probability.jsonl).
 
     python benchmarks/bench_probability.py --parts small
     python benchmarks/bench_probability.py --parts sklearnex --compare-rows 200000
+    python benchmarks/bench_probability.py --parts seeds --compare-rows 200000
     python benchmarks/bench_probability.py --parts cost --rows 1000000
     python benchmarks/bench_probability.py --parts cost --rows 1000000 --set checkerboard \
-        --C 100 --gamma 1
+        --C 100 --gamma 1 --compare-cv5
     python benchmarks/bench_probability.py --parts small --quick   # a correctness run
 """
 
@@ -127,29 +131,85 @@ def part_sklearnex(args) -> None:
                "sklearnex_seconds": float(got["seconds"]), "command": _command()}, args.out)
 
 
+def part_seeds(args) -> None:
+    """How far our own probabilities move across ``random_state`` (0, 1, 2: other folds)
+    on ``--compare-rows`` rows of ``--set`` in memory, beside each one's difference to
+    scikit-learn-intelex's (the 'sklearnex' part's saved probabilities, made first when
+    missing): the scale a difference to sklearnex is read against."""
+    from randsvm_dist import RandSVMClassifier
+    from randsvm_dist.data.generators import make_arrays
+
+    saved = Path(args.scratch) / f"sklearnex_{args.set}_{args.compare_rows}.npz"
+    if not saved.exists():
+        import subprocess
+
+        subprocess.run([sys.executable, __file__, "--sklearnex-child", "--set", args.set,
+                        "--compare-rows", str(args.compare_rows), "--sklearnex-out",
+                        str(saved)], check=True)
+    theirs = np.load(saved)["proba"]
+    X, y = make_arrays(args.set, args.compare_rows, seed=1)
+    Xt, _ = make_arrays(args.set, 20_000, seed=2)
+    proba = []
+    for seed in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            proba.append(RandSVMClassifier(probability=True, random_state=seed)
+                         .fit(X, y).predict_proba(Xt))
+    _emit({"part": "seeds", "set": args.set, "rows": args.compare_rows,
+           "across_random_state": max(_compare(p, proba[0])["max_abs_diff"]
+                                      for p in proba[1:]),
+           "vs_sklearnex": [_compare(p, theirs) for p in proba], "command": _command()},
+          args.out)
+
+
 def part_cost(args) -> None:
     """A fit of ``--rows`` rows (a Parquet data set) on the embedded default cluster (one
-    single-threaded worker per core: 2 x 1 here) without and with probability=True."""
+    single-threaded worker per core: 2 x 1 here) without and with probability=True; with
+    ``--compare-cv5`` also with the 5 folds forced, and the largest difference of its
+    probabilities to the chosen method's on 20,000 test rows. The fold runs' iteration
+    lines go to stderr."""
+    import functools
+    import logging
+
     from randsvm_dist import RandSVMClassifier
     from randsvm_dist.data import make
+    from randsvm_dist.data.generators import make_arrays
+    from randsvm_dist.estimators import calibration
 
+    logging.basicConfig(stream=sys.stderr, format="%(message)s")
+    logging.getLogger("randsvm_dist").setLevel(logging.INFO)
     data = Path(args.scratch) / f"{args.set}_{args.rows}"
     if not data.exists():
         make(args.set, data, rows=args.rows, seed=1)
-    seconds, phases = {}, {}
-    for probability in (False, True):
+    Xt, _ = make_arrays(args.set, 20_000, seed=2)
+    runs = [("without", False, None), ("with", True, None)]
+    if args.compare_cv5:
+        runs.append(("cv5", True, "cv5"))
+    seconds, phases, fitted = {}, {}, {}
+    fit_sigmoids = calibration.fit_sigmoids
+    for name, probability, method in runs:
+        print(f"--- {name}", file=sys.stderr, flush=True)
+        calibration.fit_sigmoids = functools.partial(fit_sigmoids, method=method)
         est = RandSVMClassifier(probability=probability, random_state=0, C=args.C,
                                 gamma=args.gamma)  # embedded cluster
         t = time.perf_counter()
         est.fit(str(data))
-        seconds[probability] = time.perf_counter() - t
-        phases[probability] = {k: round(v, 2) for k, v in est.phases_.items()}
-    _emit({"part": "cost", "set": args.set, "rows": args.rows, "C": args.C,
-           "gamma": args.gamma,
-           "fit_seconds": seconds[False], "probability_seconds": seconds[True],
-           "ratio": seconds[True] / seconds[False], "method": est.probability_method_,
-           "n_support": int(len(est.support_)), "phases_without": phases[False],
-           "phases_with": phases[True], "command": _command()}, args.out)
+        seconds[name] = time.perf_counter() - t
+        phases[name] = {k: round(v, 2) for k, v in est.phases_.items()}
+        fitted[name] = est
+    calibration.fit_sigmoids = fit_sigmoids
+    record = {"part": "cost", "set": args.set, "rows": args.rows, "C": args.C,
+              "gamma": args.gamma, "fit_seconds": seconds["without"],
+              "probability_seconds": seconds["with"],
+              "ratio": seconds["with"] / seconds["without"],
+              "method": fitted["with"].probability_method_,
+              "n_support": int(len(fitted["with"].support_)),
+              "phases_without": phases["without"], "phases_with": phases["with"]}
+    if args.compare_cv5:
+        record.update({"cv5_seconds": seconds["cv5"], "phases_cv5": phases["cv5"],
+                       "vs_cv5": _compare(fitted["with"].predict_proba(Xt),
+                                          fitted["cv5"].predict_proba(Xt))})
+    _emit({**record, "command": _command()}, args.out)
 
 
 def _gamma(text: str):
@@ -163,13 +223,15 @@ def _command() -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", nargs="+", default=["small"],
-                    choices=["small", "sklearnex", "cost"])
+                    choices=["small", "sklearnex", "seeds", "cost"])
     ap.add_argument("--set", default="twonorm")
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--compare-rows", type=int, default=200_000)
     ap.add_argument("--C", type=float, default=1.0, help="C of the cost part's fits")
     ap.add_argument("--gamma", type=_gamma, default="scale",
                     help="gamma of the cost part's fits (a number or 'scale')")
+    ap.add_argument("--compare-cv5", action="store_true",
+                    help="cost part: also fit with the 5 folds forced and compare")
     ap.add_argument("--scratch", default=tempfile.gettempdir())
     ap.add_argument("--quick", action="store_true", help="iris and breast_cancer only")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" /
@@ -181,7 +243,8 @@ def main(argv=None) -> int:
         _sklearnex_probabilities(args)
         return 0
     for part in args.parts:
-        {"small": part_small, "sklearnex": part_sklearnex, "cost": part_cost}[part](args)
+        {"small": part_small, "sklearnex": part_sklearnex, "seeds": part_seeds,
+         "cost": part_cost}[part](args)
     return 0
 
 

@@ -35,8 +35,9 @@ PARAMETER_TEXTS: dict[str, str] = {
                    "cross-validation with SVC's fold assignment for the same "
                    "``random_state`` (``estimators.cross_val_probability``); data on the "
                    "workers 5 folds by row keys, fitted at once from the full fit's solution, or "
-                   "above ``estimators.calibration.CV_MAX_ROWS`` rows one hold-out fold "
-                   "when the folds would cost far more (``estimators.calibration``). "
+                   "above ``estimators.calibration.CV_MAX_ROWS`` rows one hold-out (its share "
+                   "of the rows: ``estimators.calibration.holdout_share``) when the folds "
+                   "would cost far more (``estimators.calibration``). "
                    "``probability_method_`` "
                    "says which: 'libsvm_cv5', 'cv5' or 'holdout'.",
     "epsilon": "half-width of the epsilon-insensitive tube (>= 0), as SVR.",

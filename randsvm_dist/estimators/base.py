@@ -77,7 +77,8 @@ class RandSVMBase(BaseEstimator):
     checked and placed, duplicates collapsed on the workers included), 'duplicates' (in
     the client's process only, where it is measured apart), 'setup' (scaling, gamma,
     the problems, seeds), 'iterations' (the solve/scan loop, per iteration in
-    ``history_``), 'assembly' (the final model), 'attributes', 'total' (``fit_time_``)).
+    ``history_``), 'assembly' (the final model), 'after' (the classifier's Platt scaling
+    on the workers, when it ran), 'attributes', 'total' (``fit_time_``)).
     """
 
     _task = "classification"

@@ -23,14 +23,13 @@ run of the driver (``exact.driver.run_randsvm``):
   are. Each pair's sigmoid is fitted by LIBSVM's ``sigmoid_train`` (``numerics.probability``)
   to all rows' held-out values.
 
-``probability_method_`` records what was fitted: 'cv5', or 'holdout' (one fold's fit, its
-fifth of the rows held out) when the data set has more than ``CV_MAX_ROWS`` rows and the
-full fit's own record says the folds would cost far more than one hold-out fit
-(``fold_cost_ratio`` above ``HOLDOUT_FACTOR``: the folds share their scans, so only the
-warm re-solves multiply by five; the hold-out is chosen when the full fit's last solve
-took more than twice its last scan). A hold-out's sigmoids are fitted on a fifth of the
-values the folds give (at these sizes hundreds of thousands of rows). The final model is
-always the full fit.
+``probability_method_`` records what was fitted: 'cv5', or 'holdout' when the data set has
+more than ``CV_MAX_ROWS`` rows and the full fit's own record says the folds would cost
+far more than one hold-out fit (``fold_cost_ratio`` above ``HOLDOUT_FACTOR``). The
+hold-out is the rows whose key falls below its share (``holdout_share``: HOLDOUT_ROWS rows
+and HOLDOUT_CLASS_ROWS of each class expected, at most a fifth): a fit without so few
+rows starts nearer its optimum than a fold's, and its sigmoids are fitted on tens of
+thousands of values. The final model is always the full fit.
 """
 
 from __future__ import annotations
@@ -45,6 +44,7 @@ from randsvm_dist.engine.partitions import Partition, PartitionSet, placed
 from randsvm_dist.engine.row_totals import class_counts
 from randsvm_dist.exact.cancellation import cancel_check
 from randsvm_dist.exact.driver import run_randsvm
+from randsvm_dist.exact.fit import log_iteration
 from randsvm_dist.exact.kinds import FoldCSVC
 from randsvm_dist.exact.sampling import keys_of, row_keys, stream_id
 from randsvm_dist.exact.state import ProblemState, RunConfig, SupportModel
@@ -53,54 +53,117 @@ from randsvm_dist.numerics.probability import sigmoid_train
 
 N_FOLDS = 5
 CV_MAX_ROWS = 200_000  # at most this many rows: always the 5 folds
-HOLDOUT_FACTOR = 3.0   # above CV_MAX_ROWS: one hold-out when the folds cost > this x it
+HOLDOUT_FACTOR = 3.0   # above CV_MAX_ROWS: the hold-out when the folds cost > this x it
+HOLDOUT_ROWS = 50_000  # rows a hold-out keeps at least (its share: at most one fold's)
+HOLDOUT_CLASS_ROWS = 5_000  # and of each class at least (the smaller class: all it has)
 CALIBRATION_STREAM = 0xCA11B
 FOLD_RUN_STREAM = 0xF01D
 MIN_FIRST_DRAW = 100   # rows of a fold fit's first uniform draw at least
-FOLD_SCANS = 2         # scans of a fold fit started from the full fit's solution
 
 
-def fold_ids(keys: np.ndarray) -> np.ndarray:
-    """Each row's fold (0..N_FOLDS-1) from its calibration key in [0, 1)."""
-    return np.minimum((np.asarray(keys) * N_FOLDS).astype(np.int64), N_FOLDS - 1)
+@dataclass(frozen=True)
+class Folds:
+    """How the rows are split by their calibration keys (in [0, 1), the same for any
+    partitioning): 'cv5', five equal folds, each fitted on the other four; or 'holdout',
+    the rows with a key below ``share`` held out (fold 0) and one fit on the rest (fold
+    1)."""
+
+    method: str = "cv5"
+    share: float = 1 / N_FOLDS
+
+    @property
+    def n_folds(self) -> int:
+        """Folds the labels are coded with."""
+        return N_FOLDS if self.method == "cv5" else 2
+
+    @property
+    def fitted(self) -> list[int]:
+        """The folds whose rows are held out and fitted without (one problem set each)."""
+        return list(range(N_FOLDS)) if self.method == "cv5" else [0]
+
+    def ids(self, keys: np.ndarray) -> np.ndarray:
+        """Each row's fold from its calibration key."""
+        keys = np.asarray(keys)
+        if self.method == "cv5":
+            return np.minimum((keys * N_FOLDS).astype(np.int64), N_FOLDS - 1)
+        return (keys >= self.share).astype(np.int64)
 
 
-def fold_cost_ratio(history: list[dict] | None) -> float:
-    """The folds' cost over one hold-out fit's, from the full fit's record. Both start
-    from the full fit's solution, so each fold's fit is about the full fit's last
-    iteration: a warm re-solve (its ``solve_seconds``) and a certifying scan or two
-    (``FOLD_SCANS`` x its ``scan_seconds``). The five folds share their scans (one run,
-    five problems) and multiply the solves by five.
+def holdout_share(counts: np.ndarray) -> float:
+    """The hold-out's share of the rows: HOLDOUT_ROWS rows and HOLDOUT_CLASS_ROWS of each
+    class (all of a smaller class) expected in it, at most one fold's (1 / N_FOLDS).
+
+    Args:
+        counts: rows of each class.
+    """
+    n = float(np.sum(counts))
+    need = max([HOLDOUT_ROWS / n] + [min(HOLDOUT_CLASS_ROWS, c) / c for c in counts if c])
+    return min(1.0 / N_FOLDS, need)
+
+
+def fold_cost_ratio(history: list[dict] | None, share: float) -> float:
+    """The folds' cost over the hold-out's, from the full fit's record.
+
+    Both are started from the full fit's solution and both scan every row against about
+    the full model's support vectors (the five folds share one scan per iteration), so a
+    scan costs the same; what differs is how far each start is from its optimum. A fit
+    without a fold of ``share`` of the rows re-solves and re-scans about as many times as
+    the full fit's iterations needed to bring that share of its support vectors in, and
+    each fold removes 1/N_FOLDS of them, the hold-out only ``share``. The folds also make
+    N_FOLDS solves per iteration, the hold-out one.
 
     Args:
         history: the full fit's ``history_`` (one record per iteration and problem).
+        share: the hold-out's share of the rows (``holdout_share``).
 
     Returns:
-        (FOLD_SCANS scans + N_FOLDS solves) / (FOLD_SCANS scans + one solve) of the last
-        iteration's seconds (1.0 without a record).
+        The folds' predicted seconds over the hold-out's (1.0 without a record).
     """
     if not history:
         return 1.0
-    last = max(h["iteration"] for h in history)
-    solve, scan = next((h["solve_seconds"], h["scan_seconds"]) for h in history
-                       if h["iteration"] == last)
-    if solve + scan <= 0:
-        return 1.0
-    return (FOLD_SCANS * scan + N_FOLDS * solve) / (FOLD_SCANS * scan + solve)
+    n_sv = [0]
+    seconds = []
+    for it in sorted({h["iteration"] for h in history}):
+        rows = [h for h in history if h["iteration"] == it]
+        n_sv.append(sum(h["n_support"] for h in rows))
+        seconds.append((sum(h["solve_seconds"] for h in rows), max(h["scan_seconds"]
+                                                                   for h in rows)))
+
+    def cost(removed: float, solves: int) -> float:
+        # the last iterations, back to where the model held (1 - removed) of its SVs
+        total = 0.0
+        for i in range(len(seconds) - 1, -1, -1):
+            total += seconds[i][1] + solves * seconds[i][0]
+            if n_sv[i] <= (1.0 - removed) * n_sv[-1]:
+                break
+        return total
+
+    held = cost(share, 1)
+    return cost(1.0 / N_FOLDS, N_FOLDS) / held if held > 0 else 1.0
 
 
-def probability_method(n_rows: int, history: list[dict] | None = None) -> str:
-    """'cv5' (5 folds by row keys, fitted at once) or 'holdout' (one fold): the hold-out
-    only above CV_MAX_ROWS rows when ``fold_cost_ratio(history)`` exceeds HOLDOUT_FACTOR."""
-    if n_rows <= CV_MAX_ROWS or fold_cost_ratio(history) <= HOLDOUT_FACTOR:
-        return "cv5"
-    return "holdout"
+def choose_folds(n_rows: int, counts: np.ndarray, history: list[dict] | None = None,
+                 method: str | None = None) -> Folds:
+    """'cv5' (5 folds by row keys, fitted at once), or the hold-out above CV_MAX_ROWS rows
+    when ``fold_cost_ratio`` exceeds HOLDOUT_FACTOR (or when ``method`` asks for it).
+
+    Args:
+        n_rows: the rows of the full fit.
+        counts: rows of each class.
+        history: the full fit's ``history_``.
+        method: 'cv5' or 'holdout' to choose; None: by the cost.
+    """
+    share = holdout_share(counts)
+    if method is None:
+        method = ("cv5" if n_rows <= CV_MAX_ROWS
+                  or fold_cost_ratio(history, share) <= HOLDOUT_FACTOR else "holdout")
+    return Folds(method, share if method == "holdout" else 1 / N_FOLDS)
 
 
-def fold_coded(part: Partition, stream: int, n_classes: int) -> Partition:
+def fold_coded(part: Partition, stream: int, n_classes: int, folds: Folds) -> Partition:
     """The partition with its labels coded ``class + n_classes x fold`` (runs on a
     worker; the features are the same object)."""
-    fold = fold_ids(row_keys(stream, part.offset, part.n_rows))
+    fold = folds.ids(row_keys(stream, part.offset, part.n_rows))
     return replace(part, y=(part.y.astype(np.int64) + n_classes * fold).astype(part.y.dtype))
 
 
@@ -112,35 +175,38 @@ class FoldCodedPartitions(PartitionSet):
     base: PartitionSet | None = None
     stream: int = 0
     n_classes: int = 2
+    folds: Folds = Folds()
 
     def partition(self, client, i: int, where: str | None = None):
         """A future of partition i, fold-coded."""
         if self.futures is not None:
             return self.futures[i]
         return client.submit(fold_coded, self.base.partition(client, i, where), self.stream,
-                             self.n_classes, pure=False, retries=2, **placed(where))
+                             self.n_classes, self.folds, pure=False, retries=2,
+                             **placed(where))
 
 
-def fold_coded_partitions(client, parts: PartitionSet, stream: int,
-                          n_classes: int) -> FoldCodedPartitions:
+def fold_coded_partitions(client, parts: PartitionSet, stream: int, n_classes: int,
+                          folds: Folds) -> FoldCodedPartitions:
     """``parts`` with fold-coded labels (see ``FoldCodedPartitions``)."""
     futures = None if parts.futures is None else [
-        client.submit(fold_coded, f, stream, n_classes, pure=False, retries=2)
+        client.submit(fold_coded, f, stream, n_classes, folds, pure=False, retries=2)
         for f in parts.futures]
     return FoldCodedPartitions(
         futures, parts.offsets, parts.sizes, parts.n_features, parts.is_sparse, None,
         parts.coding, parts.weighted, parts.n_collapsed, parts.n_collapsed_across,
-        parts.exchanged, parts.source, base=parts, stream=stream, n_classes=n_classes)
+        parts.exchanged, parts.source, base=parts, stream=stream, n_classes=n_classes,
+        folds=folds)
 
 
-def restricted(model: SupportModel, stream: int, fold: int) -> SupportModel:
+def restricted(model: SupportModel, stream: int, folds: Folds, fold: int) -> SupportModel:
     """The full fit's model restricted to its support vectors outside ``fold``: a fold
     fit's first working set and warm start (alphas as they were; the warm solver restores
     the equality constraint)."""
     rows = np.asarray(model.rows, np.int64)
     if not len(rows):
         return SupportModel()
-    keep = np.flatnonzero(fold_ids(keys_of(stream, rows)) != fold)
+    keep = np.flatnonzero(folds.ids(keys_of(stream, rows)) != fold)
     keep = keep[np.argsort(rows[keep], kind="stable")]
     return SupportModel(rows[keep], model.X[keep], np.asarray(model.t)[keep],
                         np.asarray(model.weight)[keep], np.asarray(model.coef)[keep],
@@ -168,7 +234,7 @@ def fit_sigmoids(client, parts: PartitionSet, classes, est, states: list | None 
         classes: the sorted classes.
         est: the fitted classifier (its parameters are reused; one-vs-one or binary).
         states: the full run's final problem states (the folds' warm start; None: cold).
-        method: 'cv5' or 'holdout' (None: ``probability_method``).
+        method: 'cv5' or 'holdout' (None: ``choose_folds`` by the full fit's record).
         concurrent: the folds as the problems of one run (False: one run per fold, the
             same problems; for tests).
 
@@ -191,16 +257,17 @@ def fit_sigmoids(client, parts: PartitionSet, classes, est, states: list | None 
         states = est._problems(WorkerTotals(client, parts), classes, SolverParams(
             HARD_MARGIN_C if np.isinf(C) else C, est.kernel_, tol=float(est.tol),
             cache_size=float(est.cache_size), backend=est.solver))
-    method = method or probability_method(parts.n_rows, getattr(est, "history_", None))
     k = len(classes)
+    folds = choose_folds(parts.n_rows, class_counts(client, parts, k),
+                         getattr(est, "history_", None), method)
     stream = stream_id(est.random_seed_, CALIBRATION_STREAM)
-    folds = list(range(N_FOLDS)) if method == "cv5" else [0]
-    coded = fold_coded_partitions(client, parts, stream, k)
-    counts = class_counts(client, coded, k * N_FOLDS).reshape(N_FOLDS, k)
+    coded = fold_coded_partitions(client, parts, stream, k, folds)
+    counts = class_counts(client, coded, k * folds.n_folds).reshape(folds.n_folds, k)
     problems, constants = _fold_problems(est, states, folds, counts, stream)
     models = _fold_models(client, coded, est, problems, constants, concurrent)
-    got = gather(client, [client.submit(_held_out_values, f, stream, put(client, models),
-                                        states[0].solver.kernel, pure=False, retries=2)
+    got = gather(client, [client.submit(_held_out_values, f, stream, folds,
+                                        put(client, models), states[0].solver.kernel,
+                                        pure=False, retries=2)
                           for f in parts.all(client)],
                  "the held-out decision values", parts.names())
     dec = np.concatenate([g[0] for g in got])
@@ -218,17 +285,17 @@ def fit_sigmoids(client, parts: PartitionSet, classes, est, states: list | None 
         a, b = sigmoid_train(dec[rows, p], np.where(y[rows] == i, 1.0, -1.0), w[rows])
         prob_a.append(a)
         prob_b.append(b)
-    return np.array(prob_a), np.array(prob_b), method
+    return np.array(prob_a), np.array(prob_b), folds.method
 
 
-def _fold_problems(est, states: list[ProblemState], folds: list[int], counts: np.ndarray,
+def _fold_problems(est, states: list[ProblemState], folds: Folds, counts: np.ndarray,
                    stream: int) -> tuple[dict, dict]:
     """The fold fits' problems, keyed (fold, problem): each full problem on the rows
     outside the fold, started from the full model's support vectors there; and the
     constants of folds whose training rows hold one class of a problem."""
     problems, constants = {}, {}
     k = counts.shape[1]
-    for f in folds:
+    for f in folds.fitted:
         train = counts.sum(axis=0) - counts[f]
         for j, s in enumerate(states):
             kd = s.kind
@@ -238,7 +305,7 @@ def _fold_problems(est, states: list[ProblemState], folds: list[int], counts: np
             if pos == 0 or n_neg == 0:
                 constants[f, j] = 0.0 if pos == n_neg else (1.0 if pos else -1.0)
                 continue
-            model = restricted(s.model, stream, f)
+            model = restricted(s.model, stream, folds, f)
             problems[f, j] = ProblemState(
                 FoldCSVC(kd.positive, kd.negative, kd.weight_pos, kd.weight_neg, fold=f,
                          n_classes=k),
@@ -268,20 +335,21 @@ def _fold_models(client, coded: FoldCodedPartitions, est, problems: dict, consta
                     route=est.route)
     for group in groups:
         finals, _ = run_randsvm(client, coded, [problems[key] for key in group], cfg,
-                                cancelled=cancel_check())
+                                progress=log_iteration, cancelled=cancel_check())
         for key, p in zip(group, finals):
             m = p.model
             models[key] = FoldModel(m.X, np.asarray(m.coef, np.float64), float(m.intercept))
     return models
 
 
-def _held_out_values(part: Partition, stream: int, models: dict, kernel) -> tuple:
+def _held_out_values(part: Partition, stream: int, folds: Folds, models: dict,
+                     kernel) -> tuple:
     """(decision values (rows, problems), coded labels, weights) of the partition's rows
     held out by the fitted folds, each under its fold's models (runs on a worker)."""
     from randsvm_dist.numerics.kernels import decision_values_float64
 
-    fold = fold_ids(row_keys(stream, part.offset, part.n_rows))
-    fitted = sorted({f for f, _ in models})
+    fold = folds.ids(row_keys(stream, part.offset, part.n_rows))
+    fitted = folds.fitted
     n_problems = 1 + max(j for _, j in models)
     held = np.isin(fold, fitted)
     dec = np.zeros((int(held.sum()), n_problems))

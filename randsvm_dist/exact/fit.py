@@ -108,7 +108,7 @@ class FitResult:
         seed_info: the seed's record, or None.
         attributes: fitted attributes the problems decided (e.g. ``class_weight_``).
         phases: seconds of 'placement', 'duplicates' (in this process only), 'setup',
-            'iterations', 'assembly'.
+            'iterations', 'assembly', and 'after' when an ``after`` ran.
         on_cluster: fitted on the workers (False: in this process).
         after: what the caller's ``after`` returned (None without one).
     """
@@ -213,7 +213,12 @@ def fit(client, inputs: FitInput, problems: ProblemSet, settings: FitSettings, *
         result = _result(states, history, setup, problems, classes, parts.n_features, phases,
                          (lambda rows: original_rows(c, parts, rows)) if parts.n_collapsed
                          else None, scaler, seed_info)
-        return replace(result, after=after(c, parts, result)) if after else result
+        if after is None:
+            return result
+        t = time.perf_counter()
+        got = after(c, parts, result)
+        phases["after"] = time.perf_counter() - t
+        return replace(result, after=got)
 
 
 def _in_process_allowed(client, inputs: FitInput, settings: FitSettings) -> bool:

@@ -190,7 +190,8 @@ class CSVC:
 class FoldCSVC(CSVC):
     """``CSVC`` of the same classes on the rows outside one cross-validation fold: the
     rows' labels are coded ``class + n_classes x fold`` (``estimators.calibration``), so
-    the five folds' fits of Platt scaling are five problems of one run, sharing its scans.
+    the fold fits of Platt scaling (five, or one hold-out) are problems of one run,
+    sharing its scans.
     """
 
     fold: int = 0

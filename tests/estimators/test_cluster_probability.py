@@ -83,14 +83,36 @@ def test_small_data_on_the_workers_always_works(dask_client):
     assert (p.argmax(1) == y - 1).all()
 
 
+def _record(n_sv, solve, scan):
+    return [{"iteration": i + 1, "n_support": n, "solve_seconds": a, "scan_seconds": b}
+            for i, (n, a, b) in enumerate(zip(n_sv, solve, scan))]
+
+
+def test_holdout_share_keeps_enough_rows_of_each_class():
+    assert calibration.holdout_share(np.array([500_000, 500_000])) == pytest.approx(0.05)
+    # the smaller class decides: 5,000 of its 40,000 rows
+    assert calibration.holdout_share(np.array([960_000, 40_000])) == pytest.approx(0.125)
+    assert calibration.holdout_share(np.array([10**8, 10**8])) == pytest.approx(2.5e-4)
+    assert calibration.holdout_share(np.array([1000, 1000])) == 0.2  # at most a fold's
+    folds = calibration.Folds("holdout", 0.05)
+    keys = np.array([0.0, 0.049, 0.05, 0.5, 0.99])
+    assert folds.ids(keys).tolist() == [0, 0, 1, 1, 1]  # fold 0 held out, fitted on 1
+    assert calibration.Folds().ids(keys).tolist() == [0, 0, 0, 2, 4]
+
+
 def test_holdout_only_when_the_folds_cost_far_more(dask_client, waveform, monkeypatch):
-    cheap_solves = [{"iteration": 1, "solve_seconds": 1.0, "scan_seconds": 1.0}]
-    dear_solves = [{"iteration": 1, "solve_seconds": 9.0, "scan_seconds": 9.0},
-                   {"iteration": 2, "solve_seconds": 5.0, "scan_seconds": 1.0}]
-    assert calibration.probability_method(10**6, cheap_solves) == "cv5"
-    assert calibration.fold_cost_ratio(dear_solves) > calibration.HOLDOUT_FACTOR
-    assert calibration.probability_method(10**6, dear_solves) == "holdout"
-    assert calibration.probability_method(calibration.CV_MAX_ROWS, dear_solves) == "cv5"
+    counts = np.array([500_000, 500_000])
+    # support vectors all in by the last iteration but one, cheap solves: the folds'
+    # warm start is as near as the hold-out's
+    quick = _record([5000, 9900, 10000], [1, 1, 1], [10, 10, 10])
+    # a slow approach to the optimum with dear solves: the folds go back further
+    slow = _record([2000, 6000, 7000, 9000, 9700, 10000], [5] * 6, [10] * 6)
+    assert calibration.fold_cost_ratio(quick, 0.05) < calibration.HOLDOUT_FACTOR
+    assert calibration.choose_folds(10**6, counts, quick).method == "cv5"
+    assert calibration.fold_cost_ratio(slow, 0.05) > calibration.HOLDOUT_FACTOR
+    chosen = calibration.choose_folds(10**6, counts, slow)
+    assert (chosen.method, chosen.share) == ("holdout", pytest.approx(0.05))
+    assert calibration.choose_folds(calibration.CV_MAX_ROWS, counts, slow).method == "cv5"
     cv5 = _fit(dask_client, *waveform, chunks=1000)
     monkeypatch.setattr(calibration, "fit_sigmoids",
                         functools.partial(calibration.fit_sigmoids, method="holdout"))

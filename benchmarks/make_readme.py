@@ -612,7 +612,31 @@ def section_restructure() -> list[str]:
                 sorted({f"{r['support']} / {r['dual_coef']} / {r['intercept']}"
                         for r in rows})) + ".",
             *command("python benchmarks/bench_same_model.py BEFORE_CHECKOUT AFTER_CHECKOUT "
-                     "--rows 1000000 --out benchmarks/results/restructure_same_model.jsonl")]
+                     "--rows 1000000 --out benchmarks/results/restructure_same_model.jsonl"),
+            *_kinds_speed()]
+
+
+def _kinds_speed() -> list[str]:
+    """The four problem kinds' fit seconds (median of 3) before and after issue 37."""
+    rows = load("restructure_kinds_speed.jsonl")
+    if not rows:
+        return []
+    by = {(r["set"], r["tree"]): r for r in rows}
+    commits = {r["tree"]: r["commit"] for r in rows}
+    sets = list(dict.fromkeys(r["set"] for r in rows))
+
+    def cell(name: str, tree: str) -> str:
+        e = by[name, tree]["engines"]["randsvm"]
+        return f"{e['seconds']:.1f} ({e['n_support']:,} SV, gap {e['relative_gap']:.1e})"
+
+    return ["The four problem kinds with their defaults (`bench_ahead.py`, RandSVM only, "
+            "median of 3 fits, each tree's own code), before "
+            f"({commits['before']}) and after ({commits['main']}) the functional core:", ""] + \
+        table(["set", "before s", "after s"],
+              [(n, cell(n, "before"), cell(n, "main")) for n in sets]) + \
+        command("RANDSVM_SHARED_DATASETS=../shared/datasets PYTHONPATH=TREE python "
+                "TREE/benchmarks/bench_ahead.py --sets ijcnn1 fmnist10 friedman1:300000 "
+                "oneclass:100000 --engines randsvm --repeats 3 --out FILE")
 
 
 def section_out_of_core() -> list[str]:
@@ -714,7 +738,8 @@ def section_probability() -> list[str]:
     seeds = [r for r in rows if r["part"] == "seeds"]
     cost = [r for r in rows if r["part"] == "cost"]
     out = ["## probability=True against SVC and scikit-learn-intelex (issue 39)", ""]
-    out += [] if not small else table(["set", "rows", "ours", "max abs difference", "argmax agreement %",
+    out += [] if not small else table(
+                 ["set", "rows", "ours", "max abs difference", "argmax agreement %",
                   "SVC across random_state", "seconds (ours)"],
                  [(r["set"], f"{r['rows']:,}", r["method"], f"{r['max_abs_diff']:.4f}",
                    pct(r["argmax_agreement"]), f"{r['svc_across_random_state']:.4f}",

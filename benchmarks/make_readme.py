@@ -612,7 +612,7 @@ def section_restructure() -> list[str]:
                 sorted({f"{r['support']} / {r['dual_coef']} / {r['intercept']}"
                         for r in rows})) + ".",
             *command("python benchmarks/bench_same_model.py BEFORE_CHECKOUT AFTER_CHECKOUT "
-                     "--rows 1000000 --out benchmarks/results/restructure_same_model.jsonl"),
+                     "--rows 1000000 --out benchmarks/results/restructure_same_model.jsonl")[:-1],
             *_kinds_speed()]
 
 
@@ -624,19 +624,12 @@ def _kinds_speed() -> list[str]:
     by = {(r["set"], r["tree"]): r for r in rows}
     commits = {r["tree"]: r["commit"] for r in rows}
     sets = list(dict.fromkeys(r["set"] for r in rows))
-
-    def cell(name: str, tree: str) -> str:
-        e = by[name, tree]["engines"]["randsvm"]
-        return f"{e['seconds']:.1f} ({e['n_support']:,} SV, gap {e['relative_gap']:.1e})"
-
-    return ["The four problem kinds with their defaults (`bench_ahead.py`, RandSVM only, "
-            "median of 3 fits, each tree's own code), before "
-            f"({commits['before']}) and after ({commits['main']}) the functional core:", ""] + \
-        table(["set", "before s", "after s"],
-              [(n, cell(n, "before"), cell(n, "main")) for n in sets]) + \
-        command("RANDSVM_SHARED_DATASETS=../shared/datasets PYTHONPATH=TREE python "
-                "TREE/benchmarks/bench_ahead.py --sets ijcnn1 fmnist10 friedman1:300000 "
-                "oneclass:100000 --engines randsvm --repeats 3 --out FILE")
+    return ["The four problem kinds with their defaults (`bench_ahead.py --sets ijcnn1 fmnist10 "
+            "friedman1:300000 oneclass:100000 --engines randsvm --repeats 3` in each tree, "
+            f"median s, before {commits['before']} / after {commits['main']}): " + "; ".join(
+                f"{n} {by[n, 'before']['engines']['randsvm']['seconds']:.1f} / "
+                f"{by[n, 'main']['engines']['randsvm']['seconds']:.1f}" for n in sets)
+            + "; the same SVs and gaps in both."]
 
 
 def section_out_of_core() -> list[str]:
@@ -733,50 +726,33 @@ def section_out_of_core() -> list[str]:
 
 def section_probability() -> list[str]:
     rows = load("probability.jsonl")
-    small = {r["set"]: r for r in rows if r["part"] == "small"}
-    ex = [r for r in rows if r["part"] == "sklearnex"]
-    seeds = [r for r in rows if r["part"] == "seeds"]
+    ex = [r for r in rows if r["part"] == "sklearnex"][-2:]
+    seeds = [r for r in rows if r["part"] == "seeds"][-1:]
     cost = [r for r in rows if r["part"] == "cost"]
-    out = ["## probability=True against SVC and scikit-learn-intelex (issue 39)", ""]
-    out = out[:-1] if not small else out + table(
-                 ["set", "rows", "ours", "max abs difference", "argmax agreement %",
-                  "SVC across random_state", "seconds (ours)"],
-                 [(r["set"], f"{r['rows']:,}", r["method"], f"{r['max_abs_diff']:.4f}",
-                   pct(r["argmax_agreement"]), f"{r['svc_across_random_state']:.4f}",
-                   f"{r['seconds']:.1f}") for r in small.values()])
-    if ex:
-        out += ["", "Against scikit-learn-intelex's `SVC(probability=True)` (its own process, "
-                "first, default threads), 20,000 test rows:", ""]
-        out += table(["set", "rows", "ours on", "method", "max abs difference",
-                      "argmax agreement %", "seconds ours / sklearnex"],
-                     [(r["set"], f"{r['rows']:,}", r["ours_on"], r["method"],
-                       f"{r['max_abs_diff']:.4f}", pct(r["argmax_agreement"]),
-                       f"{r['seconds']:.1f} / {r['sklearnex_seconds']:.1f}")
-                      for r in ex[-2:]])
-    for r in seeds[-1:]:
-        out += ["", f"Ours across random_state 0, 1, 2 ({r['set']}, {r['rows']:,} rows in "
-                f"memory): up to {r['across_random_state']:.4f} apart; each to sklearnex's: "
-                + ", ".join(f"{v['max_abs_diff']:.4f}" for v in r["vs_sklearnex"]) + "."]
-    if cost:
-        out += ["", "What probability=True adds to a fit of data on the workers (embedded "
-                "cluster, 2 x 1 thread):", ""]
-        out += table(["set", "rows", "C", "gamma", "fit s", "with probability s", "ratio",
-                      "method", "its difference to the 5 folds' (cv5 s)"],
-                     [(r["set"], f"{r['rows']:,}", r["C"], r["gamma"],
-                       f"{r['fit_seconds']:.1f}", f"{r['probability_seconds']:.1f}",
-                       f"{r['ratio']:.2f}x", r["method"],
-                       f"{r['vs_cv5']['max_abs_diff']:.4f} ({r['cv5_seconds']:.0f} s)"
-                       if "vs_cv5" in r else "-") for r in cost])
+    text = ["Against scikit-learn-intelex's `SVC(probability=True)` (its own process, first), "
+            "20,000 test rows (max |difference|, argmax agreement %, seconds ours / "
+            "sklearnex): " + "; ".join(
+                f"{r['set']} {r['rows']:,} {r['ours_on']} ({r['method']}) "
+                f"{r['max_abs_diff']:.4f}, {pct(r['argmax_agreement'])}, "
+                f"{r['seconds']:.1f} / {r['sklearnex_seconds']:.1f}" for r in ex) + "."]
+    text += [f"Ours across random_state 0, 1, 2 on the same rows: up to "
+             f"{r['across_random_state']:.4f} apart; to sklearnex's " + " / ".join(
+                 f"{v['max_abs_diff']:.4f}" for v in r["vs_sklearnex"]) + "." for r in seeds]
+    text += ["probability=True on data on the workers (s without / with, method): " + "; ".join(
+        f"{r['set']} {r['rows']:,} (C {r['C']:g}, gamma {r['gamma']:g}) {r['fit_seconds']:.1f}"
+        f" / {r['probability_seconds']:.1f}, {r['method']}"
+        + (f", cv5 forced {r['cv5_seconds']:.0f} s, max |difference| to it "
+           f"{r['vs_cv5']['max_abs_diff']:.3f}" if "vs_cv5" in r else "") for r in cost) + "."]
     last = cost[-1] if cost else None
-    out += targets([("probability=True adds <= 1.5x to a 1e6-row fit",
-                     f"{last['ratio']:.2f}x ({last['method']})" if last else "not run",
-                     last["ratio"] <= 1.5 if last else None)])
-    out += command("python benchmarks/bench_probability.py --parts small",
-                   "python benchmarks/bench_probability.py --parts sklearnex seeds "
-                   "--compare-rows 200000",
-                   "python benchmarks/bench_probability.py --parts cost --rows 1000000 "
-                   "--set checkerboard --C 100 --gamma 1 --compare-cv5")
-    return out
+    return (["## probability=True against SVC and scikit-learn-intelex (issue 39)", "",
+             " ".join(text)]
+            + targets([("probability=True adds <= 1.5x to a 1e6-row fit",
+                        f"{last['ratio']:.2f}x ({last['method']})" if last else "not run",
+                        last["ratio"] <= 1.5 if last else None)])
+            + command("python benchmarks/bench_probability.py --parts sklearnex seeds "
+                      "--compare-rows 200000",
+                      "python benchmarks/bench_probability.py --parts cost --rows 1000000 "
+                      "--set checkerboard --C 100 --gamma 1 --compare-cv5"))
 
 
 SECTIONS: list[Callable[[], list[str]]] = [

@@ -11,13 +11,14 @@ run of the driver (``exact.driver.run_randsvm``):
 - the partitions' labels are coded ``class + n_classes x fold`` (on the workers, the rows
   stay where they are), and each fold's problem is a ``exact.kinds.FoldCSVC``: the full
   fit's problem (its classes, class weights, C, kernel, gamma) on the rows outside the
-  fold. One scan per iteration serves all five folds (every row against the support
-  vectors of the problems it belongs to), so the folds cost about one fit's scans, not
-  five;
+  fold. One scan per iteration serves all five folds (every row against the union of
+  the support vectors of the problems it belongs to), so an iteration's scan costs about
+  one fit's scan, not five;
 - each fold's problem starts from the full fit's solution: the full model's support
   vectors that lie outside the fold are its first working set and their alphas the warm
   solver's start (``solvers.warm_smo`` repairs the equality constraint the restriction
-  breaks), so a fold's fit is typically a warm re-solve and one or two certifying scans;
+  breaks). How many iterations a fold's fit then takes grows with the share of support
+  vectors it removed: a fifth can take many, a small hold-out few;
 - every fold's fit is certified to ``gap_tol`` as the full fit is (its own gap), and the
   decision values of each fold's rows under its fold's model are computed where the rows
   are. Each pair's sigmoid is fitted by LIBSVM's ``sigmoid_train`` (``numerics.probability``)
